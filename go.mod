@@ -1,0 +1,10 @@
+module github.com/fleetsched/fleet
+
+go 1.26.8
+
+require (
+	github.com/google/btree v1.1.3
+	github.com/stretchr/testify v1.12.1
+	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
+	pgregory.net/rapid v1.3.0
+)
