@@ -8,3 +8,5 @@ require (
 	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 	pgregory.net/rapid v1.3.0
 )
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect
