@@ -1,0 +1,214 @@
+package gang
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Validate checks everything that can be checked without knowing the
+// fleet, and returns the first problem in field order as a *FieldError
+// (nil when the workload is well-formed). The rules:
+//
+//   - ID and Queue are non-empty; Shape is set.
+//   - There is at least one pod set; each has a unique non-empty name, a
+//     Count of at least 1 and GPUsPerPod of at least 1; the workload's
+//     total GPUs are at most MaxGPUs.
+//   - Durations (grace period, checkpoint interval, expected runtime) are
+//     not negative.
+//   - Pools are non-empty and unique.
+//   - A segment has both a Size and a Level, or neither; it names an
+//     existing pod set (or the workload has just one), and Size divides
+//     that pod set's Count.
+//   - Spread limits are not negative; MaxPerDomain and its Level come
+//     together.
+//
+// A preferred level without a required one is fine. Level names and pod
+// sizes against a real fleet are checked by [Workload.ValidateFor].
+func (w *Workload) Validate() error {
+	if w == nil {
+		return &FieldError{Field: "", Value: nil, Detail: "nil workload", Err: ErrInvalid}
+	}
+	bad := func(field string, v any, detail string) error {
+		return &FieldError{ID: w.ID, Field: field, Value: v, Detail: detail, Err: ErrInvalid}
+	}
+	if w.ID == "" {
+		return bad("id", w.ID, "must not be empty")
+	}
+	if w.Queue == "" {
+		return bad("queue", w.Queue, "must not be empty")
+	}
+	if !w.Shape.valid() {
+		return bad("shape", w.Shape, "must be inference, training or batch")
+	}
+	if len(w.PodSets) == 0 {
+		return bad("podSets", len(w.PodSets), "must hold at least one pod set")
+	}
+	var total int64 // int64: two factors up to MaxGPUs cannot overflow it
+	for i, p := range w.PodSets {
+		at := "podSets[" + strconv.Itoa(i) + "]"
+		switch {
+		case p.Name == "":
+			return bad(at+".name", p.Name, "must not be empty")
+		case p.Count < 1 || p.Count > MaxGPUs:
+			return bad(at+".count", p.Count, fmt.Sprintf("must be 1 to %d", MaxGPUs))
+		case p.GPUsPerPod < 1 || p.GPUsPerPod > MaxGPUs:
+			return bad(at+".gpusPerPod", p.GPUsPerPod, fmt.Sprintf("must be 1 to %d", MaxGPUs))
+		}
+		for j := range i {
+			if w.PodSets[j].Name == p.Name {
+				return bad(at+".name", p.Name, "duplicates podSets["+strconv.Itoa(j)+"].name")
+			}
+		}
+		total += int64(p.Count) * int64(p.GPUsPerPod)
+		if total > MaxGPUs {
+			return bad(at+".count", p.Count, fmt.Sprintf("brings the workload above %d GPUs", MaxGPUs))
+		}
+	}
+	if err := w.validateSegment(bad); err != nil {
+		return err
+	}
+	for i, p := range w.Pools {
+		at := "pools[" + strconv.Itoa(i) + "]"
+		if p == "" {
+			return bad(at, p, "must not be empty")
+		}
+		for j := range i {
+			if w.Pools[j] == p {
+				return bad(at, p, "duplicates pools["+strconv.Itoa(j)+"]")
+			}
+		}
+	}
+	for _, d := range [...]struct {
+		field string
+		v     time.Duration
+	}{
+		{"drain.gracePeriod", w.Drain.GracePeriod},
+		{"drain.checkpointInterval", w.Drain.CheckpointInterval},
+		{"expectedRuntime", w.ExpectedRuntime},
+	} {
+		if d.v < 0 {
+			return bad(d.field, d.v, "must not be negative")
+		}
+	}
+	sp := w.Spread
+	switch {
+	case sp.MaxPerNode < 0:
+		return bad("spread.maxPerNode", sp.MaxPerNode, "must not be negative (0 = no limit)")
+	case sp.MaxPerDomain < 0:
+		return bad("spread.maxPerDomain", sp.MaxPerDomain, "must not be negative (0 = no limit)")
+	case sp.MaxPerDomain > 0 && sp.Level == "":
+		return bad("spread.level", sp.Level, "must name the level that maxPerDomain counts in")
+	case sp.MaxPerDomain == 0 && sp.Level != "":
+		return bad("spread.maxPerDomain", sp.MaxPerDomain, "must be set when spread.level is")
+	}
+	return nil
+}
+
+func (w *Workload) validateSegment(bad func(string, any, string) error) error {
+	s := w.Topology.Segment
+	switch {
+	case s.Size < 0:
+		return bad("topology.segment.size", s.Size, "must not be negative (0 = no segments)")
+	case s.Size == 0 && (s.Level != "" || s.PodSet != ""):
+		return bad("topology.segment.size", s.Size, "must be set when segment level or pod set is")
+	case s.Size == 0:
+		return nil
+	case s.Level == "":
+		return bad("topology.segment.level", s.Level, "must name the level each segment fits inside")
+	}
+	i := w.SegmentedPodSet()
+	if i < 0 {
+		if s.PodSet == "" {
+			return bad("topology.segment.podSet", s.PodSet, "must name a pod set when there are several")
+		}
+		return bad("topology.segment.podSet", s.PodSet, "names no pod set")
+	}
+	if n := w.PodSets[i].Count; n%s.Size != 0 {
+		return bad("topology.segment.size", s.Size,
+			fmt.Sprintf("must divide the %d pods of pod set %q", n, w.PodSets[i].Name))
+	}
+	return nil
+}
+
+// ValidateFor runs Validate, then checks the workload against a fleet
+// given as plain values, so that this package needs no fleet type:
+//
+//   - levels names the fleet's levels from the top down, ending with the
+//     node level, as the topology package lists them: ["spine", "leaf",
+//     "node"].
+//   - gpusPerNode is the GPUs of the largest node the workload may land on
+//     (of its flavor); below 1 it is unknown and node-size checks are
+//     skipped.
+//
+// It refuses, with ErrUnknownLevel, any level name not in levels, and with
+// ErrInvalid a preferred level above the required one, a segment level
+// above the required one, or a spread level at or above it. It refuses
+// with ErrExceedsNode a pod with more GPUs than a node, a workload required
+// to share one node that needs more GPUs than a node has, and a segment
+// confined to one node that needs more GPUs than a node has.
+func (w *Workload) ValidateFor(levels []string, gpusPerNode int) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	fail := func(field string, v any, detail string, err error) error {
+		return &FieldError{ID: w.ID, Field: field, Value: v, Detail: detail, Err: err}
+	}
+	// depth returns the level's index (0 = top), -1 for "" and -2 for a
+	// name the fleet does not have.
+	depth := func(name string) int {
+		if name == "" {
+			return -1
+		}
+		for i, l := range levels {
+			if l == name {
+				return i
+			}
+		}
+		return -2
+	}
+	t, sp := w.Topology, w.Spread
+	req, pref, seg, spr := depth(t.Required), depth(t.Preferred), depth(t.Segment.Level), depth(sp.Level)
+	known := fmt.Sprintf("the fleet's levels are %q", levels)
+	switch {
+	case req == -2:
+		return fail("topology.required", t.Required, known, ErrUnknownLevel)
+	case pref == -2:
+		return fail("topology.preferred", t.Preferred, known, ErrUnknownLevel)
+	case seg == -2:
+		return fail("topology.segment.level", t.Segment.Level, known, ErrUnknownLevel)
+	case spr == -2:
+		return fail("spread.level", sp.Level, known, ErrUnknownLevel)
+	case pref >= 0 && pref < req:
+		return fail("topology.preferred", t.Preferred,
+			fmt.Sprintf("must be at or below the required level %q", t.Required), ErrInvalid)
+	case seg >= 0 && seg < req:
+		return fail("topology.segment.level", t.Segment.Level,
+			fmt.Sprintf("must be at or below the required level %q", t.Required), ErrInvalid)
+	case spr >= 0 && req >= 0 && spr <= req:
+		return fail("spread.level", sp.Level,
+			fmt.Sprintf("must be below the required level %q", t.Required), ErrInvalid)
+	}
+	if gpusPerNode < 1 {
+		return nil
+	}
+	for i, p := range w.PodSets {
+		if p.GPUsPerPod > gpusPerNode {
+			return fail("podSets["+strconv.Itoa(i)+"].gpusPerPod", p.GPUsPerPod,
+				fmt.Sprintf("a pod never spans nodes and a node has %d GPUs", gpusPerNode), ErrExceedsNode)
+		}
+	}
+	node := len(levels) - 1
+	if req >= 0 && req == node && w.GPUs() > gpusPerNode {
+		return fail("topology.required", t.Required,
+			fmt.Sprintf("the workload needs %d GPUs on one node of %d", w.GPUs(), gpusPerNode), ErrExceedsNode)
+	}
+	if seg >= 0 && seg == node {
+		p := w.PodSets[w.SegmentedPodSet()]
+		if need := t.Segment.Size * p.GPUsPerPod; need > gpusPerNode {
+			return fail("topology.segment.size", t.Segment.Size,
+				fmt.Sprintf("a segment needs %d GPUs on one node of %d", need, gpusPerNode), ErrExceedsNode)
+		}
+	}
+	return nil
+}

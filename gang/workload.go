@@ -1,0 +1,113 @@
+package gang
+
+import (
+	"slices"
+	"time"
+)
+
+// MaxGPUs bounds the GPUs of one workload (and so its pods). It keeps the
+// arithmetic of counts far from overflow on every platform and is far above
+// any real fleet; Validate refuses workloads beyond it.
+const MaxGPUs = 1 << 20
+
+// Workload is one unit that is admitted whole or not at all: a gang of
+// pod sets with where and how close together they must run, and how they
+// may be stopped. It is plain data with JSON tags; the scheduler copies it
+// on submission (see [Workload.Clone]) and records the submit time itself.
+type Workload struct {
+	// ID is unique among the scheduler's workloads; non-empty.
+	ID string `json:"id"`
+	// Queue is the leaf queue of the quota tree it is charged to.
+	Queue string `json:"queue"`
+	// Priority orders workloads; higher wins.
+	Priority int32 `json:"priority"`
+	// PriorityClass names the class whose defaults apply (such as the drain
+	// grace period). The scheduler owns the classes; "" is its default.
+	PriorityClass string `json:"priorityClass,omitempty"`
+	// Shape is inference, training or batch.
+	Shape Shape `json:"shape,omitempty"`
+	// PodSets lists the pods, in a fixed order: placement and segments
+	// number pods by pod set, then by index within it.
+	PodSets []PodSet `json:"podSets"`
+	// Topology says how close together the pods must run.
+	Topology TopologyRequest `json:"topology,omitzero"`
+	// Flavor is the GPU model the workload needs ("H100"); "" means any.
+	Flavor string `json:"flavor,omitempty"`
+	// Pools lists the node pools it may run in, most preferred first;
+	// empty means any pool.
+	Pools []string `json:"pools,omitempty"`
+	// Drain is how the workload may be stopped to make room.
+	Drain DrainContract `json:"drain,omitzero"`
+	// ExpectedRuntime is the host's estimate of the run's length, used for
+	// bookings of future capacity; 0 means unknown.
+	ExpectedRuntime time.Duration `json:"expectedRuntime,omitempty"`
+	// Spread caps the pods per node or per domain, for high availability.
+	Spread Spread `json:"spread,omitzero"`
+}
+
+// GPUs returns the workload's total GPUs over all pod sets. It does not
+// allocate.
+func (w *Workload) GPUs() int {
+	n := 0
+	for i := range w.PodSets {
+		n += w.PodSets[i].GPUs()
+	}
+	return n
+}
+
+// Pods returns the workload's number of pods over all pod sets. It does
+// not allocate.
+func (w *Workload) Pods() int {
+	n := 0
+	for i := range w.PodSets {
+		n += w.PodSets[i].Count
+	}
+	return n
+}
+
+// WholeNode reports whether every pod takes a whole node of gpusPerNode
+// GPUs, which lets placement count free nodes instead of free GPUs. It is
+// false for a workload without pods and for gpusPerNode < 1. It does not
+// allocate.
+func (w *Workload) WholeNode(gpusPerNode int) bool {
+	if gpusPerNode < 1 || len(w.PodSets) == 0 {
+		return false
+	}
+	for i := range w.PodSets {
+		if w.PodSets[i].GPUsPerPod != gpusPerNode {
+			return false
+		}
+	}
+	return true
+}
+
+// SegmentedPodSet returns the index of the pod set that Topology.Segment
+// splits, or -1 when there are no segments or the named pod set does not
+// exist (which Validate refuses). It does not allocate.
+func (w *Workload) SegmentedPodSet() int {
+	s := w.Topology.Segment
+	if !s.Enabled() {
+		return -1
+	}
+	if s.PodSet == "" {
+		if len(w.PodSets) == 1 {
+			return 0
+		}
+		return -1
+	}
+	for i := range w.PodSets {
+		if w.PodSets[i].Name == s.PodSet {
+			return i
+		}
+	}
+	return -1
+}
+
+// Clone returns a deep copy: changing the copy's slices leaves w untouched.
+// Nil and empty slices keep their nil-ness.
+func (w *Workload) Clone() Workload {
+	c := *w
+	c.PodSets = slices.Clone(w.PodSets)
+	c.Pools = slices.Clone(w.Pools)
+	return c
+}
