@@ -1,0 +1,66 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error returned by this package wraps one of them,
+// so callers can test the kind with errors.Is and read the details with
+// errors.As on *SpecError or *NodeError.
+var (
+	ErrInvalidSpec  = errors.New("topology: invalid spec")
+	ErrEmptyFleet   = errors.New("topology: empty fleet")
+	ErrDuplicate    = errors.New("topology: duplicate name")
+	ErrBadPath      = errors.New("topology: bad path")
+	ErrTwoParents   = errors.New("topology: domain under two parents")
+	ErrBadGPUs      = errors.New("topology: GPU count must be positive")
+	ErrUnknownLevel = errors.New("topology: unknown level")
+	ErrUnknownNode  = errors.New("topology: unknown node")
+	ErrOverAlloc    = errors.New("topology: not enough free GPUs")
+	ErrOverRelease  = errors.New("topology: releasing more GPUs than allocated")
+	ErrNodeDown     = errors.New("topology: node is down")
+	ErrBadAmount    = errors.New("topology: GPU amount must be positive")
+)
+
+// SpecError says which part of a Spec was refused and why.
+type SpecError struct {
+	Node   string // offending node name, if any
+	Index  int    // offending node's index in Spec.Nodes, -1 if none
+	Level  string // offending level name, if any
+	Detail string
+	Err    error // one of the sentinels above
+}
+
+func (e *SpecError) Error() string {
+	msg := e.Err.Error()
+	if e.Node != "" || e.Index >= 0 {
+		msg += fmt.Sprintf(": node %q (nodes[%d])", e.Node, e.Index)
+	}
+	if e.Level != "" {
+		msg += fmt.Sprintf(": level %q", e.Level)
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+func (e *SpecError) Unwrap() error { return e.Err }
+
+// NodeError says which node a change was refused on.
+type NodeError struct {
+	Node      string
+	Requested int // GPUs asked to allocate or release
+	Available int // free GPUs (allocate) or allocated GPUs (release)
+	Err       error
+}
+
+func (e *NodeError) Error() string {
+	if e.Requested != 0 || e.Available != 0 {
+		return fmt.Sprintf("%v: node %q: requested %d, available %d", e.Err, e.Node, e.Requested, e.Available)
+	}
+	return fmt.Sprintf("%v: node %q", e.Err, e.Node)
+}
+
+func (e *NodeError) Unwrap() error { return e.Err }
