@@ -1,0 +1,351 @@
+package quota
+
+import (
+	"fmt"
+	"strings"
+)
+
+// AddUsage records that queue q now holds gpus more GPUs of flavor f. It is
+// bookkeeping, not admission: it does not ask Fits, so a host can also adopt
+// workloads it finds running. The change bubbles up in O(depth): a node
+// passes to its parent only the part of its usage above its local quota.
+//
+// It refuses, leaving the tree unchanged, a node that is not a queue, a
+// flavor the queue does not serve, a negative amount, or usage that would
+// exceed MaxAmount in total. It does not allocate unless it refuses.
+func (t *Tree) AddUsage(q NodeID, f FlavorID, gpus int64) error {
+	if err := t.checkUsage(q, f, gpus); err != nil {
+		return err
+	}
+	if gpus > MaxAmount-t.inUseSum[f] {
+		return t.usageError(q, f, gpus, ErrAmountTooLarge, "usage would exceed %d GPUs of the flavor", MaxAmount)
+	}
+	t.shift(q, f, gpus)
+	return nil
+}
+
+// RemoveUsage records that queue q released gpus GPUs of flavor f. Removing
+// then adding back the same amount restores the tree exactly, so a what-if
+// search can undo its steps without a copy. It refuses, leaving the tree
+// unchanged, the cases AddUsage refuses and removing more than q holds.
+func (t *Tree) RemoveUsage(q NodeID, f FlavorID, gpus int64) error {
+	if err := t.checkUsage(q, f, gpus); err != nil {
+		return err
+	}
+	if u := t.usage[t.at(q, f)]; gpus > u {
+		return t.usageError(q, f, gpus, ErrUsageUnderflow, "queue %q holds %d %s GPUs, cannot release %d", t.s.names[q], u, t.s.flavors[f], gpus)
+	}
+	t.shift(q, f, -gpus)
+	return nil
+}
+
+func (t *Tree) checkUsage(q NodeID, f FlavorID, gpus int64) error {
+	switch {
+	case q < 0 || int(q) >= len(t.s.names):
+		return &UsageError{Queue: q, Flavor: f, GPUs: gpus, Err: ErrUnknownNode}
+	case f < 0 || int(f) >= len(t.s.flavors):
+		return &UsageError{Queue: q, Flavor: f, GPUs: gpus, Err: ErrUnknownFlavor}
+	case t.s.kind[q] != Queue:
+		return t.usageError(q, f, gpus, ErrNotQueue, "%q is a cohort", t.s.names[q])
+	case !t.served[t.at(q, f)]:
+		return t.usageError(q, f, gpus, ErrFlavorNotServed, "queue %q has no quota entry for %s", t.s.names[q], t.s.flavors[f])
+	case gpus < 0:
+		return t.usageError(q, f, gpus, ErrNegativeAmount, "%d GPUs", gpus)
+	case gpus > MaxAmount:
+		return t.usageError(q, f, gpus, ErrAmountTooLarge, "%d GPUs", gpus)
+	}
+	return nil
+}
+
+func (t *Tree) usageError(q NodeID, f FlavorID, gpus int64, err error, format string, args ...any) error {
+	return &UsageError{Queue: q, Flavor: f, GPUs: gpus, Err: err, Detail: fmt.Sprintf(format, args...)}
+}
+
+// shift changes queue q's usage by d and carries the consequences to the
+// root (inUse always walks to the root; Kueue's usage stops where it no
+// longer changes).
+func (t *Tree) shift(q NodeID, f FlavorID, d int64) {
+	for a := q; a != None; a = t.s.parent[a] {
+		t.inUse[t.at(a, f)] += d
+	}
+	t.inUseSum[f] += d
+	t.reflow(q, f, 0, d)
+}
+
+// reflow adds dSub to n's subtree quota and dUse to its usage and carries
+// the change in what n lends to and stores in its parent up the tree, so
+// that every ancestor keeps Kueue's invariants: subtree = nominal + sum of
+// children's (subtree - local), usage = sum of children's
+// max(0, usage - local). A step that changes neither ends the walk.
+func (t *Tree) reflow(n NodeID, f FlavorID, dSub, dUse int64) {
+	for n != None && (dSub != 0 || dUse != 0) {
+		x := t.at(n, f)
+		l0 := t.local(x)
+		lent0, stored0 := t.subtree[x]-l0, max(0, t.usage[x]-l0)
+		t.subtree[x] += dSub
+		t.usage[x] += dUse
+		l1 := t.local(x)
+		dSub = t.subtree[x] - l1 - lent0
+		dUse = max(0, t.usage[x]-l1) - stored0
+		n = t.s.parent[n]
+	}
+}
+
+// SetQuota replaces node n's quota for q.Flavor, checked by the same rules
+// as New. A node not listing the flavor starts to (a queue then serves it).
+// Usage is kept: a queue left above its new quota becomes a borrower whose
+// excess is reclaimable. A refused edit leaves the tree unchanged.
+func (t *Tree) SetQuota(n NodeID, q FlavorQuota) error {
+	if n < 0 || int(n) >= len(t.s.names) {
+		return &SpecError{Field: "node", Detail: fmt.Sprintf("node ID %d", n), Err: ErrUnknownNode}
+	}
+	name := t.s.names[n]
+	if err := checkQuota(name, q, t.s.flavorID); err != nil {
+		return err
+	}
+	if t.s.parent[n] == None && (q.BorrowingLimit.set || q.LendingLimit.set) {
+		return &SpecError{Node: name, Flavor: q.Flavor, Field: "borrowingLimit/lendingLimit",
+			Detail: "a root has no parent to borrow from or lend to", Err: ErrLimitOnRoot}
+	}
+	f := t.s.flavorID[q.Flavor]
+	x := t.at(n, f)
+	dNominal := q.Nominal - t.nominal[x]
+	if sum := t.nominalSum[f] + dNominal; sum > MaxAmount {
+		return &SpecError{Node: name, Flavor: q.Flavor, Field: "nominal",
+			Detail: fmt.Sprintf("nominal quotas would add up to %d, above %d", sum, MaxAmount), Err: ErrAmountTooLarge}
+	}
+
+	if !t.served[x] {
+		t.served[x] = true
+		t.order[n] = append(t.order[n][:len(t.order[n]):len(t.order[n])], f) // never write into a shared array
+	}
+	// The lending limit changes the local quota, hence what n lends and
+	// stores upward: apply it as a zero-delta step from n first.
+	l0 := t.local(x)
+	lent0, stored0 := t.subtree[x]-l0, max(0, t.usage[x]-l0)
+	t.borrow[x], t.lend[x] = q.BorrowingLimit.encode(), q.LendingLimit.encode()
+	t.nominal[x] += dNominal
+	t.nominalSum[f] += dNominal
+	t.subtree[x] += dNominal
+	l1 := t.local(x)
+	if p := t.s.parent[n]; p != None {
+		t.reflow(p, f, t.subtree[x]-l1-lent0, max(0, t.usage[x]-l1)-stored0)
+	}
+	return nil
+}
+
+// rawAvailable is Kueue's available(): at a root, subtree quota minus usage;
+// elsewhere the unused local quota plus what the parent can give, capped by
+// the borrowing limit. It can be negative after an edit shrank quota below
+// usage. It also reports which node's limit bound the result: the node whose
+// borrowing limit was the smaller term, else the root whose quota ran out.
+func (t *Tree) rawAvailable(n NodeID, f FlavorID) (avail int64, bite NodeID, kind ReasonKind, limit int64) {
+	x := t.at(n, f)
+	p := t.s.parent[n]
+	if p == None {
+		return t.subtree[x] - t.usage[x], n, ReasonQuota, t.subtree[x]
+	}
+	fromParent, bite, kind, limit := t.rawAvailable(p, f)
+	l := t.local(x)
+	if bl := t.borrow[x]; bl != noLimit {
+		stored, used := t.subtree[x]-l, max(0, t.usage[x]-l)
+		if capped := stored - used + bl; capped < fromParent {
+			fromParent, bite, kind, limit = capped, n, ReasonBorrowingLimit, bl
+		}
+	}
+	return max(0, l-t.usage[x]) + fromParent, bite, kind, limit
+}
+
+// Available returns how many more GPUs of flavor f node n could take now,
+// borrowing as far as its limits and the tree allow. Never negative.
+func (t *Tree) Available(n NodeID, f FlavorID) int64 {
+	a, _, _, _ := t.rawAvailable(n, f)
+	return max(0, a)
+}
+
+// Potential is Kueue's potentialAvailable: what n could take if the whole
+// tree were idle. A request above it can never fit, preemption or not.
+func (t *Tree) Potential(n NodeID, f FlavorID) int64 {
+	x := t.at(n, f)
+	p := t.s.parent[n]
+	if p == None {
+		return t.subtree[x]
+	}
+	v := t.local(x) + t.Potential(p, f)
+	if bl := t.borrow[x]; bl != noLimit {
+		v = min(v, t.subtree[x]+bl)
+	}
+	return v
+}
+
+// Mode is how a request fits.
+type Mode uint8
+
+const (
+	// NoFit: the request exceeds what the queue may take now.
+	NoFit Mode = iota
+	// FitsNominal: the queue stays within its own quota.
+	FitsNominal
+	// FitsBorrowing: the queue goes above its quota, borrowing capacity
+	// lent by the subtree of Verdict.From.
+	FitsBorrowing
+)
+
+func (m Mode) String() string {
+	switch m {
+	case NoFit:
+		return "NoFit"
+	case FitsNominal:
+		return "FitsNominal"
+	case FitsBorrowing:
+		return "FitsBorrowing"
+	}
+	return fmt.Sprintf("Mode(%d)", m)
+}
+
+// ReasonKind says why a request does not fit.
+type ReasonKind uint8
+
+const (
+	ReasonNone ReasonKind = iota
+	// ReasonBadRequest: not a queue, unknown flavor or negative amount.
+	ReasonBadRequest
+	// ReasonNotServed: the queue has no quota entry for the flavor.
+	ReasonNotServed
+	// ReasonBorrowingLimit: Reason.Node's borrowing limit caps what it may
+	// take from its parent.
+	ReasonBorrowingLimit
+	// ReasonQuota: the tree rooted at Reason.Node has no more quota to give.
+	ReasonQuota
+)
+
+func (k ReasonKind) String() string {
+	switch k {
+	case ReasonNone:
+		return "None"
+	case ReasonBadRequest:
+		return "BadRequest"
+	case ReasonNotServed:
+		return "NotServed"
+	case ReasonBorrowingLimit:
+		return "BorrowingLimit"
+	case ReasonQuota:
+		return "Quota"
+	}
+	return fmt.Sprintf("ReasonKind(%d)", k)
+}
+
+// Reason explains a NoFit verdict as data.
+type Reason struct {
+	Kind ReasonKind
+	// Node is the node whose limit bites: the nearest one to the queue
+	// whose borrowing limit is below what its parent could give, else the
+	// root whose subtree quota is exhausted.
+	Node NodeID
+	// Limit is that node's borrowing limit, or the root's subtree quota.
+	Limit int64
+	// ShortBy is how many GPUs are missing: GPUs - Verdict.Available.
+	ShortBy int64
+	// Potential is the most the queue could ever take with the tree idle;
+	// a request above it cannot be helped by preemption.
+	Potential int64
+
+	nodeName string
+}
+
+// Verdict answers Fits. It holds names as well as IDs so that String needs
+// no Tree; building it does not allocate.
+type Verdict struct {
+	Mode      Mode
+	Queue     NodeID
+	Flavor    FlavorID
+	GPUs      int64
+	Available int64 // Available(Queue, Flavor) before the request
+	// From is, for FitsBorrowing, the lowest ancestor whose subtree quota
+	// holds the queue's usage plus the request (Kueue's "hierarchical
+	// advantage" node); Queue for FitsNominal; None for NoFit.
+	From NodeID
+	// Height is how many edges From is above Queue: 0 within nominal, 1 when
+	// the parent's subtree suffices, and so on. Lower is better.
+	Height int
+	Reason Reason // set when Mode is NoFit
+
+	queueName, flavorName, fromName string
+}
+
+// Fits reports whether queue q could take gpus more GPUs of flavor f now,
+// how (within nominal or by borrowing, and from how high up), and if not,
+// why. It costs O(depth) and does not allocate.
+func (t *Tree) Fits(q NodeID, f FlavorID, gpus int64) Verdict {
+	v := Verdict{Queue: q, Flavor: f, GPUs: gpus, From: None}
+	if q < 0 || int(q) >= len(t.s.names) || f < 0 || int(f) >= len(t.s.flavors) || t.s.kind[q] != Queue || gpus < 0 {
+		v.Reason = Reason{Kind: ReasonBadRequest, Node: None, ShortBy: gpus}
+		return v
+	}
+	v.queueName, v.flavorName = t.s.names[q], t.s.flavors[f]
+	x := t.at(q, f)
+	if !t.served[x] {
+		v.Reason = Reason{Kind: ReasonNotServed, Node: q, ShortBy: gpus, nodeName: v.queueName}
+		return v
+	}
+	raw, bite, kind, limit := t.rawAvailable(q, f)
+	v.Available = max(0, raw)
+	if gpus > v.Available {
+		v.Reason = Reason{Kind: kind, Node: bite, Limit: limit, ShortBy: gpus - v.Available,
+			Potential: t.Potential(q, f), nodeName: t.s.names[bite]}
+		return v
+	}
+	if t.usage[x]+gpus <= t.subtree[x] {
+		v.Mode, v.From, v.fromName = FitsNominal, q, v.queueName
+		return v
+	}
+	// Kueue's FindHeightOfLowestSubtreeThatFits: walk up with what the
+	// unused local quota of each node does not cover.
+	v.Mode = FitsBorrowing
+	rest := gpus - max(0, t.local(x)-t.usage[x])
+	for a := t.s.parent[q]; a != None; a = t.s.parent[a] {
+		v.From, v.Height = a, v.Height+1
+		y := t.at(a, f)
+		if t.usage[y]+rest <= t.subtree[y] {
+			break
+		}
+		rest -= max(0, t.local(y)-t.usage[y])
+	}
+	v.fromName = t.s.names[v.From]
+	return v
+}
+
+// Fits reports whether the request fits, in either mode.
+func (v Verdict) Fits() bool { return v.Mode != NoFit }
+
+// Borrowing reports whether admitting the request makes the queue borrow.
+func (v Verdict) Borrowing() bool { return v.Mode == FitsBorrowing }
+
+// String renders the verdict as one sentence for people.
+func (v Verdict) String() string {
+	var b strings.Builder
+	switch v.Mode {
+	case FitsNominal:
+		fmt.Fprintf(&b, "queue %q: %d %s GPUs fit within its nominal quota", v.queueName, v.GPUs, v.flavorName)
+	case FitsBorrowing:
+		fmt.Fprintf(&b, "queue %q: %d %s GPUs fit by borrowing from cohort %q, %d level(s) up", v.queueName, v.GPUs, v.flavorName, v.fromName, v.Height)
+	default:
+		r := v.Reason
+		switch r.Kind {
+		case ReasonBadRequest:
+			fmt.Fprintf(&b, "bad request: node %d, flavor %d, %d GPUs", v.Queue, v.Flavor, v.GPUs)
+		case ReasonNotServed:
+			fmt.Fprintf(&b, "queue %q does not serve %s GPUs", v.queueName, v.flavorName)
+		case ReasonBorrowingLimit:
+			fmt.Fprintf(&b, "queue %q: %d %s GPUs do not fit, %d available: the borrowing limit %d of %q bites, short by %d",
+				v.queueName, v.GPUs, v.flavorName, v.Available, r.Limit, r.nodeName, r.ShortBy)
+		default:
+			fmt.Fprintf(&b, "queue %q: %d %s GPUs do not fit, %d available: the quota of %q (%d) is used up, short by %d",
+				v.queueName, v.GPUs, v.flavorName, v.Available, r.nodeName, r.Limit, r.ShortBy)
+		}
+		if r.Kind >= ReasonBorrowingLimit && v.GPUs > r.Potential {
+			fmt.Fprintf(&b, " (never fits: at most %d even with the tree idle)", r.Potential)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,122 @@
+package quota
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinels. Every error the package returns wraps one of them, so callers
+// branch with errors.Is and read details with errors.As on the typed errors
+// below.
+var (
+	// ErrInvalidSpec is wrapped by every *SpecError, whatever the rule broken,
+	// so a loader can test one sentinel for "the configuration is wrong".
+	ErrInvalidSpec = errors.New("quota: invalid spec")
+
+	ErrDuplicateNode     = errors.New("quota: duplicate node name")
+	ErrDuplicateFlavor   = errors.New("quota: duplicate flavor")
+	ErrUnknownParent     = errors.New("quota: unknown parent")
+	ErrCycle             = errors.New("quota: cohort cycle")
+	ErrQueueWithChildren = errors.New("quota: queue has children")
+	ErrNegativeAmount    = errors.New("quota: negative amount")
+	ErrAmountTooLarge    = errors.New("quota: amount too large")
+	ErrLendingAboveQuota = errors.New("quota: lending limit above nominal quota")
+	ErrLimitOnRoot       = errors.New("quota: borrowing or lending limit on a root")
+	ErrInvalidWeight     = errors.New("quota: invalid fair-sharing weight")
+	ErrRulesOnCohort     = errors.New("quota: preemption rules or queueing strategy on a cohort")
+	ErrInvalidKind       = errors.New("quota: invalid node kind")
+	ErrInvalidName       = errors.New("quota: invalid name")
+	ErrUnknownNode       = errors.New("quota: unknown node")
+	ErrUnknownFlavor     = errors.New("quota: unknown flavor")
+	ErrNotQueue          = errors.New("quota: not a queue")
+	ErrFlavorNotServed   = errors.New("quota: flavor not served by queue")
+	ErrUsageUnderflow    = errors.New("quota: removing more usage than recorded")
+	ErrOverPromised      = errors.New("quota: guarantees exceed fleet capacity")
+)
+
+// SpecError says which node, flavor and field of a Spec (or of a SetQuota
+// edit) broke which rule. Err is one of the sentinels; errors.Is also matches
+// ErrInvalidSpec for every SpecError.
+type SpecError struct {
+	Node   string // node name, "" when the error is not about one node
+	Flavor string // flavor name, "" when not about one flavor
+	Field  string // JSON field name, e.g. "lendingLimit"
+	Detail string // the offending values, for people
+	Err    error
+}
+
+func (e *SpecError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Err.Error())
+	sep := ": "
+	if e.Node != "" {
+		fmt.Fprintf(&b, "%snode %q", sep, e.Node)
+		sep = ", "
+	}
+	if e.Flavor != "" {
+		fmt.Fprintf(&b, "%sflavor %q", sep, e.Flavor)
+		sep = ", "
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, "%sfield %s", sep, e.Field)
+		sep = ", "
+	}
+	if e.Detail != "" {
+		fmt.Fprintf(&b, "%s%s", sep, e.Detail)
+	}
+	return b.String()
+}
+
+// Unwrap returns the rule broken and ErrInvalidSpec.
+func (e *SpecError) Unwrap() []error {
+	if e.Err == ErrInvalidSpec {
+		return []error{e.Err}
+	}
+	return []error{e.Err, ErrInvalidSpec}
+}
+
+// UsageError reports a refused AddUsage or RemoveUsage. The tree is unchanged.
+type UsageError struct {
+	Queue  NodeID
+	Flavor FlavorID
+	GPUs   int64
+	Detail string
+	Err    error
+}
+
+func (e *UsageError) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("%v: queue %d, flavor %d, %d GPUs", e.Err, e.Queue, e.Flavor, e.GPUs)
+	}
+	return fmt.Sprintf("%v: %s", e.Err, e.Detail)
+}
+
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// OverPromise is one flavor whose guarantees exceed the fleet's capacity.
+type OverPromise struct {
+	Flavor     string
+	Guaranteed int64 // sum of nominal quotas of every node
+	Capacity   int64
+}
+
+// CapacityError lists every over-promised flavor, in the tree's flavor order.
+type CapacityError struct {
+	Over []OverPromise
+}
+
+func (e *CapacityError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrOverPromised.Error())
+	for i, o := range e.Over {
+		sep := "; "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%s guarantees %d GPUs, fleet has %d", sep, o.Flavor, o.Guaranteed, o.Capacity)
+	}
+	return b.String()
+}
+
+func (e *CapacityError) Unwrap() error { return ErrOverPromised }

@@ -1,0 +1,522 @@
+package quota
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// NodeID names a cohort or queue of one Tree (and of its clones). IDs are
+// assigned in depth-first pre-order, roots in Spec order and children in
+// Spec order, so a node's subtree is the contiguous range Subtree returns.
+type NodeID int32
+
+// FlavorID names a flavor of one Tree: its index in Spec.Flavors.
+type FlavorID int32
+
+// None is the NodeID of "no node", e.g. the parent of a root.
+const None NodeID = -1
+
+// Tree is the live quota tree: the configuration plus usage per queue and
+// flavor, with every aggregate Kueue's arithmetic needs kept up to date in
+// O(depth) per change.
+//
+// A Tree is not safe for concurrent use. Read accessors take IDs obtained
+// from this Tree; an ID out of range panics like an out-of-range slice index.
+// Mutating calls validate their arguments and return an error instead.
+type Tree struct {
+	s *shape // immutable after New; shared by clones
+
+	// Per node and flavor, at index node*F + flavor. Copied by Clone.
+	nominal []int64
+	borrow  []int64 // borrowing limit, or noLimit
+	lend    []int64 // lending limit, or noLimit
+	served  []bool  // the node lists the flavor in its Quotas
+	subtree []int64 // Kueue's SubtreeQuota
+	usage   []int64 // Kueue's Usage: for a queue its GPUs, for a cohort what children store in it
+	inUse   []int64 // GPUs used by the queues of the subtree
+
+	// Per flavor.
+	nominalSum []int64 // sum of nominal over all nodes
+	inUseSum   []int64 // GPUs in use over all queues
+
+	// order lists, per node, the flavors of its Quotas in Spec order, so that
+	// Spec() gives back what New was given. Copy-on-write: SetQuota replaces
+	// a node's slice rather than appending to one a clone may share.
+	order [][]FlavorID
+}
+
+// shape is the part of a Tree no call can change.
+type shape struct {
+	flavors  []string
+	flavorID map[string]FlavorID
+
+	names     []string
+	nodeID    map[string]NodeID
+	parent    []NodeID
+	kind      []Kind
+	depth     []int32
+	end       []NodeID // subtree of n is [n, end[n])
+	children  [][]NodeID
+	queues    []NodeID
+	roots     []NodeID
+	weight    []float64
+	weightSet []bool
+	rules     []Rules
+	strategy  []Strategy
+	specOrder []NodeID // Spec position -> ID
+}
+
+// New checks spec and builds its Tree with no usage. It refuses the whole
+// spec on the first broken rule, in Spec order, with a *SpecError naming the
+// node, flavor and field.
+func New(spec Spec) (*Tree, error) {
+	spec = spec.clone()
+	s := &shape{flavorID: make(map[string]FlavorID, len(spec.Flavors))}
+	for _, f := range spec.Flavors {
+		if f == "" {
+			return nil, &SpecError{Field: "flavors", Detail: "empty flavor name", Err: ErrInvalidName}
+		}
+		if _, dup := s.flavorID[f]; dup {
+			return nil, &SpecError{Flavor: f, Field: "flavors", Err: ErrDuplicateFlavor}
+		}
+		if len(s.flavors) == math.MaxInt32 {
+			return nil, &SpecError{Field: "flavors", Detail: "too many flavors", Err: ErrInvalidSpec}
+		}
+		s.flavorID[f] = FlavorID(len(s.flavors))
+		s.flavors = append(s.flavors, f)
+	}
+	F := len(s.flavors)
+
+	pos := make(map[string]int, len(spec.Nodes))
+	for i, n := range spec.Nodes {
+		if err := checkNode(n, s.flavorID); err != nil {
+			return nil, err
+		}
+		if _, dup := pos[n.Name]; dup {
+			return nil, &SpecError{Node: n.Name, Field: "name", Err: ErrDuplicateNode}
+		}
+		pos[n.Name] = i
+	}
+	if len(spec.Nodes) > math.MaxInt32/max(F, 1) {
+		return nil, &SpecError{Field: "nodes", Detail: "too many nodes", Err: ErrInvalidSpec}
+	}
+	kids := make([][]int, len(spec.Nodes))
+	var roots []int
+	for i, n := range spec.Nodes {
+		if n.Parent == "" {
+			roots = append(roots, i)
+			for _, q := range n.Quotas {
+				if q.BorrowingLimit.set || q.LendingLimit.set {
+					return nil, &SpecError{Node: n.Name, Flavor: q.Flavor, Field: "borrowingLimit/lendingLimit",
+						Detail: "a root has no parent to borrow from or lend to", Err: ErrLimitOnRoot}
+				}
+			}
+			continue
+		}
+		p, ok := pos[n.Parent]
+		if !ok {
+			return nil, &SpecError{Node: n.Name, Field: "parent", Detail: fmt.Sprintf("parent %q", n.Parent), Err: ErrUnknownParent}
+		}
+		if spec.Nodes[p].Kind == Queue {
+			return nil, &SpecError{Node: n.Parent, Field: "kind", Detail: fmt.Sprintf("child %q", n.Name), Err: ErrQueueWithChildren}
+		}
+		kids[p] = append(kids[p], i)
+	}
+
+	// Number the nodes in pre-order from each root. A node never reached
+	// has an ancestor chain that never ends at a root: a cycle.
+	N := len(spec.Nodes)
+	id := make([]NodeID, N)
+	for i := range id {
+		id[i] = None
+	}
+	s.names = make([]string, 0, N)
+	s.parent = make([]NodeID, 0, N)
+	s.depth = make([]int32, 0, N)
+	s.end = make([]NodeID, N)
+	var stack []int
+	for _, r := range roots {
+		stack = append(stack[:0], r)
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			me := NodeID(len(s.names))
+			id[i] = me
+			s.names = append(s.names, spec.Nodes[i].Name)
+			p, d := None, int32(0)
+			if spec.Nodes[i].Parent != "" {
+				p = id[pos[spec.Nodes[i].Parent]]
+				d = s.depth[p] + 1
+			}
+			s.parent = append(s.parent, p)
+			s.depth = append(s.depth, d)
+			for k := len(kids[i]) - 1; k >= 0; k-- {
+				stack = append(stack, kids[i][k])
+			}
+		}
+	}
+	for i, n := range spec.Nodes {
+		if id[i] == None {
+			return nil, &SpecError{Node: n.Name, Field: "parent", Detail: "its ancestors never reach a root", Err: ErrCycle}
+		}
+	}
+	// Subtree ends: walking IDs backwards, a node's end is the largest end
+	// among its children, or itself + 1.
+	for n := NodeID(N - 1); n >= 0; n-- {
+		if s.end[n] == 0 {
+			s.end[n] = n + 1
+		}
+		if p := s.parent[n]; p != None {
+			s.end[p] = max(s.end[p], s.end[n])
+		}
+	}
+
+	s.nodeID = make(map[string]NodeID, N)
+	s.kind = make([]Kind, N)
+	s.children = make([][]NodeID, N)
+	s.weight = make([]float64, N)
+	s.weightSet = make([]bool, N)
+	s.rules = make([]Rules, N)
+	s.strategy = make([]Strategy, N)
+	s.specOrder = make([]NodeID, N)
+	t := &Tree{
+		s:          s,
+		nominal:    make([]int64, N*F),
+		borrow:     make([]int64, N*F),
+		lend:       make([]int64, N*F),
+		served:     make([]bool, N*F),
+		subtree:    make([]int64, N*F),
+		usage:      make([]int64, N*F),
+		inUse:      make([]int64, N*F),
+		nominalSum: make([]int64, F),
+		inUseSum:   make([]int64, F),
+		order:      make([][]FlavorID, N),
+	}
+	for i := range t.borrow {
+		t.borrow[i], t.lend[i] = noLimit, noLimit
+	}
+	for i, n := range spec.Nodes {
+		me := id[i]
+		s.specOrder[i] = me
+		s.nodeID[n.Name] = me
+		s.kind[me] = n.Kind
+		s.weight[me] = 1
+		if n.Weight != nil {
+			s.weight[me], s.weightSet[me] = *n.Weight, true
+		}
+		s.rules[me] = n.Preemption
+		s.strategy[me] = n.QueueingStrategy
+		for _, k := range kids[i] {
+			s.children[me] = append(s.children[me], id[k])
+		}
+		if n.Kind == Queue {
+			s.queues = append(s.queues, me)
+		}
+		if n.Parent == "" {
+			s.roots = append(s.roots, me)
+		}
+		for _, q := range n.Quotas {
+			f := s.flavorID[q.Flavor]
+			x := t.at(me, f)
+			t.nominal[x], t.borrow[x], t.lend[x], t.served[x] = q.Nominal, q.BorrowingLimit.encode(), q.LendingLimit.encode(), true
+			t.order[me] = append(t.order[me], f)
+			t.nominalSum[f] += q.Nominal // each <= MaxAmount, N*MaxAmount cannot overflow
+		}
+	}
+	slices.Sort(s.queues)
+	slices.Sort(s.roots)
+	for f, sum := range t.nominalSum {
+		if sum > MaxAmount {
+			return nil, &SpecError{Flavor: s.flavors[f], Field: "nominal",
+				Detail: fmt.Sprintf("nominal quotas add up to %d, above %d", sum, MaxAmount), Err: ErrAmountTooLarge}
+		}
+	}
+	// Children have larger IDs than their parent: one backward pass
+	// accumulates every subtree quota.
+	for n := NodeID(N - 1); n >= 0; n-- {
+		for f := FlavorID(0); int(f) < F; f++ {
+			x := t.at(n, f)
+			t.subtree[x] += t.nominal[x]
+			if p := s.parent[n]; p != None {
+				t.subtree[t.at(p, f)] += t.subtree[x] - t.local(x)
+			}
+		}
+	}
+	return t, nil
+}
+
+// checkNode applies the rules that concern one node alone.
+func checkNode(n NodeSpec, flavors map[string]FlavorID) error {
+	if n.Name == "" {
+		return &SpecError{Field: "name", Detail: "empty node name", Err: ErrInvalidName}
+	}
+	if n.Kind != Cohort && n.Kind != Queue {
+		return &SpecError{Node: n.Name, Field: "kind", Detail: fmt.Sprintf("kind %v", n.Kind), Err: ErrInvalidKind}
+	}
+	if n.Parent == n.Name {
+		return &SpecError{Node: n.Name, Field: "parent", Detail: "a node cannot be its own parent", Err: ErrCycle}
+	}
+	if w := n.Weight; w != nil && (*w < 0 || math.IsNaN(*w) || math.IsInf(*w, 0)) {
+		return &SpecError{Node: n.Name, Field: "weight", Detail: fmt.Sprintf("weight %v", *w), Err: ErrInvalidWeight}
+	}
+	if n.Kind == Cohort && (n.Preemption != Rules{} || n.QueueingStrategy != BestEffortFIFO) {
+		return &SpecError{Node: n.Name, Field: "preemption", Err: ErrRulesOnCohort}
+	}
+	if err := checkRules(n); err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(n.Quotas))
+	for _, q := range n.Quotas {
+		if seen[q.Flavor] {
+			return &SpecError{Node: n.Name, Flavor: q.Flavor, Field: "quotas", Err: ErrDuplicateFlavor}
+		}
+		seen[q.Flavor] = true
+		if err := checkQuota(n.Name, q, flavors); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRules refuses enum values outside their range, which a Go caller
+// (not JSON) can construct.
+func checkRules(n NodeSpec) error {
+	r := n.Preemption
+	switch {
+	case int(r.WithinQueue) >= len(withinQueueNames()):
+		return &SpecError{Node: n.Name, Field: "preemption.withinQueue", Detail: r.WithinQueue.String(), Err: ErrInvalidSpec}
+	case int(r.ReclaimWithinCohort) >= len(reclaimNames()):
+		return &SpecError{Node: n.Name, Field: "preemption.reclaimWithinCohort", Detail: r.ReclaimWithinCohort.String(), Err: ErrInvalidSpec}
+	case int(r.BorrowWithinCohort.Policy) >= len(borrowNames()):
+		return &SpecError{Node: n.Name, Field: "preemption.borrowWithinCohort.policy", Detail: r.BorrowWithinCohort.Policy.String(), Err: ErrInvalidSpec}
+	case int(n.QueueingStrategy) >= len(strategyNames()):
+		return &SpecError{Node: n.Name, Field: "queueingStrategy", Detail: n.QueueingStrategy.String(), Err: ErrInvalidSpec}
+	}
+	return nil
+}
+
+// checkQuota applies the rules of one flavor quota; SetQuota uses it too.
+func checkQuota(node string, q FlavorQuota, flavors map[string]FlavorID) error {
+	if _, ok := flavors[q.Flavor]; !ok {
+		return &SpecError{Node: node, Flavor: q.Flavor, Field: "flavor", Err: ErrUnknownFlavor}
+	}
+	bl, blSet := q.BorrowingLimit.Get()
+	ll, llSet := q.LendingLimit.Get()
+	for _, c := range []struct {
+		field string
+		v     int64
+		set   bool
+	}{{"nominal", q.Nominal, true}, {"borrowingLimit", bl, blSet}, {"lendingLimit", ll, llSet}} {
+		if !c.set {
+			continue
+		}
+		if c.v < 0 {
+			return &SpecError{Node: node, Flavor: q.Flavor, Field: c.field, Detail: fmt.Sprint(c.v), Err: ErrNegativeAmount}
+		}
+		if c.v > MaxAmount {
+			return &SpecError{Node: node, Flavor: q.Flavor, Field: c.field, Detail: fmt.Sprintf("%d above %d", c.v, MaxAmount), Err: ErrAmountTooLarge}
+		}
+	}
+	if llSet && ll > q.Nominal {
+		return &SpecError{Node: node, Flavor: q.Flavor, Field: "lendingLimit", Detail: fmt.Sprintf("%d > nominal %d", ll, q.Nominal), Err: ErrLendingAboveQuota}
+	}
+	return nil
+}
+
+// at is the flat index of (node, flavor).
+func (t *Tree) at(n NodeID, f FlavorID) int { return int(n)*len(t.s.flavors) + int(f) }
+
+// local is Kueue's localQuota: the part of the subtree quota the lending
+// limit keeps out of the parent's sight. Without a lending limit all of it
+// is lent, so nothing is local.
+func (t *Tree) local(x int) int64 {
+	if t.lend[x] == noLimit {
+		return 0
+	}
+	return max(0, t.subtree[x]-t.lend[x])
+}
+
+// Clone returns an independent copy: the flat state slices are copied, the
+// immutable shape is shared. Cost is a handful of slice copies of
+// nodes x flavors words.
+func (t *Tree) Clone() *Tree {
+	c := &Tree{s: t.s}
+	t.copyInto(c)
+	return c
+}
+
+// CopyTo overwrites dst with t's state, reusing dst's memory when it has
+// room, so that a what-if loop can reset a scratch tree without allocating.
+// dst must be t itself or come from t (or one of its clones) by Clone.
+func (t *Tree) CopyTo(dst *Tree) {
+	if dst.s != t.s {
+		panic("quota: CopyTo between trees of different shapes")
+	}
+	t.copyInto(dst)
+}
+
+func (t *Tree) copyInto(c *Tree) {
+	c.nominal = append(c.nominal[:0], t.nominal...)
+	c.borrow = append(c.borrow[:0], t.borrow...)
+	c.lend = append(c.lend[:0], t.lend...)
+	c.served = append(c.served[:0], t.served...)
+	c.subtree = append(c.subtree[:0], t.subtree...)
+	c.usage = append(c.usage[:0], t.usage...)
+	c.inUse = append(c.inUse[:0], t.inUse...)
+	c.nominalSum = append(c.nominalSum[:0], t.nominalSum...)
+	c.inUseSum = append(c.inUseSum[:0], t.inUseSum...)
+	// The per-node slices are never written in place, only replaced.
+	c.order = append(c.order[:0], t.order...)
+}
+
+// Spec returns the current configuration, reflecting SetQuota edits, with
+// nodes and quota entries in the order New was given them.
+func (t *Tree) Spec() Spec {
+	s := t.s
+	out := Spec{Flavors: slices.Clone(s.flavors)}
+	if len(s.specOrder) > 0 {
+		out.Nodes = make([]NodeSpec, len(s.specOrder))
+	}
+	for i, n := range s.specOrder {
+		ns := NodeSpec{
+			Name:             s.names[n],
+			Kind:             s.kind[n],
+			Preemption:       s.rules[n],
+			QueueingStrategy: s.strategy[n],
+		}
+		if p := s.parent[n]; p != None {
+			ns.Parent = s.names[p]
+		}
+		if s.weightSet[n] {
+			w := s.weight[n]
+			ns.Weight = &w
+		}
+		if th := ns.Preemption.BorrowWithinCohort.MaxPriorityThreshold; th != nil {
+			v := *th
+			ns.Preemption.BorrowWithinCohort.MaxPriorityThreshold = &v
+		}
+		for _, f := range t.order[n] {
+			ns.Quotas = append(ns.Quotas, t.quotaOf(n, f))
+		}
+		out.Nodes[i] = ns
+	}
+	return out
+}
+
+func (t *Tree) quotaOf(n NodeID, f FlavorID) FlavorQuota {
+	x := t.at(n, f)
+	return FlavorQuota{
+		Flavor:         t.s.flavors[f],
+		Nominal:        t.nominal[x],
+		BorrowingLimit: decodeLimit(t.borrow[x]),
+		LendingLimit:   decodeLimit(t.lend[x]),
+	}
+}
+
+// Node returns the ID of the node called name.
+func (t *Tree) Node(name string) (NodeID, bool) {
+	id, ok := t.s.nodeID[name]
+	return id, ok
+}
+
+// Flavor returns the ID of the flavor called name.
+func (t *Tree) Flavor(name string) (FlavorID, bool) {
+	id, ok := t.s.flavorID[name]
+	return id, ok
+}
+
+// Name returns a node's name.
+func (t *Tree) Name(n NodeID) string { return t.s.names[n] }
+
+// FlavorName returns a flavor's name.
+func (t *Tree) FlavorName(f FlavorID) string { return t.s.flavors[f] }
+
+// Flavors returns the flavor names in FlavorID order. The caller owns the slice.
+func (t *Tree) Flavors() []string { return slices.Clone(t.s.flavors) }
+
+// NumNodes returns how many nodes the tree has; IDs are 0..NumNodes()-1.
+func (t *Tree) NumNodes() int { return len(t.s.names) }
+
+// NumFlavors returns how many flavors the tree has; IDs are 0..NumFlavors()-1.
+func (t *Tree) NumFlavors() int { return len(t.s.flavors) }
+
+// Parent returns a node's parent, or None and false for a root.
+func (t *Tree) Parent(n NodeID) (NodeID, bool) {
+	p := t.s.parent[n]
+	return p, p != None
+}
+
+// Root returns the root of the tree n belongs to.
+func (t *Tree) Root(n NodeID) NodeID {
+	for t.s.parent[n] != None {
+		n = t.s.parent[n]
+	}
+	return n
+}
+
+// Roots returns the roots in ID order. The slice belongs to the Tree: read it, never modify it.
+func (t *Tree) Roots() []NodeID { return t.s.roots }
+
+// Children returns a node's children in Spec order. The slice belongs to the
+// Tree: read it, never modify it.
+func (t *Tree) Children(n NodeID) []NodeID { return t.s.children[n] }
+
+// Subtree returns the IDs of n's subtree, n included, as the range [n, end).
+func (t *Tree) Subtree(n NodeID) (first, end NodeID) { return n, t.s.end[n] }
+
+// Depth returns how many edges separate n from its root.
+func (t *Tree) Depth(n NodeID) int { return int(t.s.depth[n]) }
+
+// IsQueue reports whether n is a queue (a leaf that holds workloads).
+func (t *Tree) IsQueue(n NodeID) bool { return t.s.kind[n] == Queue }
+
+// Kind returns whether n is a cohort or a queue.
+func (t *Tree) Kind(n NodeID) Kind { return t.s.kind[n] }
+
+// Queues returns every queue in ID order (pre-order of the tree). The slice
+// belongs to the Tree: read it, never modify it.
+func (t *Tree) Queues() []NodeID { return t.s.queues }
+
+// Rules returns a queue's preemption rules (zero for a cohort).
+func (t *Tree) Rules(q NodeID) Rules { return t.s.rules[q] }
+
+// Strategy returns a queue's queueing strategy.
+func (t *Tree) Strategy(q NodeID) Strategy { return t.s.strategy[q] }
+
+// Weight returns a node's fair-sharing weight (1 when the spec left it unset).
+func (t *Tree) Weight(n NodeID) float64 { return t.s.weight[n] }
+
+// Serves reports whether node n lists flavor f in its quotas. A queue can
+// only use the flavors it serves.
+func (t *Tree) Serves(n NodeID, f FlavorID) bool { return t.served[t.at(n, f)] }
+
+// Quota returns node n's own quota for flavor f (zero values when it does
+// not list f).
+func (t *Tree) Quota(n NodeID, f FlavorID) FlavorQuota { return t.quotaOf(n, f) }
+
+// Nominal returns node n's own nominal quota of flavor f.
+func (t *Tree) Nominal(n NodeID, f FlavorID) int64 { return t.nominal[t.at(n, f)] }
+
+// SubtreeQuota is Kueue's SubtreeQuota: n's nominal quota plus what its
+// children lend it.
+func (t *Tree) SubtreeQuota(n NodeID, f FlavorID) int64 { return t.subtree[t.at(n, f)] }
+
+// LocalQuota is Kueue's localQuota: the part of n's subtree quota kept from
+// its parent by the lending limit.
+func (t *Tree) LocalQuota(n NodeID, f FlavorID) int64 { return t.local(t.at(n, f)) }
+
+// Usage is Kueue's Usage, the quantity counted against SubtreeQuota: for a
+// queue, the GPUs its workloads hold; for a cohort, the GPUs its children
+// use above their local quotas. See InUse for the plain count.
+func (t *Tree) Usage(n NodeID, f FlavorID) int64 { return t.usage[t.at(n, f)] }
+
+// InUse returns the GPUs of flavor f held by all queues under n.
+func (t *Tree) InUse(n NodeID, f FlavorID) int64 { return t.inUse[t.at(n, f)] }
+
+// Borrowed returns how far n's usage exceeds its subtree quota: the GPUs it
+// borrows from the rest of the tree, reclaimable by preemption. Never negative.
+func (t *Tree) Borrowed(n NodeID, f FlavorID) int64 {
+	x := t.at(n, f)
+	return max(0, t.usage[x]-t.subtree[x])
+}
