@@ -1,0 +1,80 @@
+// Package fleet is the policy brain of a shared GPU fleet: it decides which
+// pending workload is admitted, onto which GPUs, and who is drained (with
+// how long to checkpoint and exit) to make room.
+//
+// A fleet runs three workload shapes side by side: inference replicas of
+// 1-8 GPUs on one node that must not be preempted in production, training
+// gangs of many whole nodes that start all together or not at all and
+// want to sit under one leaf switch or spine, and elastic batch work that
+// fills whatever is left and is evicted first. The [Scheduler] weighs them
+// against a quota tree (Kueue's ClusterQueue and Cohort semantics), the
+// physical topology and a drain contract, and returns its choices as
+// values.
+//
+// # What it is not
+//
+// The library starts no processes, reads no clock, does no I/O and runs no
+// goroutines. It is a deterministic state machine, in the spirit of etcd
+// raft's RawNode: a host program (a Kubernetes controller, a Slurm plugin,
+// a simulator, a test) feeds it events and carries out its decisions. The
+// host owns the clock and passes `now` into every call; the same calls with
+// the same arguments give the same decisions, byte for byte.
+//
+// A Scheduler is not safe for concurrent use: the host serialises calls.
+// It never calls back into the host to act; replaceable policies (the
+// preemption cost model, placement scorers, the queue order) are small
+// interfaces the library asks questions of, each with a default.
+//
+// # The host loop
+//
+//	s, err := fleet.New(fleet.Config{Topology: topo, Quota: tree, Policy: policy})
+//	s.Submit(now, w)               // a gang.Workload; error on bad input, state untouched
+//	d := s.Schedule(now)           // one cycle: returns fleet.Decisions
+//	//   d.Admit []Admission       // workload + node assignment per member: start it
+//	//   d.Drain []Drain           // victim, deadline, reason, beneficiary: send SIGTERM
+//	//   d.Kill  []Kill            // victims past their deadline: force-stop them
+//	s.Exited(now, id, reason)      // a workload ended (finished, failed, drained, killed)
+//	s.SetNodeHealth(now, node, ok) // node failure or repair; returns affected workloads
+//	s.Adopt(now, w, assignment)    // rebuild state from what the host sees running
+//	s.Explain(id)                  // why pending, what would make it fit
+//	s.Snapshot()                   // read-only view for metrics and dashboards
+//
+// The host calls Schedule whenever something changed (or on a period of
+// its choosing), acts on every Decision, and reports back what happened
+// with Exited and SetNodeHealth. A drained victim's GPUs are nominated for
+// its beneficiary at once, so nobody else takes them while it checkpoints;
+// past the deadline the next cycle asks the host to kill it.
+//
+// # Contracts
+//
+//   - All or nothing: a gang is admitted with every member placed, or not
+//     at all; no partial holds exist, so gangs cannot deadlock.
+//   - No double allocation: a GPU belongs to at most one workload or
+//     pending nomination; free + allocated + nominated = capacity.
+//   - Quota follows Kueue (nominal quota, borrowing and lending limits,
+//     hierarchical cohorts); borrowed capacity is reclaimable.
+//   - Bad input is refused whole with a typed error (errors.Is and
+//     errors.As work), and the scheduler's state is unchanged.
+//
+// # Packages
+//
+//   - fleet (this package): the Scheduler, the host-facing loop: queues,
+//     ordering, the cycle that asks quota, placement and preempt, drain
+//     bookkeeping, the capacity calendar and Explain.
+//   - topology: the physical tree (spine > leaf > node, or racks), node
+//     health, per-domain free-capacity aggregates and fragmentation.
+//   - quota: the quota tree of cohorts and queues, borrowing and lending
+//     limits, fair-share weights, usage and "does it fit".
+//   - gang: the workload model: pod sets, priority class, topology
+//     request, checkpoint and drain contract, lifecycle states.
+//   - placement: where a gang fits: all-or-nothing search over the
+//     topology, scorers, and the calendar of future bookings.
+//   - preempt: who to evict: candidate rules, the cost of lost work,
+//     minimal quota- and topology-aware victim sets, drain deadlines.
+//   - metrics: allocation against real use, queue waits, preemption tax,
+//     stranded GPUs and cost, from the Scheduler's events and snapshots.
+//
+// Lower packages never import higher ones: topology, gang and quota import
+// nothing of this module; placement imports topology and gang; preempt
+// adds quota; this package imports them all.
+package fleet
