@@ -295,7 +295,9 @@ func (t *Tree) Fits(q NodeID, f FlavorID, gpus int64) Verdict {
 			Potential: t.Potential(q, f), nodeName: t.s.names[bite]}
 		return v
 	}
-	if t.usage[x]+gpus <= t.subtree[x] {
+	// A root has nobody to borrow from: what fits there fits in its own
+	// quota (Kueue gives it height 0 too).
+	if t.usage[x]+gpus <= t.subtree[x] || t.s.parent[q] == None {
 		v.Mode, v.From, v.fromName = FitsNominal, q, v.queueName
 		return v
 	}
