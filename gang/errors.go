@@ -31,6 +31,9 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%v: %s", e.Err, e.Detail)
+	}
 	v := e.Value
 	if s, ok := v.(string); ok {
 		v = fmt.Sprintf("%q", s)

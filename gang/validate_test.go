@@ -177,6 +177,7 @@ func TestValidateNil(t *testing.T) {
 	var w *gang.Workload
 	assert.ErrorIs(t, w.Validate(), gang.ErrInvalid)
 	assert.ErrorIs(t, w.ValidateFor(refLevels, 8), gang.ErrInvalid)
+	assert.Equal(t, "gang: invalid workload: nil workload", w.Validate().Error())
 }
 
 func TestValidateForUnknownNodeSize(t *testing.T) {
