@@ -55,7 +55,7 @@ func (i impurity) String() string {
 // checkPurity parses one file's source and returns what it finds, in
 // source order.
 func checkPurity(fset *token.FileSet, filename string, src any) ([]impurity, error) {
-	f, err := parser.ParseFile(fset, filename, src, 0)
+	f, err := parser.ParseFile(fset, filename, src, parser.ParseComments)
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +79,11 @@ func checkPurity(fset *token.FileSet, filename string, src any) ([]impurity, err
 			name = spec.Name.Name
 		}
 		switch path {
-		case "time", "math/rand", "math/rand/v2", "errors", "fmt":
+		case "time", "math/rand", "math/rand/v2", "errors", "fmt", "embed":
 		default:
 			continue
 		}
-		if name == "." && path != "errors" && path != "fmt" {
+		if name == "." && (path == "time" || path == "math/rand" || path == "math/rand/v2") {
 			// A dot import hides every use from this scan.
 			report(spec, "dot import of %q", path)
 			continue
@@ -104,7 +104,12 @@ func checkPurity(fset *token.FileSet, filename string, src any) ([]impurity, err
 	for _, decl := range f.Decls {
 		if gd, ok := decl.(*ast.GenDecl); ok && gd.Tok == token.VAR {
 			for _, spec := range gd.Specs {
-				checkVar(spec.(*ast.ValueSpec), pkgOf, report)
+				vs := spec.(*ast.ValueSpec)
+				if embedded(gd.Doc) || embedded(vs.Doc) {
+					checkEmbed(vs, pkgOf, report)
+					continue
+				}
+				checkVar(vs, pkgOf, report)
 			}
 		}
 	}
@@ -151,6 +156,36 @@ func checkVar(vs *ast.ValueSpec, pkgOf func(ast.Expr) string, report func(ast.No
 			}
 		}
 		report(name, "package-level var %s", name.Name)
+	}
+}
+
+// embedded says whether a declaration carries a //go:embed directive.
+func embedded(doc *ast.CommentGroup) bool {
+	if doc == nil {
+		return false
+	}
+	for _, c := range doc.List {
+		if strings.HasPrefix(c.Text, "//go:embed ") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkEmbed accepts embedded files held as a string or an embed.FS, both
+// read-only; an embedded []byte can be written to, so it is state.
+func checkEmbed(vs *ast.ValueSpec, pkgOf func(ast.Expr) string, report func(ast.Node, string, ...any)) {
+	readOnly := false
+	switch t := vs.Type.(type) {
+	case *ast.Ident:
+		readOnly = t.Name == "string"
+	case *ast.SelectorExpr:
+		readOnly = pkgOf(t.X) == "embed" && t.Sel.Name == "FS"
+	}
+	if !readOnly {
+		for _, name := range vs.Names {
+			report(name, "package-level var %s: embed as a string or embed.FS", name.Name)
+		}
 	}
 }
 
@@ -298,6 +333,20 @@ func TestPurityChecker(t *testing.T) {
 		{
 			name: "sentinels and blank assertions are fine",
 			src:  "import (\n\"errors\"\n\"fmt\"\n)\ntype I interface{ M() }\ntype T struct{}\nfunc (T) M() {}\nvar ErrA = errors.New(\"x: a\")\nvar (\n\tErrB = errors.New(\"x: b\")\n\tErrC = fmt.Errorf(\"%w: c\", ErrB)\n)\nvar _ I = T{}\nvar _ = fmt.Sprint",
+		},
+		{
+			name: "embedded string and embed.FS are fine",
+			src:  "import \"embed\"\n\n//go:embed a.csv\nvar table string\n\n//go:embed testdata\nvar files embed.FS",
+		},
+		{
+			name: "embedded bytes are state",
+			src:  "import _ \"embed\"\n\n//go:embed a.csv\nvar table []byte",
+			want: []string{"6: package-level var table: embed as a string or embed.FS"},
+		},
+		{
+			name: "a plain comment is not an embed directive",
+			src:  "// go:embed a.csv\nvar table string",
+			want: []string{"4: package-level var table"},
 		},
 		{
 			name: "constants and locals are fine",
