@@ -79,16 +79,21 @@ func runTimed(b *testing.B, op func()) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }
 
-var benchShapes = []struct {
+type benchShape struct {
 	name   string
 	fanout []int
-}{
-	{"queues=100/flavors=2/depth=3", []int{10, 10}},
-	{"queues=100/flavors=2/depth=5", []int{2, 2, 5, 5}},
+}
+
+// benchShapes: 100 queues at two depths, to show cost grows with depth.
+func benchShapes() []benchShape {
+	return []benchShape{
+		{"queues=100/flavors=2/depth=3", []int{10, 10}},
+		{"queues=100/flavors=2/depth=5", []int{2, 2, 5, 5}},
+	}
 }
 
 func BenchmarkFits(b *testing.B) {
-	for _, s := range benchShapes {
+	for _, s := range benchShapes() {
 		b.Run(s.name, func(b *testing.B) {
 			tree, q0 := benchTree(b, s.fanout...)
 			h200, _ := tree.Flavor("H200")
@@ -103,7 +108,7 @@ func BenchmarkFits(b *testing.B) {
 }
 
 func BenchmarkAddRemoveUsage(b *testing.B) {
-	for _, s := range benchShapes {
+	for _, s := range benchShapes() {
 		b.Run(s.name, func(b *testing.B) {
 			tree, q0 := benchTree(b, s.fanout...)
 			h200, _ := tree.Flavor("H200")

@@ -1,0 +1,82 @@
+// Package quota is fleet's quota tree: who is guaranteed how many GPUs of
+// each flavor, how unused guarantees are lent and borrowed, and whether a
+// request fits now.
+//
+// # The model
+//
+// A Tree is built from a Spec: cohorts (inner nodes, which may hold a
+// shared pool of quota of their own) and queues (leaves; only queues hold
+// workloads), to any depth. Every node with no parent is a root; several
+// roots are several independent trees that lend each other nothing. Per node
+// and flavor (a GPU model) there is a nominal quota, an optional borrowing
+// limit and an optional lending limit; "no limit" is the zero Limit, not a
+// nil pointer. Per node there is a fair-sharing weight (default 1), and per
+// queue the preemption rules and queueing strategy that package preempt and
+// the scheduler interpret (quota only stores them).
+//
+// # Kueue, one to one
+//
+// The arithmetic is Kueue's hierarchical cohorts (KEP-79) exactly, so a
+// Kueue configuration maps onto a Spec node for node: a Cohort is a Cohort
+// node, a ClusterQueue a Queue node, a ClusterQueue without a cohort (or a
+// cohort tree) a root. With SubtreeQuota, LocalQuota and Usage as Kueue
+// names them:
+//
+//	localQuota(n)   = max(0, subtreeQuota(n) - lendingLimit(n))    (0 without a lending limit)
+//	subtreeQuota(n) = nominal(n) + sum over children c of subtreeQuota(c) - localQuota(c)
+//	usage(cohort)   = sum over children c of max(0, usage(c) - localQuota(c))
+//	available(root) = subtreeQuota - usage
+//	available(n)    = max(0, localQuota - usage)
+//	                + min(available(parent), subtreeQuota - localQuota - max(0, usage - localQuota) + borrowingLimit)
+//
+// Available clamps the result at 0 (Kueue's can go negative after quota is
+// cut below usage). Usage changes and quota edits move up the tree in
+// O(depth); nothing is recomputed from scratch. A queue can use only the
+// flavors it lists, as a ClusterQueue can use only its resource groups'
+// flavors. When a request fits by borrowing, Fits names the lowest ancestor
+// whose subtree holds it (the node of Kueue's "hierarchical advantage") and
+// how many edges above the queue it is; Kueue ranks flavors by that node's
+// height, which orders the same way for one queue. DominantShare is Kueue's fair-sharing DRS:
+// GPUs borrowed over what the parent's tree could lend, in thousandths,
+// divided by the weight; 0 when not borrowing; +Inf for a weight-0 borrower.
+//
+// The promise the arithmetic keeps, and the tests check on random trees: a
+// queue below its nominal quota gets back to it once the queues above their
+// own quota give up their excess. Borrowed capacity is always reclaimable by
+// preemption.
+//
+// # What it is not
+//
+// quota does no placement (which GPUs), no ordering of workloads and no
+// victim choice: it answers "does this many GPUs of this flavor fit in this
+// queue's quota now, and if not, why". It owns no clock and no goroutines.
+//
+// # The host's obligations
+//
+//   - Call AddUsage when a workload is admitted or adopted and RemoveUsage
+//     when it ends or is evicted, with the same amounts. AddUsage is
+//     bookkeeping and never refuses for lack of quota; ask Fits first.
+//   - Use IDs from the Tree (Node, Flavor, Queues). Read accessors panic on
+//     IDs out of range; mutating calls return errors and, when they refuse,
+//     leave the Tree unchanged.
+//   - Do not share a Tree between goroutines without a lock. For what-if
+//     searches, Clone it (or CopyTo a scratch tree, which does not allocate),
+//     or remove usage and add it back: the arithmetic is exact, so the Tree
+//     returns to the same state.
+//   - Publish the policy: Render writes it as Markdown for the people who
+//     hand out GPUs, and ValidateCapacity says when guarantees exceed the
+//     fleet.
+//
+// # Example
+//
+//	tree, err := quota.New(spec)           // *SpecError names the node and field
+//	inference, _ := tree.Node("prod-inference")
+//	h100, _ := tree.Flavor("H100")
+//	v := tree.Fits(inference, h100, 8)     // no allocation, O(depth)
+//	switch v.Mode {
+//	case quota.FitsNominal, quota.FitsBorrowing:
+//		_ = tree.AddUsage(inference, h100, 8)
+//	case quota.NoFit:
+//		log.Print(v)                         // v.Reason says which limit bites, by how much
+//	}
+package quota
