@@ -1,0 +1,22 @@
+// Package placement decides where a gang fits: an all-or-nothing search
+// over a fleet's topology that returns, for every pod, a node and its GPUs,
+// or a structured reason why none exists.
+//
+// Place is pure: it reads a topology.Fleet and never changes it. Apply
+// commits an Assignment all or nothing and Unapply reverses it, so the
+// caller decides when a placement becomes real (the root scheduler does so
+// only once quota and preemption agree).
+//
+// The policy (lowest span first, best fit, fewest child domains, bin-pack
+// sub-node pods, whole nodes for training, segments, spread, pools) is
+// documented on Placer.Place, where it is decided. Speed comes from the
+// fleet's per-domain aggregates and ordered indexes, not from scans: a
+// one-GPU replica is an O(log n) index look-up, and a gang is a best-fit
+// look-up per level plus a descent proportional to its own size.
+//
+//	p := placement.NewPlacer(placement.Options{})
+//	a, err := p.Place(fleet, &w)    // a.Pods is valid until the next Place
+//	var nf *placement.NoFit
+//	if errors.As(err, &nf) { ... }  // nf.Cause, nf.FreeGPUs, nf.Tried
+//	err = placement.Apply(fleet, a) // all or nothing
+package placement

@@ -1,0 +1,617 @@
+package placement
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Scorer breaks ties between nodes that placement finds equally good (same
+// free GPUs), for example to prefer nodes where a model's weights are
+// already pulled so an inference replica starts fast. Higher is better.
+//
+// Placement asks about at most Options.MaxScored equal candidates per
+// choice, so a Scorer can never make it scan the fleet. Score must be
+// deterministic, must not modify f, and should be cheap (a map look-up).
+type Scorer interface {
+	Score(f *topology.Fleet, w *gang.Workload, n topology.NodeID) int
+}
+
+// Options tune a Placer. The zero value is the default policy.
+type Options struct {
+	// Scorer breaks ties between equally good nodes; nil means node ID order.
+	Scorer Scorer
+	// MaxScored bounds the equal candidates shown to Scorer per choice
+	// (default 8).
+	MaxScored int
+	// Explain fills NoFit.Tried with the largest block per level. It scans
+	// each level's domains, so a scheduler sets it only when a person asks.
+	Explain bool
+}
+
+// Placer finds assignments. It keeps scratch buffers between calls so that
+// steady-state placement does not allocate; it is not safe for concurrent
+// use. The zero Placer is ready with default Options.
+type Placer struct {
+	opt Options
+
+	f    *topology.Fleet
+	w    *gang.Workload
+	g    topology.GroupID
+	k    int // GPUs per pod of the pod set being placed
+	ps   int // index of that pod set
+	idx  int // next pod index within it
+	deep topology.Level
+
+	maxPerNode, maxPerDom int
+	spreadLevel           topology.Level // 0 when there is no per-domain spread
+	segLevel              topology.Level
+	mutating              bool // earlier pod sets are allocated on f
+
+	pods    []Pod
+	caps    []int
+	cands   []candidate
+	groups  []topology.GroupID
+	order   []int
+	undo    []NodeGPUs
+	used    map[topology.NodeID]int
+	usedDom map[topology.DomainID]int
+}
+
+type candidate struct {
+	n         topology.NodeID
+	free, cap int
+}
+
+// NewPlacer returns a Placer with the given options.
+func NewPlacer(opt Options) *Placer {
+	if opt.MaxScored <= 0 {
+		opt.MaxScored = 8
+	}
+	return &Placer{opt: opt}
+}
+
+// Place finds an assignment for every pod of w on f, or returns a *NoFit.
+// It does not change f. It is a convenience over Placer.Place that
+// allocates a fresh Placer; schedulers keep one Placer instead.
+func Place(f *topology.Fleet, w *gang.Workload, opt Options) (Assignment, error) {
+	a, err := NewPlacer(opt).Place(f, w)
+	return a, err
+}
+
+// Place finds an assignment for every pod of w on f, or returns a *NoFit.
+// f is left exactly as it was. The returned Pods slice belongs to the
+// Placer and is valid until its next call: Clone the assignment to keep it.
+//
+// The policy, in order of precedence:
+//
+//  1. Flavor and pools filter nodes, and a gang stays inside one (flavor,
+//     pool) group; groups are tried in the workload's pool preference
+//     order (fleet order when it has none). Only healthy nodes are used.
+//  2. Lowest span first: levels are tried from the preferred level (the
+//     node level when none is set) up to the required level (the whole
+//     fleet when none is set); the first level where one domain holds the
+//     whole gang wins.
+//  3. Best fit among the domains of that level: the one with the fewest
+//     free whole nodes (whole-node gangs) or free GPUs (others) that
+//     still holds the gang, lowest ID on ties. Big holes stay for big gangs.
+//  4. Inside the domain, as few child domains as possible: if one child
+//     holds what remains, the best-fitting such child takes it; otherwise
+//     the child that holds the most takes all it can, and so on down.
+//     A 24-node gang takes 3 whole leaves, not 5 partial ones.
+//  5. On a leaf's nodes, best fit by free GPUs: sub-node pods fill partly
+//     used nodes first so whole nodes stay whole for training; whole-node
+//     pods take free nodes in ID order. Scorer breaks ties.
+//  6. Segments are placed as units of Size pods, each unit inside one
+//     domain of the segment level, by the same fewest-domains rule.
+//  7. Pod sets are placed largest pods first, together: the gang fits in
+//     one domain as a whole or not at all.
+func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) {
+	if p.opt.MaxScored <= 0 {
+		p.opt.MaxScored = 8
+	}
+	p.f, p.w, p.pods, p.deep = f, w, p.pods[:0], topology.Level(f.Depth())
+	defer func() { p.f, p.w = nil, nil }()
+	req, pref, nf := p.resolve()
+	if nf != nil {
+		return Assignment{}, nf
+	}
+	p.candidateGroups()
+	need := w.GPUs()
+	for _, g := range p.groups {
+		p.g = g
+		if f.FreeGPUs(topology.Root, g) < need {
+			continue
+		}
+		for l := pref; l >= req; l-- {
+			if d, ok := p.tryLevel(l); ok {
+				a := Assignment{Workload: w.ID, Group: g, Domain: d, Level: l, Pods: p.pods}
+				a.Span = p.span()
+				return a, nil
+			}
+		}
+	}
+	return Assignment{}, p.noFit(req, pref)
+}
+
+// resolve turns level names into levels and refuses requests this fleet
+// can never meet. Unset levels mean "node level" (preferred: lowest span
+// first) and "whole fleet" (required).
+func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
+	w, f := p.w, p.f
+	invalid := func(detail string) *NoFit {
+		return &NoFit{Workload: w.ID, Cause: CauseInvalid, Required: w.Topology.Required,
+			Preferred: w.Topology.Preferred, Pods: w.Pods(), NeedGPUs: w.GPUs(), Detail: detail}
+	}
+	level := func(name string, unset topology.Level) (topology.Level, bool) {
+		if name == "" {
+			return unset, true
+		}
+		return f.Level(name)
+	}
+	var ok bool
+	if req, ok = level(w.Topology.Required, 0); !ok {
+		return 0, 0, invalid("unknown required level " + w.Topology.Required)
+	}
+	if pref, ok = level(w.Topology.Preferred, p.deep); !ok {
+		return 0, 0, invalid("unknown preferred level " + w.Topology.Preferred)
+	}
+	if pref < req {
+		return 0, 0, invalid("preferred level is above the required level")
+	}
+	if p.segLevel, ok = level(w.Topology.Segment.Level, 0); !ok {
+		return 0, 0, invalid("unknown segment level " + w.Topology.Segment.Level)
+	}
+	if w.Topology.Segment.Size > 0 && p.segLevel < req {
+		return 0, 0, invalid("segment level is above the required level")
+	}
+	p.maxPerNode, p.maxPerDom = w.Spread.MaxPerNode, w.Spread.MaxPerDomain
+	p.spreadLevel = 0
+	if w.Spread.MaxPerDomain > 0 {
+		if p.spreadLevel, ok = level(w.Spread.Level, 0); !ok || p.spreadLevel == 0 {
+			return 0, 0, invalid("unknown spread level " + w.Spread.Level)
+		}
+	}
+	if len(w.PodSets) == 0 {
+		return 0, 0, invalid("no pods")
+	}
+	p.order = p.order[:0]
+	for i, ps := range w.PodSets {
+		if ps.Count <= 0 || ps.GPUsPerPod <= 0 {
+			return 0, 0, invalid("empty pod set " + ps.Name)
+		}
+		if ps.GPUsPerPod > f.MaxGPUsPerNode() {
+			return 0, 0, invalid("a pod needs more GPUs than any node has")
+		}
+		p.order = append(p.order, i)
+	}
+	slices.SortStableFunc(p.order, func(a, b int) int {
+		return cmp.Compare(w.PodSets[b].GPUsPerPod, w.PodSets[a].GPUsPerPod)
+	})
+	if p.maxPerNode > 0 || p.maxPerDom > 0 {
+		if p.used == nil {
+			p.used = map[topology.NodeID]int{}
+			p.usedDom = map[topology.DomainID]int{}
+		}
+	}
+	return req, pref, nil
+}
+
+func (p *Placer) candidateGroups() {
+	f, w := p.f, p.w
+	p.groups = p.groups[:0]
+	add := func(pool string, anyPool bool) {
+		for g := range topology.GroupID(f.NumGroups()) {
+			if (w.Flavor == "" || f.GroupFlavor(g) == w.Flavor) && (anyPool || f.GroupPool(g) == pool) &&
+				!slices.Contains(p.groups, g) {
+				p.groups = append(p.groups, g)
+			}
+		}
+	}
+	if len(w.Pools) == 0 {
+		add("", true)
+		return
+	}
+	for _, pool := range w.Pools {
+		add(pool, false)
+	}
+}
+
+// wholeNodes reports whether the gang is one pod set of whole-node pods on
+// a group whose nodes all have that many GPUs, so free whole nodes are
+// exactly its capacity.
+func (p *Placer) wholeNodes() bool {
+	if len(p.w.PodSets) != 1 {
+		return false
+	}
+	k := p.w.PodSets[0].GPUsPerPod
+	s := p.f.Stats(topology.Root, p.g)
+	return k == p.f.MaxGPUsPerNode() && s.GPUs == s.Nodes*k
+}
+
+// tryLevel finds the best-fitting domain of level l that holds the gang and
+// leaves its pods in p.pods.
+func (p *Placer) tryLevel(l topology.Level) (topology.DomainID, bool) {
+	f := p.f
+	need := p.w.GPUs()
+	switch {
+	case l == p.deep:
+		if need > f.MaxGPUsPerNode() {
+			return 0, false
+		}
+		return p.tryNodes(need)
+	case l == 0:
+		return topology.Root, p.tryDomain(topology.Root)
+	}
+	var found topology.DomainID
+	ok := false
+	try := func(d topology.DomainID, _ int) bool {
+		if p.tryDomain(d) {
+			found, ok = d, true
+			return false
+		}
+		return true
+	}
+	if p.wholeNodes() {
+		f.AscendDomainsByFreeNodes(l, p.g, p.w.Pods(), try)
+	} else {
+		f.AscendDomainsByFreeGPUs(l, p.g, need, try)
+	}
+	return found, ok
+}
+
+// tryNodes places the whole gang on one node: the healthy node with the
+// fewest free GPUs that holds it, Scorer breaking ties among up to
+// MaxScored nodes with as many free GPUs.
+func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
+	f := p.f
+	best, bestFree, bestScore, seen := topology.NodeID(-1), 0, 0, 0
+	f.AscendNodesByFree(p.g, need, func(n topology.NodeID, free int) bool {
+		if best >= 0 && (free != bestFree || p.opt.Scorer == nil || seen >= p.opt.MaxScored) {
+			return false
+		}
+		if !p.tryDomain(f.NodeDomain(n)) {
+			return true
+		}
+		p.pods = p.pods[:0]
+		seen++
+		score := 0
+		if p.opt.Scorer != nil {
+			score = p.opt.Scorer.Score(f, p.w, n)
+		}
+		if best < 0 || score > bestScore {
+			best, bestFree, bestScore = n, free, score
+		}
+		return true
+	})
+	if best < 0 {
+		return 0, false
+	}
+	d := f.NodeDomain(best)
+	return d, p.tryDomain(d)
+}
+
+// tryDomain places every pod set inside d, or nothing. Later pod sets see
+// the earlier ones' GPUs as taken: they are allocated on f for the trial
+// and released before returning, so f is unchanged either way.
+func (p *Placer) tryDomain(d topology.DomainID) bool {
+	mark := len(p.pods)
+	if p.used != nil {
+		clear(p.used)
+		clear(p.usedDom)
+	}
+	ok := true
+	for i, ps := range p.order {
+		p.setPodSet(ps)
+		if ok = p.placePodSet(d); !ok {
+			break
+		}
+		if i < len(p.order)-1 {
+			for _, pod := range p.pods[mark:] {
+				if pod.PodSet == ps {
+					if err := p.f.Allocate(pod.Node, pod.GPUs); err != nil {
+						panic("placement: trial allocation refused: " + err.Error())
+					}
+					p.undo = append(p.undo, NodeGPUs{pod.Node, pod.GPUs})
+				}
+			}
+			p.mutating = true
+		}
+	}
+	for _, u := range p.undo {
+		if err := p.f.Release(u.Node, u.GPUs); err != nil {
+			panic("placement: trial release refused: " + err.Error())
+		}
+	}
+	p.undo, p.mutating = p.undo[:0], false
+	if !ok {
+		p.pods = p.pods[:mark]
+	}
+	return ok
+}
+
+func (p *Placer) setPodSet(ps int) {
+	p.ps, p.k, p.idx = ps, p.w.PodSets[ps].GPUsPerPod, 0
+}
+
+func (p *Placer) placePodSet(d topology.DomainID) bool {
+	count := p.w.PodSets[p.ps].Count
+	seg := p.w.Topology.Segment
+	if seg.Size > 0 && p.w.SegmentedPodSet() == p.ps && p.segLevel > p.f.DomainLevel(d) {
+		return p.placeSegments(d, seg.Size, count/seg.Size)
+	}
+	if p.capacity(d) < count {
+		return false
+	}
+	p.fill(d, count)
+	return true
+}
+
+// placeSegments puts n units of size pods, each unit inside one domain of
+// the segment level below d, by the fewest-domains rule.
+func (p *Placer) placeSegments(d topology.DomainID, size, n int) bool {
+	lo, hi := p.descendants(d, p.segLevel)
+	base, total := len(p.caps), 0
+	for e := lo; e < hi; e++ {
+		c := p.capacity(e) / size
+		p.caps = append(p.caps, c)
+		total += c
+	}
+	defer func() { p.caps = p.caps[:base] }()
+	if total < n {
+		return false
+	}
+	p.distribute(base, lo, n, func(e topology.DomainID, units int) { p.fill(e, units*size) })
+	return true
+}
+
+// descendants returns the contiguous range of d's descendants at level l.
+func (p *Placer) descendants(d topology.DomainID, l topology.Level) (lo, hi topology.DomainID) {
+	nlo, nhi := p.f.Nodes(d)
+	return p.f.DomainOf(nlo, l), p.f.DomainOf(nhi-1, l) + 1
+}
+
+// distribute hands need units to the domains lo, lo+1, ... whose capacities
+// sit at p.caps[base:]: the best-fitting domain that holds all that remains
+// takes it; otherwise the one that holds the most (lowest ID on ties)
+// takes all it can, and so on.
+func (p *Placer) distribute(base int, lo topology.DomainID, need int, take func(topology.DomainID, int)) {
+	n := len(p.caps) - base
+	for need > 0 {
+		fit, most := -1, -1
+		for i := range n {
+			c := p.caps[base+i]
+			if c >= need && (fit < 0 || c < p.caps[base+fit]) {
+				fit = i
+			}
+			if c > 0 && (most < 0 || c > p.caps[base+most]) {
+				most = i
+			}
+		}
+		if fit >= 0 {
+			take(lo+topology.DomainID(fit), need)
+			return
+		}
+		if most < 0 {
+			panic("placement: capacity accounting broken")
+		}
+		c := p.caps[base+most]
+		p.caps[base+most] = 0
+		take(lo+topology.DomainID(most), c)
+		need -= c
+	}
+}
+
+// fill places need pods of the current pod set inside d; the caller has
+// checked that capacity(d) >= need.
+func (p *Placer) fill(d topology.DomainID, need int) {
+	f := p.f
+	if f.DomainLevel(d) == p.deep {
+		p.emit(topology.NodeID(d-f.NodeDomain(0)), need)
+		return
+	}
+	lo, hi := f.Children(d)
+	if f.DomainLevel(lo) == p.deep {
+		p.fillNodes(d, need)
+		return
+	}
+	base := len(p.caps)
+	for c := lo; c < hi; c++ {
+		p.caps = append(p.caps, p.capacity(c))
+	}
+	p.distribute(base, lo, need, p.fill)
+	p.caps = p.caps[:base]
+}
+
+// fillNodes places need pods on d's nodes, fewest free GPUs first.
+func (p *Placer) fillNodes(d topology.DomainID, need int) {
+	f := p.f
+	base := len(p.cands)
+	lo, hi := f.Nodes(d)
+	for n := lo; n < hi; n++ {
+		if c := p.nodeCap(n); c > 0 {
+			p.cands = append(p.cands, candidate{n: n, free: f.Free(n), cap: c})
+		}
+	}
+	cands := p.cands[base:]
+	slices.SortFunc(cands, func(a, b candidate) int {
+		if a.free != b.free {
+			return a.free - b.free
+		}
+		return int(a.n - b.n)
+	})
+	for i := 0; i < len(cands) && need > 0; i++ {
+		p.preferScored(cands[i:])
+		c := cands[i]
+		t := min(c.cap, need)
+		p.emit(c.n, t)
+		need -= t
+	}
+	p.cands = p.cands[:base]
+	if need > 0 {
+		panic("placement: node capacity accounting broken")
+	}
+}
+
+// preferScored moves the best-scored of the equally good candidates at the
+// head of cands (same free GPUs, at most MaxScored) to the front.
+func (p *Placer) preferScored(cands []candidate) {
+	if p.opt.Scorer == nil || len(cands) < 2 {
+		return
+	}
+	best, bestScore := 0, p.opt.Scorer.Score(p.f, p.w, cands[0].n)
+	for j := 1; j < len(cands) && j < p.opt.MaxScored && cands[j].free == cands[0].free; j++ {
+		if s := p.opt.Scorer.Score(p.f, p.w, cands[j].n); s > bestScore {
+			best, bestScore = j, s
+		}
+	}
+	if best > 0 {
+		c := cands[best]
+		copy(cands[1:best+1], cands[:best])
+		cands[0] = c
+	}
+}
+
+func (p *Placer) emit(n topology.NodeID, count int) {
+	for range count {
+		p.pods = append(p.pods, Pod{PodSet: p.ps, Index: p.idx, Node: n, GPUs: p.k})
+		p.idx++
+	}
+	if p.used != nil {
+		p.used[n] += count
+		if p.spreadLevel > 0 {
+			p.usedDom[p.f.DomainOf(n, p.spreadLevel)] += count
+		}
+	}
+}
+
+// capacity is how many pods of the current pod set d can still take,
+// within the spread limits.
+func (p *Placer) capacity(d topology.DomainID) int {
+	f := p.f
+	l := f.DomainLevel(d)
+	if p.spreadLevel > 0 && l > p.spreadLevel {
+		// Below the spread level, the enclosing domain's limit still binds.
+		first, _ := f.Nodes(d)
+		left := p.maxPerDom - p.usedDom[f.DomainOf(first, p.spreadLevel)]
+		if l == p.deep {
+			return max(0, min(p.nodeCap(first), left))
+		}
+		return max(0, min(p.capBelow(d), left))
+	}
+	if l == p.deep {
+		return p.nodeCap(topology.NodeID(d - f.NodeDomain(0)))
+	}
+	if p.spreadLevel > 0 {
+		if l == p.spreadLevel {
+			return max(0, min(p.capBelow(d), p.maxPerDom-p.usedDom[d]))
+		}
+		lo, hi := p.descendants(d, p.spreadLevel)
+		n := 0
+		for e := lo; e < hi; e++ {
+			n += p.capacity(e)
+		}
+		return n
+	}
+	return p.capBelow(d)
+}
+
+// capBelow counts pods of the current size that d's nodes can take: from
+// the free-count histogram in O(GPUs per node), or by visiting the nodes
+// when a per-node spread limit already has pods of this gang to count.
+func (p *Placer) capBelow(d topology.DomainID) int {
+	if p.maxPerNode > 0 && len(p.used) > 0 {
+		lo, hi := p.f.Nodes(d)
+		n := 0
+		for x := lo; x < hi; x++ {
+			n += p.nodeCap(x)
+		}
+		return n
+	}
+	n := 0
+	for free, c := range p.f.Histogram(d, p.g) {
+		per := free / p.k
+		if p.maxPerNode > 0 {
+			per = min(per, p.maxPerNode)
+		}
+		n += int(c) * per
+	}
+	return n
+}
+
+func (p *Placer) nodeCap(n topology.NodeID) int {
+	f := p.f
+	if f.Health(n) != topology.Healthy || f.NodeGroup(n) != p.g {
+		return 0
+	}
+	c := f.Free(n) / p.k
+	if p.maxPerNode > 0 {
+		c = min(c, p.maxPerNode-p.used[n])
+	}
+	return max(c, 0)
+}
+
+// span is the lowest level whose one domain holds every pod in p.pods.
+func (p *Placer) span() topology.Level {
+	f := p.f
+	for l := p.deep; l > 0; l-- {
+		first := f.DomainOf(p.pods[0].Node, l)
+		same := true
+		for _, pod := range p.pods[1:] {
+			if f.DomainOf(pod.Node, l) != first {
+				same = false
+				break
+			}
+		}
+		if same {
+			return l
+		}
+	}
+	return 0
+}
+
+// noFit explains a failure: the best group's free capacity, the cause and,
+// with Options.Explain, the largest block per level tried.
+func (p *Placer) noFit(req, pref topology.Level) *NoFit {
+	f, w := p.f, p.w
+	nf := &NoFit{Workload: w.ID, Required: w.Topology.Required, Preferred: w.Topology.Preferred,
+		Pods: w.Pods(), NeedGPUs: w.GPUs()}
+	bestG, healthy := topology.GroupID(-1), 0
+	for _, g := range p.groups {
+		s := f.Stats(topology.Root, g)
+		healthy += s.HealthyNodes
+		if bestG < 0 || s.FreeGPUs > nf.FreeGPUs {
+			bestG, nf.FreeGPUs, nf.FreeNodes = g, s.FreeGPUs, s.FreeNodes
+		}
+	}
+	switch {
+	case healthy == 0:
+		nf.Cause = CauseNoNodes
+		nf.Detail = "no healthy node of the workload's flavor and pools"
+		return nf
+	case nf.FreeGPUs < nf.NeedGPUs:
+		nf.Cause = CauseCapacity
+	default:
+		nf.Cause = CauseFragmented
+	}
+	for l := pref; l >= req; l-- {
+		t := LevelTry{Level: f.LevelName(l)}
+		if p.opt.Explain {
+			p.g = bestG
+			p.setPodSet(p.order[0])
+			lo, hi := f.DomainsAt(l)
+			for d := lo; d < hi; d++ {
+				if c := p.capacity(d); c > t.Largest || t.Domain == "" {
+					t.Largest, t.Domain = c, f.DomainName(d)
+					if t.Domain == "" {
+						t.Domain = "fleet"
+					}
+				}
+			}
+		}
+		nf.Tried = append(nf.Tried, t)
+	}
+	return nf
+}
