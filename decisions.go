@@ -1,0 +1,147 @@
+package fleet
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fleetsched/fleet/gang"
+)
+
+// Decisions is what one Schedule cycle asks of the host. The host must act
+// on every field, in this order: Kill, then Drain, then Admit. Kills and
+// drains free capacity the admissions may already count on being nominated
+// for them; admissions never use GPUs that a victim still holds.
+type Decisions struct {
+	// Kill lists victims past their drain deadline. The host must
+	// force-stop each one now and report it with Exited(now, id, ExitKilled).
+	Kill []Kill
+	// Drain lists newly chosen victims. The host must send each a
+	// termination signal now (SIGTERM: checkpoint and exit) and report the
+	// exit with Exited. If it has not exited by Deadline, a later cycle
+	// lists it in Kill.
+	Drain []Drain
+	// Admit lists workloads to start now, with the node and GPUs of every
+	// pod. The GPUs are already accounted to them.
+	Admit []Admission
+	// Events records what happened in this cycle and in the calls since the
+	// previous cycle, in order: the feed for metrics and audit logs.
+	Events []Event
+}
+
+// Admission starts one workload.
+type Admission struct {
+	ID    string
+	Queue string
+	// Pods lists, for every pod, its pod set, index, node name and GPUs.
+	Pods []PodAssignment
+	// Wait is the time from submission to this admission.
+	Wait time.Duration
+	// Span is the level name of the smallest domain holding every pod
+	// ("node", "leaf", "spine" or "fleet").
+	Span string
+	// Borrowing is true when the admission uses quota lent by others, and
+	// so may be reclaimed by preemption.
+	Borrowing bool
+}
+
+// PodAssignment places one pod.
+type PodAssignment struct {
+	PodSet string
+	Index  int
+	Node   string
+	GPUs   int
+}
+
+// Drain asks the host to stop a victim gracefully.
+type Drain struct {
+	ID          string
+	Deadline    time.Time
+	Reason      string // in-queue, reclaim, reclaim-while-borrowing, fair-sharing, node-failure
+	Beneficiary string // the workload its GPUs are nominated for
+	// LostGPUSeconds estimates the work lost (since the last checkpoint).
+	LostGPUSeconds float64
+}
+
+// Kill asks the host to force-stop a victim whose deadline passed.
+type Kill struct {
+	ID       string
+	Deadline time.Time
+}
+
+// EventKind names what an Event records.
+type EventKind uint8
+
+const (
+	EventSubmitted EventKind = iota + 1
+	EventAdmitted
+	EventDrainStarted
+	EventKilled // the host was asked to kill a victim past its deadline
+	EventExited // the host reported an exit (any reason)
+	EventCancelled
+	EventNodeDown
+	EventNodeUp
+	EventNominationDissolved
+	EventCheckpointed
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventSubmitted:
+		return "submitted"
+	case EventAdmitted:
+		return "admitted"
+	case EventDrainStarted:
+		return "drain-started"
+	case EventKilled:
+		return "killed"
+	case EventExited:
+		return "exited"
+	case EventCancelled:
+		return "cancelled"
+	case EventNodeDown:
+		return "node-down"
+	case EventNodeUp:
+		return "node-up"
+	case EventNominationDissolved:
+		return "nomination-dissolved"
+	case EventCheckpointed:
+		return "checkpointed"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is one typed record of the scheduler's history. Fields that do not
+// apply to a kind are zero.
+type Event struct {
+	Kind     EventKind
+	Time     time.Time
+	Workload string
+	Queue    string
+	Shape    gang.Shape
+	Class    string // priority class
+	Priority int32
+	Flavor   string
+	GPUs     int
+
+	// Admitted: queue wait, span level name, whether it borrows and how
+	// many GPUs of it are above the queue's nominal quota.
+	Wait          time.Duration
+	Span          string
+	Borrowing     bool
+	BorrowedGPUs  int
+	CrossesSpines bool
+
+	// Drain started / killed: reason, beneficiary, deadline, lost work.
+	Reason         string
+	Beneficiary    string
+	Deadline       time.Time
+	LostGPUSeconds float64
+
+	// Exited: how it ended and how long it ran.
+	Exit    gang.ExitReason
+	Runtime time.Duration
+
+	// Node events: the node and the workloads that lost it.
+	Node     string
+	Affected []string
+}
