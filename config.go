@@ -1,0 +1,100 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// DefaultGrace is the drain deadline of a victim whose workload and
+// priority class name none: SIGTERM, then 120 s to checkpoint and exit.
+const DefaultGrace = 120 * time.Second
+
+// Config is everything New needs. It is plain data, validated whole.
+type Config struct {
+	Topology topology.Spec
+	Quota    quota.Spec
+	// Classes are the priority classes workloads name, e.g.
+	// prod-inference > reserved-research > preemptible-batch.
+	Classes []PriorityClass
+	Policy  Policy
+}
+
+// PriorityClass gives a workload its priority and drain defaults.
+type PriorityClass struct {
+	Name  string
+	Value int32
+	// Grace is the drain deadline of its victims; 0 means DefaultGrace.
+	Grace time.Duration
+	// MinRuntime protects just-started work from flapping: a workload of
+	// this class is not a victim before it ran this long.
+	MinRuntime time.Duration
+	// EvictWithoutCheckpoint lets the scheduler preempt workloads of this
+	// class that are not preemptible (do not checkpoint). By default they
+	// are never victims.
+	EvictWithoutCheckpoint bool
+}
+
+// Policy holds the knobs a host may turn. The zero value is the default.
+type Policy struct {
+	// FairSharing orders equal-priority work by the queues' dominant
+	// share and enables fair-sharing preemption.
+	FairSharing bool
+	// NoPreemption turns preemption off entirely.
+	NoPreemption bool
+	// NoReservation turns off holding a domain for the highest-priority
+	// blocked gang (starvation protection).
+	NoReservation bool
+	// Scorer breaks ties between equally good nodes (see placement.Scorer).
+	Scorer placement.Scorer
+	// RestartOverhead is the work a preempted job redoes on restart,
+	// counted in its cost; 0 means 3 minutes.
+	RestartOverhead time.Duration
+}
+
+// Sentinel errors of the scheduler's host-facing calls. Each refused call
+// returns an error wrapping one of them (and, where it applies, the lower
+// package's own typed error), and leaves the scheduler unchanged.
+var (
+	ErrInvalidConfig = errors.New("fleet: invalid config")
+	ErrInvalid       = errors.New("fleet: invalid workload")
+	ErrDuplicate     = errors.New("fleet: duplicate workload ID")
+	ErrUnknownQueue  = errors.New("fleet: unknown queue")
+	ErrUnknownClass  = errors.New("fleet: unknown priority class")
+	ErrUnknownID     = errors.New("fleet: unknown workload")
+	ErrUnknownNode   = errors.New("fleet: unknown node")
+	ErrNeverFits     = errors.New("fleet: workload can never fit the fleet")
+	ErrBadState      = errors.New("fleet: call not allowed in the workload's state")
+	ErrTimeReversed  = errors.New("fleet: time moved backwards")
+)
+
+// Error carries the details of a refused call.
+type Error struct {
+	Op       string // the call: "submit", "exited", ...
+	Workload string
+	Detail   string
+	Err      error // a sentinel above, or a lower package's error
+}
+
+func (e *Error) Error() string {
+	msg := e.Err.Error()
+	if e.Workload != "" {
+		msg = fmt.Sprintf("%s: %s %q", msg, e.Op, e.Workload)
+	} else if e.Op != "" {
+		msg = fmt.Sprintf("%s: %s", msg, e.Op)
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func refuse(op, id string, err error, format string, args ...any) error {
+	return &Error{Op: op, Workload: id, Detail: fmt.Sprintf(format, args...), Err: err}
+}

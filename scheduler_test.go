@@ -1,0 +1,170 @@
+package fleet_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/topology"
+)
+
+var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+func newRef(t testing.TB) *fleet.Scheduler {
+	s, err := fleet.New(fleet.ReferenceConfig())
+	require.NoError(t, err)
+	return s
+}
+
+func replica(id string, gpus int) gang.Workload {
+	return gang.Workload{ID: id, Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
+		PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: gpus}}}
+}
+
+func training(id string, nodes int, class, queue string) gang.Workload {
+	return gang.Workload{ID: id, Queue: queue, PriorityClass: class, Shape: gang.Training,
+		PodSets:  []gang.PodSet{{Name: "workers", Count: nodes, GPUsPerPod: 8}},
+		Topology: gang.TopologyRequest{Required: "spine", Preferred: "leaf"},
+		Drain:    gang.DrainContract{Preemptible: true, CheckpointInterval: 20 * time.Minute}}
+}
+
+func TestSubmitRefusesBadInputWhole(t *testing.T) {
+	s := newRef(t)
+	require.NoError(t, s.Submit(t0, replica("a", 1)))
+	before := s.Snapshot()
+	bad := map[string]struct {
+		w   gang.Workload
+		err error
+	}{
+		"duplicate":     {replica("a", 1), fleet.ErrDuplicate},
+		"invalid":       {gang.Workload{ID: "x"}, fleet.ErrInvalid},
+		"unknown queue": {func() gang.Workload { w := replica("b", 1); w.Queue = "nope"; return w }(), fleet.ErrUnknownQueue},
+		"cohort":        {func() gang.Workload { w := replica("b", 1); w.Queue = "fleet"; return w }(), fleet.ErrUnknownQueue},
+		"unknown class": {func() gang.Workload { w := replica("b", 1); w.PriorityClass = "gold"; return w }(), fleet.ErrUnknownClass},
+		"too large":     {training("huge", 300, fleet.ClassReservedResearch, "research"), fleet.ErrNeverFits},
+		"unknown level": {func() gang.Workload { w := replica("b", 1); w.Topology.Required = "rack"; return w }(), gang.ErrUnknownLevel},
+		"bad flavor":    {func() gang.Workload { w := replica("b", 1); w.Flavor = "B200"; return w }(), fleet.ErrNeverFits},
+	}
+	for name, tt := range bad {
+		err := s.Submit(t0, tt.w)
+		assert.ErrorIs(t, err, tt.err, name)
+		var fe *fleet.Error
+		assert.ErrorAs(t, err, &fe, name)
+	}
+	assert.Equal(t, before, s.Snapshot())
+	assert.ErrorIs(t, s.Submit(t0.Add(-time.Second), replica("c", 1)), fleet.ErrTimeReversed)
+	_, err := s.Explain("nope")
+	assert.ErrorIs(t, err, fleet.ErrUnknownID)
+	assert.ErrorIs(t, s.Exited(t0, "a", gang.ExitFinished), fleet.ErrBadState)
+	_, err = s.SetNodeHealth(t0, "node-9", topology.Down)
+	assert.ErrorIs(t, err, fleet.ErrUnknownNode)
+}
+
+func TestManyAdmissionsPerCycle(t *testing.T) {
+	s := newRef(t)
+	for i := range 50 {
+		require.NoError(t, s.Submit(t0, replica(string(rune('a'+i%26))+string(rune('a'+i/26)), 1+i%4)))
+	}
+	require.NoError(t, s.Submit(t0, training("pretrain", 64, fleet.ClassReservedResearch, "research")))
+	d := s.Schedule(t0.Add(time.Second))
+	assert.Len(t, d.Admit, 51, "every workload that fits is admitted in one cycle")
+	assert.Equal(t, "pretrain", d.Admit[50].ID, "lower priority last")
+	assert.Equal(t, "spine", d.Admit[50].Span)
+	snap := s.Snapshot()
+	assert.Equal(t, 0, len(snap.Pending))
+	var inf fleet.QueueView
+	for _, q := range snap.Queues {
+		if q.Name == "prod-inference" {
+			inf = q
+		}
+	}
+	assert.EqualValues(t, 123, inf.Flavors[0].InUse)
+}
+
+func TestBorrowingAndExit(t *testing.T) {
+	s := newRef(t)
+	// Batch has no quota: it borrows what the others lend (700 of
+	// inference's, all 848 of research's while they are idle).
+	w := training("sweep", 64, fleet.ClassPreemptibleBatch, "batch")
+	require.NoError(t, s.Submit(t0, w))
+	d := s.Schedule(t0)
+	require.Len(t, d.Admit, 1)
+	assert.True(t, d.Admit[0].Borrowing)
+	require.NoError(t, s.Exited(t0.Add(time.Hour), "sweep", gang.ExitFinished))
+	snap := s.Snapshot()
+	assert.Equal(t, 2048, snap.Fleet.FreeGPUs)
+	d = s.Schedule(t0.Add(time.Hour))
+	require.Len(t, d.Events, 1)
+	assert.Equal(t, fleet.EventExited, d.Events[0].Kind)
+	assert.Equal(t, time.Hour, d.Events[0].Runtime)
+}
+
+func TestGangDeadlockCannotHappen(t *testing.T) {
+	// Two 1,024-GPU gangs on 1,536 free GPUs: one runs, the other waits
+	// whole, and starts when the first ends.
+	cfg := fleet.ReferenceConfig()
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	block := training("blocker", 64, fleet.ClassReservedResearch, "research")
+	block.Topology = gang.TopologyRequest{}
+	require.NoError(t, s.Submit(t0, block))
+	require.Len(t, s.Schedule(t0).Admit, 1)
+	for _, id := range []string{"g1", "g2"} {
+		w := training(id, 128, fleet.ClassPreemptibleBatch, "batch")
+		w.Topology = gang.TopologyRequest{}
+		w.Drain.Preemptible = false
+		require.NoError(t, s.Submit(t0, w))
+	}
+	d := s.Schedule(t0.Add(time.Second))
+	require.Len(t, d.Admit, 1)
+	assert.Equal(t, "g1", d.Admit[0].ID)
+	x, err := s.Explain("g2")
+	require.NoError(t, err)
+	assert.Equal(t, gang.Pending, x.State)
+	assert.Equal(t, 512, s.Snapshot().Fleet.FreeGPUs, "g2 holds nothing")
+	require.NoError(t, s.Exited(t0.Add(time.Hour), "g1", gang.ExitFinished))
+	d = s.Schedule(t0.Add(time.Hour))
+	require.Len(t, d.Admit, 1)
+	assert.Equal(t, "g2", d.Admit[0].ID)
+}
+
+func TestNodeFailureFailsTheWholeGang(t *testing.T) {
+	s := newRef(t)
+	require.NoError(t, s.Submit(t0, training("job", 16, fleet.ClassReservedResearch, "research")))
+	d := s.Schedule(t0)
+	require.Len(t, d.Admit, 1)
+	node := d.Admit[0].Pods[5].Node
+	affected, err := s.SetNodeHealth(t0.Add(time.Minute), node, topology.Down)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"job"}, affected)
+	snap := s.Snapshot()
+	assert.Equal(t, 2040, snap.Fleet.FreeGPUs, "every other node of the gang is free again")
+	assert.Empty(t, snap.Running)
+	_, err = s.SetNodeHealth(t0.Add(time.Hour), node, topology.Healthy)
+	require.NoError(t, err)
+	assert.Equal(t, 2048, s.Snapshot().Fleet.FreeGPUs)
+}
+
+func TestAdoptRebuildsState(t *testing.T) {
+	s := newRef(t)
+	require.NoError(t, s.Submit(t0, training("job", 2, fleet.ClassReservedResearch, "research")))
+	d := s.Schedule(t0)
+	require.Len(t, d.Admit, 1)
+
+	// A restarted host adopts what runs.
+	r := newRef(t)
+	w := training("job", 2, fleet.ClassReservedResearch, "research")
+	require.NoError(t, r.Adopt(t0.Add(time.Minute), w, t0, d.Admit[0].Pods))
+	a, b := s.Snapshot(), r.Snapshot()
+	assert.Equal(t, a.Fleet, b.Fleet)
+	assert.Equal(t, a.Queues, b.Queues)
+	assert.ErrorIs(t, r.Adopt(t0.Add(time.Minute), w, t0, d.Admit[0].Pods), fleet.ErrDuplicate)
+	w.ID = "other"
+	err := r.Adopt(t0.Add(time.Minute), w, t0, d.Admit[0].Pods)
+	assert.Error(t, err, "nodes are full")
+	assert.Equal(t, b, r.Snapshot())
+}
