@@ -1,0 +1,85 @@
+package k8s
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors; every error of the package wraps one, inside an *Error
+// that names the node (or the node list entry) concerned.
+var (
+	ErrSyntax         = errors.New("k8s: malformed node list")
+	ErrDuplicateNode  = errors.New("k8s: duplicate node name")
+	ErrNoName         = errors.New("k8s: node without a name")
+	ErrBadGPUs        = errors.New("k8s: bad GPU count")
+	ErrMissingLabel   = errors.New("k8s: node lacks a level label")
+	ErrNotNested      = errors.New("k8s: NVLink domains are not nested in the lowest level")
+	ErrNoNodes        = errors.New("k8s: no usable node")
+	ErrInvalidOptions = errors.New("k8s: invalid options")
+	ErrUnknownPreset  = errors.New("k8s: unknown preset")
+)
+
+// Error says which node list entry was refused and why.
+type Error struct {
+	Node   string // node name, "" when the entry has none
+	Index  int    // index in the node list, -1 when not about one entry
+	Detail string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	msg := e.Err.Error()
+	if e.Node != "" || e.Index >= 0 {
+		msg += fmt.Sprintf(": node %q (nodes[%d])", e.Node, e.Index)
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// WarningKind classifies what Import accepted under a documented policy.
+type WarningKind uint8
+
+const (
+	// WarnMissingLabel: a node lacks a level label and is left out, as
+	// Kueue leaves it out of a Topology (Options.Strict refuses it).
+	WarnMissingLabel WarningKind = iota + 1
+	// WarnNoGPUs: a node has no GPUs (a CPU node) and is left out.
+	WarnNoGPUs
+	// WarnPadded: a node lacks the levels at the padded edge of a preset
+	// (the bottom AWS layers, the top Topograph tiers) and got synthetic
+	// single-path domains "~" (bottom) or "~<value>" (top) there.
+	WarnPadded
+	// WarnNotNested: an NVLink domain spans several lowest-level domains,
+	// so it cannot be a level; it is kept as a node label instead.
+	WarnNotNested
+)
+
+func (k WarningKind) String() string {
+	names := []string{"", "missing-label", "no-gpus", "padded", "not-nested"}
+	if k > 0 && int(k) < len(names) {
+		return names[k]
+	}
+	return fmt.Sprintf("WarningKind(%d)", k)
+}
+
+// Warning is one decision Import made on a node or a domain.
+type Warning struct {
+	Kind   WarningKind
+	Node   string // node concerned, "" for a domain-wide warning
+	Detail string
+}
+
+func (w Warning) String() string {
+	s := "warning " + w.Kind.String()
+	if w.Node != "" {
+		s += fmt.Sprintf(": node %q", w.Node)
+	}
+	if w.Detail != "" {
+		s += ": " + w.Detail
+	}
+	return s
+}

@@ -1,0 +1,148 @@
+package k8s
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+)
+
+// MaxFileSize bounds the node lists ParseNodes reads.
+const MaxFileSize = 64 << 20
+
+// Node is one Kubernetes node as the importer needs it.
+type Node struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+	// GPUs is the node's allocatable GPUs; 0 means "read the count label"
+	// (nvidia.com/gpu.count).
+	GPUs int `json:"gpus,omitempty"`
+}
+
+// kubeNode is the part of a core/v1 Node that ParseNodes reads.
+type kubeNode struct {
+	Metadata struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Status struct {
+		Allocatable map[string]json.RawMessage `json:"allocatable"`
+		Capacity    map[string]json.RawMessage `json:"capacity"`
+	} `json:"status"`
+}
+
+// ParseNodes reads a node list in YAML or JSON, in one of three shapes:
+// a list of {name, labels, gpus}; an object {nodes: [...]} of the same; or
+// what `kubectl get nodes -o yaml` prints (a List of core/v1 Nodes), whose
+// GPUs are status.allocatable[resourceName] (then status.capacity) read as
+// a Kubernetes quantity rounded up, as Kueue rounds. resourceName ""
+// means nvidia.com/gpu. Errors are *Error wrapping ErrSyntax or ErrBadGPUs.
+func ParseNodes(data []byte, resourceName string) ([]Node, error) {
+	if len(data) > MaxFileSize {
+		return nil, &Error{Index: -1, Detail: "file too large", Err: ErrSyntax}
+	}
+	if resourceName == "" {
+		resourceName = GPUResource
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, &Error{Index: -1, Detail: err.Error(), Err: ErrSyntax}
+	}
+	var probe any
+	if err := json.Unmarshal(js, &probe); err != nil {
+		return nil, &Error{Index: -1, Detail: err.Error(), Err: ErrSyntax}
+	}
+	switch p := probe.(type) {
+	case []any:
+		return decodeSimple(js)
+	case map[string]any:
+		if raw, ok := p["nodes"]; ok && len(p) == 1 {
+			inner, _ := json.Marshal(raw)
+			return decodeSimple(inner)
+		}
+		if _, ok := p["items"]; ok {
+			return decodeKube(js, resourceName)
+		}
+	}
+	return nil, &Error{Index: -1, Detail: "want a list of nodes, {nodes: [...]} or a Kubernetes List", Err: ErrSyntax}
+}
+
+func decodeSimple(js []byte) ([]Node, error) {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return nil, &Error{Index: -1, Detail: err.Error(), Err: ErrSyntax}
+	}
+	out := make([]Node, len(raw))
+	for i, r := range raw {
+		if err := yaml.UnmarshalStrict(r, &out[i]); err != nil {
+			var probe struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(r, &probe)
+			return nil, &Error{Node: probe.Name, Index: i, Detail: err.Error(), Err: ErrSyntax}
+		}
+		if out[i].GPUs < 0 {
+			return nil, &Error{Node: out[i].Name, Index: i, Detail: fmt.Sprintf("gpus=%d", out[i].GPUs), Err: ErrBadGPUs}
+		}
+	}
+	return out, nil
+}
+
+func decodeKube(js []byte, resourceName string) ([]Node, error) {
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(js, &list); err != nil {
+		return nil, &Error{Index: -1, Detail: err.Error(), Err: ErrSyntax}
+	}
+	out := make([]Node, len(list.Items))
+	for i, r := range list.Items {
+		var kn kubeNode
+		if err := json.Unmarshal(r, &kn); err != nil {
+			return nil, &Error{Index: i, Detail: err.Error(), Err: ErrSyntax}
+		}
+		n := Node{Name: kn.Metadata.Name, Labels: kn.Metadata.Labels}
+		q, ok := kn.Status.Allocatable[resourceName]
+		if !ok {
+			q, ok = kn.Status.Capacity[resourceName]
+		}
+		if ok {
+			g, err := gpuQuantity(q)
+			if err != nil {
+				return nil, &Error{Node: n.Name, Index: i, Detail: err.Error(), Err: ErrBadGPUs}
+			}
+			n.GPUs = g
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// maxNodeGPUs bounds one node's GPU count (topology's own bound).
+const maxNodeGPUs = 1 << 20
+
+// gpuQuantity reads a quantity written as a JSON string or number and
+// rounds it up to whole GPUs, as Kueue's resource arithmetic does.
+func gpuQuantity(raw json.RawMessage) (int, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		s = string(raw)
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("quantity %q: %v", s, err)
+	}
+	v := q.Value()
+	if q.Sign() < 0 || v > maxNodeGPUs {
+		return 0, fmt.Errorf("quantity %q out of range", s)
+	}
+	return int(v), nil
+}
+
+// countLabel reads nvidia.com/gpu.count.
+func countLabel(v string) (int, bool) {
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n >= 0 && n <= maxNodeGPUs
+}
