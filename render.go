@@ -1,0 +1,79 @@
+package fleet
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// String renders the decisions one per line, in the order the host acts on
+// them (kill, drain, admit), for logs, tests and bug reports. Times are
+// shown as clock times; events are not included.
+func (d Decisions) String() string {
+	var b strings.Builder
+	for _, k := range d.Kill {
+		fmt.Fprintf(&b, "kill %s (deadline %s)\n", k.ID, k.Deadline.Format(time.TimeOnly))
+	}
+	for _, x := range d.Drain {
+		fmt.Fprintf(&b, "drain %s for %s by %s (%s, lost %.0f GPU-s)\n", x.ID, x.Beneficiary, x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+	}
+	for _, a := range d.Admit {
+		fmt.Fprintf(&b, "admit %s queue=%s wait=%s span=%s", a.ID, a.Queue, a.Wait, a.Span)
+		if a.Borrowing {
+			b.WriteString(" borrowing")
+		}
+		b.WriteString(":")
+		// Pods per node, in the order placed.
+		var order []string
+		per := map[string]int{}
+		for _, p := range a.Pods {
+			if _, ok := per[p.Node]; !ok {
+				order = append(order, p.Node)
+			}
+			per[p.Node] += p.GPUs
+		}
+		if len(order) > 8 {
+			// Large gangs: the node count and range keep the line readable.
+			fmt.Fprintf(&b, " %d GPUs on %d nodes %s..%s", sum(per), len(order), order[0], order[len(order)-1])
+		} else {
+			for _, n := range order {
+				fmt.Fprintf(&b, " %s=%d", n, per[n])
+			}
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// String renders an event on one line.
+func (e Event) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", e.Time.Format(time.TimeOnly), e.Kind)
+	if e.Workload != "" {
+		fmt.Fprintf(&b, " %s", e.Workload)
+	}
+	if e.Node != "" {
+		fmt.Fprintf(&b, " node=%s", e.Node)
+	}
+	switch e.Kind {
+	case EventAdmitted:
+		fmt.Fprintf(&b, " wait=%s span=%s", e.Wait, e.Span)
+	case EventDrainStarted, EventKilled:
+		fmt.Fprintf(&b, " reason=%s for=%s deadline=%s", e.Reason, e.Beneficiary, e.Deadline.Format(time.TimeOnly))
+	case EventExited:
+		fmt.Fprintf(&b, " exit=%s runtime=%s", e.Exit, e.Runtime)
+	case EventNodeDown, EventNodeUp:
+		fmt.Fprintf(&b, " health=%s affected=%v", e.Reason, e.Affected)
+	case EventNominationDissolved:
+		fmt.Fprintf(&b, " reason=%q", e.Reason)
+	}
+	return b.String()
+}
+
+func sum(m map[string]int) int {
+	t := 0
+	for _, v := range m {
+		t += v
+	}
+	return t
+}

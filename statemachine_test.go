@@ -1,0 +1,227 @@
+package fleet_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// smallConfig is a 64-GPU fleet (2 spines x 2 leaves x 2 nodes x 8 GPUs)
+// with the reference quota shape scaled down.
+func smallConfig() fleet.Config {
+	cfg := fleet.ReferenceConfig()
+	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"spine", "leaf", "node"},
+		Fanout: []int{2, 2, 2}, GPUsPerNode: 8, Flavor: "H100"})
+	cfg.Quota.Nodes[1].Quotas = []quota.FlavorQuota{{Flavor: "H100", Nominal: 32, LendingLimit: quota.LimitOf(24)}}
+	cfg.Quota.Nodes[2].Quotas = []quota.FlavorQuota{{Flavor: "H100", Nominal: 32}}
+	return cfg
+}
+
+// host is the test's model of a host: what it started, what it was told
+// to drain, and the specs to adopt after a restart.
+type host struct {
+	specs   map[string]gang.Workload
+	running map[string]fleet.Admission
+	started map[string]time.Time
+}
+
+type machine struct {
+	s, twin *fleet.Scheduler
+	h       host
+	now     time.Time
+	n       int
+	nodes   []string
+}
+
+func (m *machine) init(t *rapid.T) {
+	cfg := smallConfig()
+	var err error
+	m.s, err = fleet.New(cfg)
+	require.NoError(t, err)
+	m.twin, err = fleet.New(cfg)
+	require.NoError(t, err)
+	m.h = host{specs: map[string]gang.Workload{}, running: map[string]fleet.Admission{}, started: map[string]time.Time{}}
+	m.now = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for _, n := range cfg.Topology.Nodes {
+		m.nodes = append(m.nodes, n.Name)
+	}
+}
+
+// both applies a call to the scheduler and its twin and requires the same
+// outcome, which pins determinism.
+func both[T any](t *rapid.T, m *machine, call func(*fleet.Scheduler) (T, error)) (T, error) {
+	a, errA := call(m.s)
+	b, errB := call(m.twin)
+	require.Equal(t, errA == nil, errB == nil)
+	require.Equal(t, a, b, "twin schedulers diverged")
+	return a, errA
+}
+
+func (m *machine) Submit(t *rapid.T) {
+	m.n++
+	queue := rapid.SampledFrom([]string{"prod-inference", "research", "batch"}).Draw(t, "queue")
+	class := map[string]string{"prod-inference": fleet.ClassProdInference, "research": fleet.ClassReservedResearch, "batch": fleet.ClassPreemptibleBatch}[queue]
+	w := gang.Workload{ID: fmt.Sprintf("w%d", m.n), Queue: queue, PriorityClass: class, Shape: gang.Batch,
+		PodSets: []gang.PodSet{{Name: "p", Count: rapid.IntRange(1, 4).Draw(t, "count"), GPUsPerPod: rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(t, "gpus")}},
+		Drain:   gang.DrainContract{Preemptible: queue != "prod-inference"}}
+	if rapid.Bool().Draw(t, "topo") {
+		w.Topology.Required = rapid.SampledFrom([]string{"spine", "leaf"}).Draw(t, "required")
+	}
+	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Submit(m.now, w) })
+	if err == nil {
+		m.h.specs[w.ID] = w
+	}
+}
+
+func (m *machine) Schedule(t *rapid.T) {
+	m.now = m.now.Add(time.Duration(rapid.IntRange(1, 300).Draw(t, "dt")) * time.Second)
+	d, _ := both(t, m, func(s *fleet.Scheduler) (fleet.Decisions, error) { return s.Schedule(m.now), nil })
+	for _, a := range d.Admit {
+		_, dup := m.h.running[a.ID]
+		require.False(t, dup, "admitted twice: %s", a.ID)
+		m.h.running[a.ID] = a
+		m.h.started[a.ID] = m.now
+	}
+	for _, k := range d.Kill {
+		if _, ok := m.h.running[k.ID]; ok {
+			m.exit(t, k.ID, gang.ExitKilled)
+		}
+	}
+}
+
+func (m *machine) exit(t *rapid.T, id string, how gang.ExitReason) {
+	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Exited(m.now, id, how) })
+	require.NoError(t, err)
+	delete(m.h.running, id)
+	delete(m.h.specs, id)
+}
+
+func (m *machine) Exit(t *rapid.T) {
+	if len(m.h.running) == 0 {
+		t.Skip("nothing runs")
+	}
+	id := rapid.SampledFrom(slices.Sorted(maps.Keys(m.h.running))).Draw(t, "id")
+	m.exit(t, id, rapid.SampledFrom([]gang.ExitReason{gang.ExitFinished, gang.ExitFailed, gang.ExitDrained}).Draw(t, "how"))
+}
+
+func (m *machine) Cancel(t *rapid.T) {
+	if len(m.h.specs) == 0 {
+		t.Skip("nothing known")
+	}
+	id := rapid.SampledFrom(slices.Sorted(maps.Keys(m.h.specs))).Draw(t, "id")
+	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Cancel(m.now, id) })
+	require.NoError(t, err)
+	delete(m.h.running, id)
+	delete(m.h.specs, id)
+}
+
+func (m *machine) Checkpoint(t *rapid.T) {
+	if len(m.h.running) == 0 {
+		t.Skip("nothing runs")
+	}
+	id := rapid.SampledFrom(slices.Sorted(maps.Keys(m.h.running))).Draw(t, "id")
+	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Checkpointed(m.now, id) })
+	require.NoError(t, err)
+}
+
+func (m *machine) NodeHealth(t *rapid.T) {
+	node := rapid.SampledFrom(m.nodes).Draw(t, "node")
+	h := topology.Health(rapid.IntRange(0, 2).Draw(t, "health"))
+	affected, err := both(t, m, func(s *fleet.Scheduler) ([]string, error) { return s.SetNodeHealth(m.now, node, h) })
+	require.NoError(t, err)
+	for _, id := range affected {
+		delete(m.h.running, id)
+		delete(m.h.specs, id)
+	}
+}
+
+// Restart simulates a host restart: fresh schedulers adopt what runs,
+// and pending work is submitted again.
+func (m *machine) Restart(t *rapid.T) {
+	cfg := smallConfig()
+	var err error
+	m.s, err = fleet.New(cfg)
+	require.NoError(t, err)
+	m.twin, err = fleet.New(cfg)
+	require.NoError(t, err)
+	for _, id := range slices.Sorted(maps.Keys(m.h.running)) {
+		a := m.h.running[id]
+		_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) {
+			return struct{}{}, s.Adopt(m.now, m.h.specs[id], m.h.started[id], a.Pods)
+		})
+		require.NoError(t, err, "adopting %s", id)
+	}
+	for _, id := range slices.Sorted(maps.Keys(m.h.specs)) {
+		if _, ok := m.h.running[id]; !ok {
+			_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Submit(m.now, m.h.specs[id]) })
+			require.NoError(t, err)
+		}
+	}
+}
+
+func (m *machine) Check(t *rapid.T) {
+	snap := m.s.Snapshot()
+	cap := map[string]int{}
+	for _, n := range smallConfig().Topology.Nodes {
+		cap[n.Name] = n.GPUs
+	}
+	perNode := map[string]int{}
+	perQueue := map[string]int{}
+	for _, r := range snap.Running {
+		spec, ok := m.h.specs[r.ID]
+		require.True(t, ok, "running workload %s unknown to the host", r.ID)
+		total := 0
+		for _, ng := range r.Nodes {
+			perNode[ng.Node] += ng.GPUs
+			total += ng.GPUs
+		}
+		require.Equal(t, spec.GPUs(), total, "partial gang %s", r.ID)
+		require.Equal(t, spec.GPUs(), r.GPUs)
+		perQueue[r.Queue] += r.GPUs
+		if req := spec.Topology.Required; req != "" {
+			order := map[string]int{"fleet": 0, "spine": 1, "leaf": 2, "node": 3}
+			require.GreaterOrEqual(t, order[r.Span], order[req], "%s spans %s, required %s", r.ID, r.Span, req)
+		}
+		_, hostRuns := m.h.running[r.ID]
+		require.True(t, hostRuns, "scheduler thinks %s runs, host does not", r.ID)
+	}
+	for n, g := range perNode {
+		require.LessOrEqual(t, g, cap[n], "node %s double-allocated", n)
+	}
+	// free + allocated + nominated = capacity.
+	allocated := 0
+	for _, g := range perNode {
+		allocated += g
+	}
+	require.Equal(t, allocated+snap.Nominated, snap.Fleet.AllocatedGPUs, "allocated GPUs = running + nominated")
+	nominated := map[string]int{}
+	for _, p := range snap.Pending {
+		if p.Nominated {
+			nominated[p.Queue] += p.GPUs
+		}
+	}
+	for _, q := range snap.Queues {
+		if q.IsQueue {
+			require.EqualValues(t, perQueue[q.Name]+nominated[q.Name], q.Flavors[0].InUse, "quota usage of %s", q.Name)
+		}
+	}
+	require.Len(t, m.h.running, len(snap.Running))
+}
+
+func TestStateMachine(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := &machine{}
+		m.init(t)
+		t.Repeat(rapid.StateMachineActions(m))
+	})
+}
