@@ -1,0 +1,406 @@
+package metrics
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/fleetsched/fleet/gang"
+)
+
+// Report holds every figure for one window. It is plain data: compare it,
+// store it, render it with WriteMarkdown or WriteCSV. GPU-hours and
+// dollars are additive: a window's figure is the sum of its parts'.
+type Report struct {
+	// From and To bound the window, rounded out to whole buckets.
+	From, To time.Time
+	// Fleet sums every team; its HealthyGPUHours come from snapshots.
+	Fleet Usage
+	// Teams has one row per team (queue) seen, by name.
+	Teams []TeamUsage
+	// Shapes has one row per workload shape seen, in gang.Shape order.
+	Shapes []ShapeUsage
+	// Waits are queue-wait quantiles of the admissions in the window.
+	Waits Waits
+	// Preemptions has one row per team and cause, by team then cause.
+	Preemptions []Preemptions
+	// Drains are the drains that gave their capacity back in the window.
+	Drains Drains
+	// Fragmentation is the time-weighted free-capacity picture.
+	Fragmentation Fragmentation
+	// Hourly is one point per bucket of the window, for charts.
+	Hourly []Point
+}
+
+// Usage is the additive account of a team, a shape or the fleet. Real use
+// (Used, UsefulPFLOP) sits beside allocation and is never folded into it:
+// an allocated GPU is not a busy one.
+type Usage struct {
+	HealthyGPUHours float64 // fleet only: healthy capacity, from snapshots
+
+	AllocatedGPUHours float64
+	SampledGPUHours   float64 // allocated hours covered by usage samples
+	UsedGPUHours      float64 // SM-activity weighted
+	UsefulPFLOP       float64 // MFU x peak, in 10^15 FLOPs
+	// IdleGPUHours are allocated hours whose SM activity stayed under the
+	// idle threshold for longer than the idle window.
+	IdleGPUHours float64
+
+	BorrowedGPUHours float64 // held above the team's nominal quota
+	LentGPUHours     float64 // the team's unused quota others borrowed
+	// IdleReservedGPUHours is guaranteed quota that was neither used nor lent.
+	IdleReservedGPUHours float64
+	LostGPUHours         float64 // work lost to preemption, restarts included
+
+	CrossSpineGPUHours float64 // allocated to gangs spanning spines
+
+	Submissions, Admissions, Preemptions, Kills, CrossSpineGangs int64
+
+	// Cost, at each flavor's price.
+	AllocatedDollars       float64
+	IdleReservationDollars float64 // IdleReservedGPUHours priced
+	RecoveredDollars       float64 // BorrowedGPUHours priced: value lending recovered
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// AllocationRate is allocated over healthy GPU-hours (fleet only; 0 when
+// no snapshot covered the window).
+func (u Usage) AllocationRate() float64 { return ratio(u.AllocatedGPUHours, u.HealthyGPUHours) }
+
+// UseRate is SM-activity weighted over allocated GPU-hours, among the
+// sampled hours: how busy allocated GPUs really were.
+func (u Usage) UseRate() float64 { return ratio(u.UsedGPUHours, u.SampledGPUHours) }
+
+// PreemptionTax is lost over borrowed GPU-hours: what borrowing cost in
+// work thrown away (0 without borrowing).
+func (u Usage) PreemptionTax() float64 { return ratio(u.LostGPUHours, u.BorrowedGPUHours) }
+
+// DollarsPerPFLOP is the allocated cost per useful PFLOP (0 without MFU
+// or FLOP/s samples).
+func (u Usage) DollarsPerPFLOP() float64 { return ratio(u.AllocatedDollars, u.UsefulPFLOP) }
+
+func (u *Usage) addSums(s *sums, price Flavor) {
+	const h = 3600.0
+	u.AllocatedGPUHours += s.Allocated / h
+	u.SampledGPUHours += s.Sampled / h
+	u.UsedGPUHours += s.Used / h
+	u.UsefulPFLOP += s.UsefulFLOP / 1e15
+	u.IdleGPUHours += s.Idle / h
+	u.BorrowedGPUHours += s.Borrowed / h
+	u.LentGPUHours += s.Lent / h
+	u.IdleReservedGPUHours += s.IdleReserved / h
+	u.LostGPUHours += s.Lost / h
+	u.CrossSpineGPUHours += s.CrossSpine / h
+	u.Submissions += s.Submissions
+	u.Admissions += s.Admissions
+	u.Preemptions += s.Preemptions
+	u.Kills += s.Kills
+	u.CrossSpineGangs += s.CrossSpineGangs
+	u.AllocatedDollars += s.Allocated / h * price.DollarsPerGPUHour
+	u.IdleReservationDollars += s.IdleReserved / h * price.DollarsPerGPUHour
+	u.RecoveredDollars += s.Borrowed / h * price.DollarsPerGPUHour
+}
+
+// TeamUsage is one team's row.
+type TeamUsage struct {
+	Team string
+	Usage
+}
+
+// ShapeUsage is one shape's row.
+type ShapeUsage struct {
+	Shape gang.Shape
+	Usage
+}
+
+// Quantiles summarise one group of durations.
+type Quantiles struct {
+	Key           string // team name or gang-size class ("1-8", "9-64", "65-512", "513+")
+	Count         int64
+	P50, P90, P99 time.Duration
+}
+
+// Waits are queue-wait quantiles (within 1%) per team and per gang size.
+type Waits struct {
+	Fleet      Quantiles
+	ByTeam     []Quantiles // by team name
+	ByGangSize []Quantiles // the four classes in order, empty ones included
+}
+
+// Preemptions counts one team's preemptions for one cause.
+type Preemptions struct {
+	Team, Cause  string
+	Count        int64
+	LostGPUHours float64
+}
+
+// Drains measure the drain contract: from the drain decision to the
+// victim's exit (its capacity back), and kills past the deadline.
+type Drains struct {
+	Count          int64
+	P50, P99       time.Duration
+	DeadlineMisses int64
+}
+
+// Fragmentation is the time-weighted free-capacity picture from snapshots.
+type Fragmentation struct {
+	ObservedHours float64 // hours of the window covered by snapshots
+	// Average GPUs over the observed hours.
+	HealthyGPUs, FreeGPUs, StrandedGPUs float64
+	// StrandedP50 and StrandedP99 are time-weighted percentiles of
+	// stranded GPUs (within 1%).
+	StrandedP50, StrandedP99 float64
+	// LargestFreeBlock is, per topology level in the order first seen, the
+	// largest block of fully free nodes: average, least and most.
+	LargestFreeBlock []LevelBlock
+	NodeDowns        int64
+}
+
+// StrandedShare is stranded over healthy GPUs, on average.
+func (f Fragmentation) StrandedShare() float64 { return ratio(f.StrandedGPUs, f.HealthyGPUs) }
+
+// LevelBlock is the largest free block of one level over a window, in nodes.
+type LevelBlock struct {
+	Level         string
+	Avg, Min, Max float64
+}
+
+// Point is one bucket of the hourly series: average GPUs over the bucket.
+type Point struct {
+	Start              time.Time
+	InferenceAllocated float64
+	InferenceUsed      float64 // SM-activity weighted
+	Training, Batch    float64 // allocated
+	Borrowed           float64
+	Idle               float64 // allocated but idle
+	Stranded, Free     float64
+	Healthy            float64
+	// LargestFreeBlock is the average in nodes per level, in the order of
+	// Fragmentation.LargestFreeBlock.
+	LargestFreeBlock []float64
+}
+
+// Report returns the figures for [from, to), rounded out to whole
+// buckets. Workloads still running and the latest snapshot count up to
+// the latest input the Recorder has seen. Report changes nothing.
+func (r *Recorder) Report(from, to time.Time) Report {
+	width := int64(r.cfg.Bucket)
+	lo := r.st.number(from.UnixNano())
+	hi := r.st.number(to.UnixNano() - 1)
+	if !to.After(from) {
+		hi = lo - 1
+	}
+	hi++
+	rep := Report{From: time.Unix(0, lo*width).UTC(), To: time.Unix(0, hi*width).UTC()}
+
+	// What is still in progress goes into an overlay clipped to the window.
+	ov := newStore(width, lo, hi)
+	for i := range r.work {
+		w := &r.work[i]
+		if w.id == "" {
+			continue // a free slot
+		}
+		r.integrate(&ov, w, r.clock)
+		r.closeIdle(&ov, w, r.clock)
+	}
+	if r.snap.valid {
+		r.integrateSnap(&ov, r.clock)
+	}
+
+	nTeams := len(r.teams.names)
+	teams := make([]Usage, nTeams)
+	var shapes [int(gang.Batch) + 1]Usage
+	shapeSeen := [int(gang.Batch) + 1]bool{}
+	teamSeen := make([]bool, nTeams)
+	waitTeam := make([]sketch, nTeams)
+	var waitClass [gangClasses]sketch
+	var waitFleet, drain, stranded sketch
+	causes := make([]causeSums, len(r.causeKey))
+	levels := make([]levelSums, len(r.levels.names))
+	for i := range levels {
+		levels[i] = levelSums{Min: math.Inf(1), Max: math.Inf(-1)}
+	}
+	var fl fleetSums
+
+	for n := lo; n < hi; n++ {
+		p := Point{Start: time.Unix(0, n*width).UTC(), LargestFreeBlock: make([]float64, len(levels))}
+		for _, b := range [2]*bucket{r.st.get(n), ov.get(n)} {
+			if b == nil {
+				continue
+			}
+			for id := range b.cells {
+				c := &b.cells[id]
+				k := r.cellKeys[id]
+				price := r.price[k.flavor]
+				if *c != (sums{}) {
+					teamSeen[k.team] = true
+				}
+				teams[k.team].addSums(c, price)
+				if k.shape >= gang.Inference && k.shape <= gang.Batch {
+					shapes[k.shape].addSums(c, price)
+					if c.Allocated > 0 || c.Admissions > 0 || c.Submissions > 0 {
+						shapeSeen[k.shape] = true
+					}
+				}
+				switch k.shape {
+				case gang.Inference:
+					p.InferenceAllocated += c.Allocated
+					p.InferenceUsed += c.Used
+				case gang.Training:
+					p.Training += c.Allocated
+				case gang.Batch:
+					p.Batch += c.Allocated
+				}
+				p.Borrowed += c.Borrowed
+				p.Idle += c.Idle
+			}
+			for id := range b.causes {
+				causes[id].Count += b.causes[id].Count
+				causes[id].Lost += b.causes[id].Lost
+			}
+			for id := range b.waitTeam {
+				waitTeam[id].merge(&b.waitTeam[id])
+				waitFleet.merge(&b.waitTeam[id])
+			}
+			for c := range b.waitClass {
+				waitClass[c].merge(&b.waitClass[c])
+			}
+			drain.merge(&b.drain)
+			stranded.merge(&b.stranded)
+			fl.Observed += b.fleet.Observed
+			fl.Healthy += b.fleet.Healthy
+			fl.Free += b.fleet.Free
+			fl.Stranded += b.fleet.Stranded
+			fl.NodeDowns += b.fleet.NodeDowns
+			p.Stranded += b.fleet.Stranded
+			p.Free += b.fleet.Free
+			p.Healthy += b.fleet.Healthy
+			for id, l := range b.levels {
+				if l.Seconds == 0 {
+					continue
+				}
+				t := &levels[id]
+				t.NodeSeconds += l.NodeSeconds
+				t.Seconds += l.Seconds
+				t.Min = min(t.Min, l.Min)
+				t.Max = max(t.Max, l.Max)
+				p.LargestFreeBlock[id] += l.NodeSeconds
+			}
+		}
+		secs := float64(width) / 1e9
+		for _, v := range []*float64{&p.InferenceAllocated, &p.InferenceUsed, &p.Training, &p.Batch,
+			&p.Borrowed, &p.Idle, &p.Stranded, &p.Free, &p.Healthy} {
+			*v /= secs
+		}
+		for i := range p.LargestFreeBlock {
+			p.LargestFreeBlock[i] /= secs
+		}
+		rep.Hourly = append(rep.Hourly, p)
+	}
+
+	// Teams by name, then the fleet as their sum.
+	order := make([]int, 0, nTeams)
+	for id := range nTeams {
+		if teamSeen[id] {
+			order = append(order, id)
+		}
+	}
+	sort.Slice(order, func(a, b int) bool { return r.teams.names[order[a]] < r.teams.names[order[b]] })
+	for _, id := range order {
+		rep.Teams = append(rep.Teams, TeamUsage{Team: r.teams.names[id], Usage: teams[id]})
+		rep.Fleet.add(&teams[id])
+		rep.Waits.ByTeam = append(rep.Waits.ByTeam, quantiles(r.teams.names[id], &waitTeam[id]))
+	}
+	rep.Fleet.HealthyGPUHours = fl.Healthy / 3600
+	for s := gang.Inference; s <= gang.Batch; s++ {
+		if shapeSeen[s] {
+			rep.Shapes = append(rep.Shapes, ShapeUsage{Shape: s, Usage: shapes[s]})
+		}
+	}
+
+	rep.Waits.Fleet = quantiles("fleet", &waitFleet)
+	for c := range waitClass {
+		rep.Waits.ByGangSize = append(rep.Waits.ByGangSize, quantiles(gangClassName(c), &waitClass[c]))
+	}
+
+	for id, c := range causes {
+		if c.Count == 0 && c.Lost == 0 {
+			continue
+		}
+		k := r.causeKey[id]
+		rep.Preemptions = append(rep.Preemptions, Preemptions{
+			Team: r.teams.names[k.team], Cause: r.reasons.names[k.reason],
+			Count: c.Count, LostGPUHours: c.Lost / 3600,
+		})
+	}
+	sort.Slice(rep.Preemptions, func(a, b int) bool {
+		pa, pb := rep.Preemptions[a], rep.Preemptions[b]
+		if pa.Team != pb.Team {
+			return pa.Team < pb.Team
+		}
+		return pa.Cause < pb.Cause
+	})
+
+	rep.Drains = Drains{
+		Count:          int64(math.Round(drain.total)),
+		P50:            seconds(drain.quantile(0.5)),
+		P99:            seconds(drain.quantile(0.99)),
+		DeadlineMisses: rep.Fleet.Kills,
+	}
+
+	fr := &rep.Fragmentation
+	fr.ObservedHours = fl.Observed / 3600
+	fr.NodeDowns = fl.NodeDowns
+	if fl.Observed > 0 {
+		fr.HealthyGPUs = fl.Healthy / fl.Observed
+		fr.FreeGPUs = fl.Free / fl.Observed
+		fr.StrandedGPUs = fl.Stranded / fl.Observed
+		fr.StrandedP50 = stranded.quantile(0.5)
+		fr.StrandedP99 = stranded.quantile(0.99)
+	}
+	for id, l := range levels {
+		b := LevelBlock{Level: r.levels.names[id]}
+		if l.Seconds > 0 {
+			b.Avg, b.Min, b.Max = l.NodeSeconds/l.Seconds, l.Min, l.Max
+		}
+		fr.LargestFreeBlock = append(fr.LargestFreeBlock, b)
+	}
+	return rep
+}
+
+func (u *Usage) add(o *Usage) {
+	u.HealthyGPUHours += o.HealthyGPUHours
+	u.AllocatedGPUHours += o.AllocatedGPUHours
+	u.SampledGPUHours += o.SampledGPUHours
+	u.UsedGPUHours += o.UsedGPUHours
+	u.UsefulPFLOP += o.UsefulPFLOP
+	u.IdleGPUHours += o.IdleGPUHours
+	u.BorrowedGPUHours += o.BorrowedGPUHours
+	u.LentGPUHours += o.LentGPUHours
+	u.IdleReservedGPUHours += o.IdleReservedGPUHours
+	u.LostGPUHours += o.LostGPUHours
+	u.CrossSpineGPUHours += o.CrossSpineGPUHours
+	u.Submissions += o.Submissions
+	u.Admissions += o.Admissions
+	u.Preemptions += o.Preemptions
+	u.Kills += o.Kills
+	u.CrossSpineGangs += o.CrossSpineGangs
+	u.AllocatedDollars += o.AllocatedDollars
+	u.IdleReservationDollars += o.IdleReservationDollars
+	u.RecoveredDollars += o.RecoveredDollars
+}
+
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+func quantiles(key string, s *sketch) Quantiles {
+	return Quantiles{
+		Key: key, Count: int64(math.Round(s.total)),
+		P50: seconds(s.quantile(0.5)), P90: seconds(s.quantile(0.9)), P99: seconds(s.quantile(0.99)),
+	}
+}
