@@ -79,9 +79,9 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 }
 
 func (s *Scheduler) kills(now time.Time, d *Decisions) {
-	for _, id := range s.sortedIDs() {
-		e := s.work[id]
-		if e.state == gang.Draining && !e.killAsked && !now.Before(e.deadline) {
+	for _, id := range slices.Sorted(mapKeys(s.draining)) {
+		e := s.draining[id]
+		if !e.killAsked && !now.Before(e.deadline) {
 			e.killAsked = true
 			d.Kill = append(d.Kill, Kill{ID: id, Deadline: e.deadline})
 			ev := s.event(EventKilled, now, e)
@@ -102,17 +102,16 @@ func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
 		// Quota was charged when the plan was accepted.
 		e.borrowing = s.tree.Borrowed(e.queue, e.flavor) > 0
 		e.assign, e.state, e.started = n.target, gang.Admitted, now
+		delete(s.queued, b)
 		s.admitted(now, e, d)
 	}
 }
 
 func (s *Scheduler) pending() []*entry {
-	var out []*entry
-	for _, e := range s.work {
-		if e.state == gang.Pending {
-			if _, nominated := s.noms[e.w.ID]; !nominated {
-				out = append(out, e)
-			}
+	out := make([]*entry, 0, len(s.queued))
+	for _, e := range s.queued {
+		if _, nominated := s.noms[e.w.ID]; !nominated {
+			out = append(out, e)
 		}
 	}
 	return out
@@ -173,8 +172,9 @@ func (s *Scheduler) reserveFor(now time.Time, e *entry) {
 		r := &reservation{id: e.w.ID, priority: e.priority, group: g, domain: dom}
 		lo, hi := s.fleet.Nodes(dom)
 		known := true
-		for _, id := range s.sortedIDs() {
-			x := s.work[id]
+		// The planned start is the latest expected end of the work in the
+		// domain: a maximum, so the map's order does not matter.
+		for _, x := range s.work {
 			if !x.state.HoldsGPUs() || !x.inNodes(lo, hi) {
 				continue
 			}

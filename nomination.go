@@ -91,6 +91,7 @@ func (s *Scheduler) nominate(now time.Time, e *entry, target placement.Assignmen
 	for i, v := range victims {
 		if v.state != gang.Draining {
 			v.state = gang.Draining
+			s.draining[v.w.ID] = v
 			v.deadline = now.Add(v.grace())
 			v.reason = reasons[i]
 			d.Drain = append(d.Drain, Drain{ID: v.w.ID, Deadline: v.deadline, Reason: v.reason, Beneficiary: e.w.ID, LostGPUSeconds: lost[i]})

@@ -28,10 +28,10 @@ func ReferenceConfig() Config {
 			Nodes: []quota.NodeSpec{
 				{Name: "fleet", Kind: quota.Cohort},
 				{Name: "prod-inference", Parent: "fleet", Kind: quota.Queue,
-					Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 1200, LendingLimit: quota.LimitOf(700)}},
+					Quotas:     []quota.FlavorQuota{{Flavor: "H100", Nominal: 1200, LendingLimit: quota.LimitOf(700)}},
 					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimAny}},
 				{Name: "research", Parent: "fleet", Kind: quota.Queue,
-					Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 848}},
+					Quotas:     []quota.FlavorQuota{{Flavor: "H100", Nominal: 848}},
 					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority}},
 				{Name: "batch", Parent: "fleet", Kind: quota.Queue,
 					Quotas:     []quota.FlavorQuota{{Flavor: "H100", Nominal: 0}},

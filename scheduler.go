@@ -23,7 +23,9 @@ type Scheduler struct {
 	placer  *placement.Placer
 	classes map[string]PriorityClass
 
-	work    map[string]*entry // every workload not yet ended
+	work     map[string]*entry // every workload not yet ended
+	queued   map[string]*entry // pending ones, so a cycle never scans running work
+	draining map[string]*entry // draining victims, for kills
 	seq     uint64
 	now     time.Time
 	events  []Event
@@ -85,7 +87,8 @@ func New(cfg Config) (*Scheduler, error) {
 	return &Scheduler{
 		cfg: cfg, fleet: f, tree: t, classes: classes,
 		placer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
-		work:   map[string]*entry{}, noms: map[string]*nomination{},
+		work: map[string]*entry{}, queued: map[string]*entry{}, draining: map[string]*entry{},
+		noms: map[string]*nomination{},
 	}, nil
 }
 
@@ -182,6 +185,7 @@ func (s *Scheduler) Submit(now time.Time, w gang.Workload) error {
 	s.seq++
 	e.state, e.submitted, e.seq = gang.Pending, now, s.seq
 	s.work[w.ID] = e
+	s.queued[w.ID] = e
 	s.emit(s.event(EventSubmitted, now, e))
 	return nil
 }
@@ -256,6 +260,8 @@ func (s *Scheduler) finish(now time.Time, e *entry, how gang.ExitReason) {
 		s.dissolve(now, n, "beneficiary "+how.String())
 	}
 	delete(s.work, e.w.ID)
+	delete(s.queued, e.w.ID)
+	delete(s.draining, e.w.ID)
 	e.state = how.State()
 }
 
@@ -304,12 +310,12 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	s.now = now
 	var affected []string
 	if h == topology.Down {
-		for _, id := range s.sortedIDs() {
-			e := s.work[id]
+		for id, e := range s.work {
 			if e.state.HoldsGPUs() && e.onNode(n) {
 				affected = append(affected, id)
 			}
 		}
+		slices.Sort(affected)
 		for _, id := range affected {
 			e := s.work[id]
 			ev := s.event(EventExited, now, e)
@@ -404,6 +410,7 @@ func (s *Scheduler) admitEntry(e *entry, a placement.Assignment) {
 	}
 	e.assign, e.state = a, gang.Admitted
 	s.work[e.w.ID] = e
+	delete(s.queued, e.w.ID)
 }
 
 func (s *Scheduler) sortedIDs() []string { return slices.Sorted(mapKeys(s.work)) }

@@ -1,0 +1,165 @@
+package fleet_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/traces"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// scaledConfig is the reference configuration grown to gpus GPUs, quotas
+// in the same proportions (inference 1,200/2,048, research 848/2,048).
+func scaledConfig(gpus int) fleet.Config {
+	cfg := fleet.ReferenceConfig()
+	cfg.Topology = topology.Scaled(gpus)
+	scale := func(n int64) int64 { return n * int64(gpus) / 2048 }
+	cfg.Quota.Nodes[1].Quotas = []quota.FlavorQuota{{Flavor: "H100", Nominal: scale(1200), LendingLimit: quota.LimitOf(scale(700))}}
+	cfg.Quota.Nodes[2].Quotas = []quota.FlavorQuota{{Flavor: "H100", Nominal: scale(848)}}
+	return cfg
+}
+
+// mixedWork draws one workload of the "mixed" shape: the Philly job-size
+// mix for research and batch (whole nodes above 8 GPUs, one pod up to 8),
+// and 1-8 GPU inference replicas.
+func mixedWork(r *rand.Rand, sizes *traces.Sampler, id string) gang.Workload {
+	if r.IntN(4) == 0 {
+		return gang.Workload{ID: id, Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
+			PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: []int{1, 2, 4, 8}[r.IntN(4)]}}}
+	}
+	g := sizes.Draw(r)
+	w := gang.Workload{ID: id, Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+		Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 20 * time.Minute}}
+	if r.IntN(2) == 0 {
+		w.Queue, w.PriorityClass, w.Shape = "batch", fleet.ClassPreemptibleBatch, gang.Batch
+	}
+	switch {
+	case g <= 8:
+		w.PodSets = []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: g}}
+	case g%8 == 0:
+		w.PodSets = []gang.PodSet{{Name: "p", Count: g / 8, GPUsPerPod: 8}}
+		w.Topology = gang.TopologyRequest{Required: "spine", Preferred: "leaf"}
+	default:
+		w.PodSets = []gang.PodSet{{Name: "p", Count: g / 4, GPUsPerPod: 4}}
+		w.Topology = gang.TopologyRequest{Required: "spine", Preferred: "leaf"}
+	}
+	return w
+}
+
+// mixedScheduler fills a scheduler to about 85% allocated with the mixed
+// shape, seeded.
+func mixedScheduler(b *testing.B, gpus int, now time.Time) (*fleet.Scheduler, *rand.Rand, *traces.Sampler) {
+	s, err := fleet.New(scaledConfig(gpus))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(42, uint64(gpus)))
+	sizes := traces.NewSampler(traces.PhillySizes())
+	allocated := 0
+	for i := 0; allocated < gpus*85/100; i++ {
+		for j := range 64 {
+			_ = s.Submit(now, mixedWork(r, sizes, fmt.Sprintf("fill-%d-%d", i, j)))
+		}
+		for _, a := range s.Schedule(now).Admit {
+			for _, p := range a.Pods {
+				allocated += p.GPUs
+			}
+		}
+		if i > 10*gpus {
+			b.Fatal("could not fill the fleet")
+		}
+	}
+	// Drop what is still pending, so benchmarks start from a clean queue.
+	for _, p := range s.Snapshot().Pending {
+		_ = s.Cancel(now, p.ID)
+	}
+	s.Schedule(now)
+	return s, r, sizes
+}
+
+// BenchmarkSchedule times one scheduling cycle on the "mixed" shape (about
+// 85% allocated): pending=1 admits one inference replica; pending=1000
+// visits a mixed queue of 1,000 workloads (admitting what fits).
+func BenchmarkSchedule(b *testing.B) {
+	for _, gpus := range []int{2048, 16384, 131072} {
+		now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+		s, r, sizes := mixedScheduler(b, gpus, now)
+		b.Run(fmt.Sprintf("gpus=%d/pending=1", gpus), func(b *testing.B) {
+			lat := make([]time.Duration, 0, min(b.N, 1<<20))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				id := fmt.Sprintf("one-%d", i)
+				w := gang.Workload{ID: id, Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
+					PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 1 + i%8}}}
+				t0 := time.Now()
+				if err := s.Submit(now, w); err != nil {
+					b.Fatal(err)
+				}
+				d := s.Schedule(now)
+				lat = append(lat, time.Since(t0))
+				if len(d.Admit) != 1 {
+					b.Fatalf("replica not admitted: %v", d)
+				}
+				b.StopTimer()
+				if err := s.Cancel(now, id); err != nil {
+					b.Fatal(err)
+				}
+				s.Schedule(now)
+				b.StartTimer()
+			}
+			b.StopTimer()
+			reportLatency(b, lat, 1)
+		})
+		b.Run(fmt.Sprintf("gpus=%d/pending=1000", gpus), func(b *testing.B) {
+			lat := make([]time.Duration, 0, min(b.N, 1<<20))
+			b.ReportAllocs()
+			admitted := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				var ids []string
+				for j := range 1000 {
+					w := mixedWork(r, sizes, fmt.Sprintf("q-%d-%d", i, j))
+					if s.Submit(now, w) == nil {
+						ids = append(ids, w.ID)
+					}
+				}
+				b.StartTimer()
+				t0 := time.Now()
+				d := s.Schedule(now)
+				lat = append(lat, time.Since(t0))
+				b.StopTimer()
+				admitted += len(d.Admit)
+				for _, id := range ids {
+					_ = s.Cancel(now, id) // admitted or pending: back to the start state
+				}
+				s.Schedule(now)
+				b.StartTimer()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(admitted)/float64(b.N), "admitted/cycle")
+			reportLatency(b, lat, 1000)
+		})
+	}
+}
+
+// reportLatency reports the p99 of the timed calls and how many decisions
+// (workloads considered) per second they sustain.
+func reportLatency(b *testing.B, lat []time.Duration, decisions int) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	var total time.Duration
+	for _, l := range lat {
+		total += l
+	}
+	b.ReportMetric(float64(decisions)*float64(len(lat))/total.Seconds(), "decisions/s")
+}
