@@ -26,11 +26,11 @@ type Scheduler struct {
 	work     map[string]*entry // every workload not yet ended
 	queued   map[string]*entry // pending ones, so a cycle never scans running work
 	draining map[string]*entry // draining victims, for kills
-	seq     uint64
-	now     time.Time
-	events  []Event
-	noms    map[string]*nomination // by beneficiary
-	reserve *reservation
+	seq      uint64
+	now      time.Time
+	events   []Event
+	noms     map[string]*nomination // by beneficiary
+	reserve  *reservation
 }
 
 // entry is the scheduler's record of one workload.
@@ -87,7 +87,7 @@ func New(cfg Config) (*Scheduler, error) {
 	return &Scheduler{
 		cfg: cfg, fleet: f, tree: t, classes: classes,
 		placer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
-		work: map[string]*entry{}, queued: map[string]*entry{}, draining: map[string]*entry{},
+		work:   map[string]*entry{}, queued: map[string]*entry{}, draining: map[string]*entry{},
 		noms: map[string]*nomination{},
 	}, nil
 }
