@@ -38,9 +38,13 @@ func (s Shape) String() string {
 
 func (s Shape) valid() bool { return s >= Inference && s <= Batch }
 
-// MarshalText encodes a known shape by name; unset and unknown shapes are
-// refused so that JSON never carries a name that does not parse back.
+// MarshalText encodes a known shape by name and the unset shape as the
+// empty text (records such as node events carry no shape); unknown shapes
+// are refused so that JSON never carries a name that does not parse back.
 func (s Shape) MarshalText() ([]byte, error) {
+	if s == 0 {
+		return []byte{}, nil
+	}
 	if !s.valid() {
 		return nil, fmt.Errorf("%w: cannot encode %v", ErrInvalid, s)
 	}

@@ -1,0 +1,144 @@
+package fleet
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Call is one host call as a journal records it: a JSON line.
+type Call struct {
+	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, health, adopt, schedule
+	Time     time.Time       `json:"time"`
+	Workload *gang.Workload  `json:"workload,omitempty"`
+	ID       string          `json:"id,omitempty"`
+	Exit     gang.ExitReason `json:"exit,omitempty"`
+	Node     string          `json:"node,omitempty"`
+	Health   topology.Health `json:"health,omitempty"`
+	Started  time.Time       `json:"started,omitzero"`
+	Pods     []PodAssignment `json:"pods,omitempty"`
+}
+
+// Journal wraps a Scheduler and records every call, before making it, as a
+// JSON line. Because the Scheduler is deterministic, Replay of the journal
+// gives the same decisions, byte for byte: a bug report is a journal.
+type Journal struct {
+	s   *Scheduler
+	enc *json.Encoder
+}
+
+// NewJournal records the calls made through it to w.
+func NewJournal(s *Scheduler, w io.Writer) *Journal { return &Journal{s: s, enc: json.NewEncoder(w)} }
+
+// Scheduler returns the wrapped scheduler, for read-only calls.
+func (j *Journal) Scheduler() *Scheduler { return j.s }
+
+// Submit records and forwards Scheduler.Submit.
+func (j *Journal) Submit(now time.Time, w gang.Workload) error {
+	c := w.Clone()
+	return j.call(Call{Op: "submit", Time: now, Workload: &c})
+}
+
+// Cancel records and forwards Scheduler.Cancel.
+func (j *Journal) Cancel(now time.Time, id string) error {
+	return j.call(Call{Op: "cancel", Time: now, ID: id})
+}
+
+// Exited records and forwards Scheduler.Exited.
+func (j *Journal) Exited(now time.Time, id string, how gang.ExitReason) error {
+	return j.call(Call{Op: "exited", Time: now, ID: id, Exit: how})
+}
+
+// Checkpointed records and forwards Scheduler.Checkpointed.
+func (j *Journal) Checkpointed(now time.Time, id string) error {
+	return j.call(Call{Op: "checkpointed", Time: now, ID: id})
+}
+
+// SetNodeHealth records and forwards Scheduler.SetNodeHealth.
+func (j *Journal) SetNodeHealth(now time.Time, node string, h topology.Health) ([]string, error) {
+	if err := j.enc.Encode(Call{Op: "health", Time: now, Node: node, Health: h}); err != nil {
+		return nil, err
+	}
+	return j.s.SetNodeHealth(now, node, h)
+}
+
+// Adopt records and forwards Scheduler.Adopt.
+func (j *Journal) Adopt(now time.Time, w gang.Workload, started time.Time, pods []PodAssignment) error {
+	c := w.Clone()
+	return j.call(Call{Op: "adopt", Time: now, Workload: &c, Started: started, Pods: pods})
+}
+
+// Schedule records and forwards Scheduler.Schedule.
+func (j *Journal) Schedule(now time.Time) (Decisions, error) {
+	if err := j.enc.Encode(Call{Op: "schedule", Time: now}); err != nil {
+		return Decisions{}, err
+	}
+	return j.s.Schedule(now), nil
+}
+
+func (j *Journal) call(c Call) error {
+	if err := j.enc.Encode(c); err != nil {
+		return err
+	}
+	_, err := apply(j.s, c)
+	return err
+}
+
+// apply makes one recorded call.
+func apply(s *Scheduler, c Call) (*Decisions, error) {
+	switch c.Op {
+	case "submit", "adopt":
+		if c.Workload == nil {
+			return nil, fmt.Errorf("%w: %s without workload", ErrInvalid, c.Op)
+		}
+		if c.Op == "submit" {
+			return nil, s.Submit(c.Time, *c.Workload)
+		}
+		return nil, s.Adopt(c.Time, *c.Workload, c.Started, c.Pods)
+	case "cancel":
+		return nil, s.Cancel(c.Time, c.ID)
+	case "exited":
+		return nil, s.Exited(c.Time, c.ID, c.Exit)
+	case "checkpointed":
+		return nil, s.Checkpointed(c.Time, c.ID)
+	case "health":
+		_, err := s.SetNodeHealth(c.Time, c.Node, c.Health)
+		return nil, err
+	case "schedule":
+		d := s.Schedule(c.Time)
+		return &d, nil
+	}
+	return nil, fmt.Errorf("%w: unknown journal op %q", ErrInvalid, c.Op)
+}
+
+// Replay builds a scheduler from cfg and makes every call of a journal in
+// order, handing each cycle's Decisions to fn. Calls the scheduler refused
+// when recorded are refused again, the same way; a malformed line stops
+// the replay with an error naming it.
+func Replay(cfg Config, r io.Reader, fn func(Decisions)) (*Scheduler, error) {
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for line := 1; sc.Scan(); line++ {
+		var c Call
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			return s, fmt.Errorf("%w: journal line %d: %w", ErrInvalid, line, err)
+		}
+		d, _ := apply(s, c)
+		if d != nil && fn != nil {
+			fn(*d)
+		}
+		if c.Op != "submit" && c.Op != "adopt" && c.Op != "cancel" && c.Op != "exited" && c.Op != "checkpointed" && c.Op != "health" && c.Op != "schedule" {
+			return s, fmt.Errorf("%w: journal line %d: unknown op %q", ErrInvalid, line, c.Op)
+		}
+	}
+	return s, sc.Err()
+}
