@@ -29,6 +29,7 @@ const (
 	duration
 	gpus
 	pflop
+	fineDollars
 )
 
 type column struct {
@@ -37,8 +38,9 @@ type column struct {
 }
 
 type value struct {
-	s string
-	v float64
+	s  string
+	v  float64
+	na bool // undefined (no data): "-" in Markdown, empty in CSV
 }
 
 func txt(s string) value        { return value{s: s} }
@@ -47,6 +49,9 @@ func cnt(n int64) value         { return value{v: float64(n)} }
 func dur(d time.Duration) value { return value{v: d.Seconds()} }
 
 func (c column) markdown(x value) string {
+	if x.na {
+		return "-"
+	}
 	switch c.kind {
 	case text:
 		return x.s
@@ -60,6 +65,8 @@ func (c column) markdown(x value) string {
 		return strconv.FormatFloat(100*x.v, 'f', 1, 64) + "%"
 	case dollars:
 		return "$" + strconv.FormatFloat(x.v, 'f', 2, 64)
+	case fineDollars:
+		return "$" + strconv.FormatFloat(x.v, 'f', 4, 64)
 	case duration:
 		return seconds(x.v).Round(time.Second).String()
 	}
@@ -67,6 +74,9 @@ func (c column) markdown(x value) string {
 }
 
 func (c column) csv(x value) string {
+	if x.na {
+		return ""
+	}
 	if c.kind == text {
 		return x.s
 	}
@@ -107,7 +117,11 @@ func tables(r Report) []table {
 
 	waitCols := []column{{"", text}, {"admitted", count}, {"p50", duration}, {"p90", duration}, {"p99", duration}}
 	waitRow := func(q Quantiles) []value {
-		return []value{txt(q.Key), cnt(q.Count), dur(q.P50), dur(q.P90), dur(q.P99)}
+		row := []value{txt(q.Key), cnt(q.Count), dur(q.P50), dur(q.P90), dur(q.P99)}
+		if q.Count == 0 {
+			row[2].na, row[3].na, row[4].na = true, true, true
+		}
+		return row
 	}
 	wt := table{name: "wait-by-team", title: "Queue wait by team", columns: append([]column{{"team", text}}, waitCols[1:]...)}
 	for _, q := range r.Waits.ByTeam {
@@ -141,7 +155,9 @@ func tables(r Report) []table {
 
 	dr := table{name: "drains", title: "Drains: decision to capacity back", columns: []column{
 		{"drains", count}, {"p50", duration}, {"p99", duration}, {"deadline misses", count}}}
-	dr.rows = append(dr.rows, []value{cnt(r.Drains.Count), dur(r.Drains.P50), dur(r.Drains.P99), cnt(r.Drains.DeadlineMisses)})
+	drainRow := []value{cnt(r.Drains.Count), dur(r.Drains.P50), dur(r.Drains.P99), cnt(r.Drains.DeadlineMisses)}
+	drainRow[1].na, drainRow[2].na = r.Drains.Count == 0, r.Drains.Count == 0
+	dr.rows = append(dr.rows, drainRow)
 	ts = append(ts, dr)
 
 	f := r.Fragmentation
@@ -168,9 +184,11 @@ func tables(r Report) []table {
 	ts = append(ts, cs)
 
 	cost := table{name: "cost", title: "Cost", columns: []column{
-		{"team", text}, {"allocated", dollars}, {"idle reservation", dollars}, {"recovered by borrowing", dollars}, {"per useful PFLOP", dollars}}}
+		{"team", text}, {"allocated", dollars}, {"idle reservation", dollars}, {"recovered by borrowing", dollars}, {"per useful PFLOP", fineDollars}}}
 	costRow := func(k string, u Usage) []value {
-		return []value{txt(k), num(u.AllocatedDollars), num(u.IdleReservationDollars), num(u.RecoveredDollars), num(u.DollarsPerPFLOP())}
+		perPFLOP := num(u.DollarsPerPFLOP())
+		perPFLOP.na = u.UsefulPFLOP == 0
+		return []value{txt(k), num(u.AllocatedDollars), num(u.IdleReservationDollars), num(u.RecoveredDollars), perPFLOP}
 	}
 	for _, t := range r.Teams {
 		cost.rows = append(cost.rows, costRow(t.Team, t.Usage))

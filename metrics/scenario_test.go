@@ -30,8 +30,7 @@ func obs(d time.Duration, id string, s metrics.Sample) step {
 	return step{id: id, sample: &s, when: at(d)}
 }
 
-func play(t testing.TB, r *metrics.Recorder, steps []step) {
-	t.Helper()
+func play(t require.TestingT, r *metrics.Recorder, steps []step) {
 	for _, s := range steps {
 		switch {
 		case s.ev != nil:
