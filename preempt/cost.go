@@ -1,0 +1,41 @@
+package preempt
+
+import (
+	"time"
+
+	"github.com/fleetsched/fleet/placement"
+)
+
+// CostModel prices evicting one running workload, in GPU-seconds of work
+// lost. Victims orders candidates and compares domains by it. Cost must be
+// deterministic, cheap (it is asked once per candidate per search), must
+// not keep r, and should return 0 or more.
+type CostModel interface {
+	Cost(r *Running, now time.Time) float64
+}
+
+// DefaultCost is the cost model used when Options.Cost is nil: the GPUs a
+// workload holds times the seconds of work it would lose (since its last
+// checkpoint, or since it started when it has none: gang.DrainContract.
+// Unsaved), plus the same GPUs times a restart overhead. A workload
+// already draining costs 0: its work is lost whatever we decide.
+type DefaultCost struct {
+	RestartOverhead time.Duration
+}
+
+// Cost implements CostModel.
+func (c DefaultCost) Cost(r *Running, now time.Time) float64 {
+	if r.Draining {
+		return 0
+	}
+	g := float64(gpusOf(r.Nodes))
+	return g * (r.W.Drain.Unsaved(now, r.Started) + c.RestartOverhead).Seconds()
+}
+
+func gpusOf(nodes []placement.NodeGPUs) int {
+	n := 0
+	for _, x := range nodes {
+		n += x.GPUs
+	}
+	return n
+}

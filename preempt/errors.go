@@ -1,0 +1,84 @@
+package preempt
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinels. Every error of the package wraps one of them: a failed search
+// returns a *NoPlan (ErrNoPlan, and ErrInvalid when the input is wrong), a
+// refused Drains change a *DrainError (ErrDrain).
+var (
+	ErrNoPlan  = errors.New("preempt: no preemption plan")
+	ErrInvalid = errors.New("preempt: invalid request")
+	ErrDrain   = errors.New("preempt: refused drain change")
+)
+
+// Why says why no plan exists.
+type Why uint8
+
+const (
+	// WhyInvalid: the request or the running set is malformed or disagrees
+	// with the fleet or the quota tree (Detail says where).
+	WhyInvalid Why = iota + 1
+	// WhyNoCandidates: no running workload may be evicted for this one
+	// under its queue's rules, the drain contracts and minimum runtimes.
+	WhyNoCandidates
+	// WhyQuota: even evicting every allowed candidate, the request does
+	// not fit the queue's quota.
+	WhyQuota
+	// WhyTopology: quota can be made to fit, but no domain can be cleared
+	// enough for the gang's shape with allowed candidates.
+	WhyTopology
+)
+
+func (w Why) String() string {
+	switch w {
+	case WhyInvalid:
+		return "invalid"
+	case WhyNoCandidates:
+		return "no candidates"
+	case WhyQuota:
+		return "quota unreachable"
+	case WhyTopology:
+		return "topology unreachable"
+	}
+	return fmt.Sprintf("Why(%d)", uint8(w))
+}
+
+// NoPlan is the structured reason Victims found no plan.
+type NoPlan struct {
+	Workload   string
+	Why        Why
+	Candidates int // running workloads the rules allow as victims
+	Detail     string
+}
+
+func (e *NoPlan) Error() string {
+	s := fmt.Sprintf("preempt: no plan for %q: %s (%d candidates)", e.Workload, e.Why, e.Candidates)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// Unwrap matches ErrNoPlan, and ErrInvalid for WhyInvalid.
+func (e *NoPlan) Unwrap() []error {
+	if e.Why == WhyInvalid {
+		return []error{ErrNoPlan, ErrInvalid}
+	}
+	return []error{ErrNoPlan}
+}
+
+// DrainError says which Drains change was refused. The Drains is unchanged.
+type DrainError struct {
+	ID     string // beneficiary or victim
+	Detail string
+}
+
+func (e *DrainError) Error() string {
+	return fmt.Sprintf("preempt: refused drain change for %q: %s", e.ID, e.Detail)
+}
+
+// Unwrap matches ErrDrain.
+func (e *DrainError) Unwrap() error { return ErrDrain }

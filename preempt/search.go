@@ -1,0 +1,205 @@
+package preempt
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// search runs one attempt. On the fast path it evaluates every domain of
+// the required level and keeps the best; the state is left as it was.
+func (s *Searcher) search(allowBorrow bool) (Plan, bool) {
+	if !s.fast {
+		return s.searchPlacing(allowBorrow)
+	}
+	s.buildDomainLists()
+	s.best = s.best[:0]
+	bestD, bestPrio, bestCost := -1, int32(0), 0.0
+	for d := range s.ndom {
+		if s.domStart[d] == s.domStart[d+1] && !s.fitsIn(d) {
+			continue
+		}
+		if s.greedy(d, allowBorrow) {
+			s.fillBack(allowBorrow)
+			mp, cost := s.score(s.taken)
+			// The domain whose set is cheapest: lowest highest victim
+			// priority, then lowest cost, then fewest victims, then the
+			// lowest domain ID (the loop order).
+			if bestD < 0 || mp < bestPrio || mp == bestPrio && (cost < bestCost || cost == bestCost && len(s.taken) < len(s.best)) {
+				bestD, bestPrio, bestCost = d, mp, cost
+				s.best = append(s.best[:0], s.taken...)
+			}
+		}
+		s.untakeAll()
+	}
+	if bestD < 0 {
+		return Plan{}, false
+	}
+	for _, i := range s.best {
+		s.take(i)
+	}
+	s.releaseFreed()
+	a, err := s.placer.Place(s.f, s.req.W)
+	if err != nil {
+		// The estimate and the placer disagree (a fleet the counters do
+		// not model, such as mixed node sizes in one domain): fall back to
+		// placing after each pick.
+		s.reacquireAll()
+		s.untakeAll()
+		s.fast = false
+		return s.searchPlacing(allowBorrow)
+	}
+	plan := s.plan(a, allowBorrow)
+	s.reacquireAll()
+	s.untakeAll()
+	return plan, true
+}
+
+// greedy picks victims for domain d: candidates in order until quota fits
+// (they may sit anywhere), then the domain's own candidates in order until
+// it holds the gang.
+func (s *Searcher) greedy(d int, allowBorrow bool) bool {
+	pos := 0
+	for !s.quotaOK(allowBorrow) {
+		if pos >= len(s.list) {
+			return false
+		}
+		i := s.list[pos]
+		pos++
+		if c := &s.cands[i]; !c.taken && s.valid(c) {
+			s.take(i)
+		}
+	}
+	if s.fitsIn(d) {
+		return true
+	}
+	dl := s.domList[s.domStart[d]:s.domStart[d+1]]
+	for j := sort.Search(len(dl), func(j int) bool { return int(dl[j]) >= pos }); j < len(dl); j++ {
+		i := s.list[dl[j]]
+		if c := &s.cands[i]; c.taken || !s.valid(c) {
+			continue
+		}
+		s.take(i)
+		if s.fitsIn(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// buildDomainLists indexes, per domain of the required level, the
+// positions in list of the candidates that free usable GPUs there.
+func (s *Searcher) buildDomainLists() {
+	s.domStart = slices.Grow(s.domStart[:0], s.ndom+1)[:s.ndom+1]
+	clear(s.domStart)
+	s.eachDomain(func(_ int, d int) { s.domStart[d+1]++ })
+	for d := range s.ndom {
+		s.domStart[d+1] += s.domStart[d]
+	}
+	total := int(s.domStart[s.ndom])
+	s.domList = slices.Grow(s.domList[:0], total)[:total]
+	// Fill using domStart as moving cursors, then shift back.
+	s.eachDomain(func(pos int, d int) {
+		s.domList[s.domStart[d]] = int32(pos)
+		s.domStart[d]++
+	})
+	for d := s.ndom; d > 0; d-- {
+		s.domStart[d] = s.domStart[d-1]
+	}
+	s.domStart[0] = 0
+}
+
+// eachDomain calls fn(position, domain) for each candidate of list and
+// each domain where it holds GPUs on healthy eligible nodes, once per run
+// of nodes in the same domain.
+func (s *Searcher) eachDomain(fn func(pos, d int)) {
+	f := s.f
+	for pos, i := range s.list {
+		prev := -1
+		for _, x := range s.cands[i].r.Nodes {
+			if f.Health(x.Node) != topology.Healthy || s.gslot[f.NodeGroup(x.Node)] < 0 {
+				continue
+			}
+			if d := int(f.DomainOf(x.Node, s.lvl) - s.dlo); d != prev {
+				fn(pos, d)
+				prev = d
+			}
+		}
+	}
+}
+
+func (s *Searcher) score(set []int32) (maxPrio int32, cost float64) {
+	for j, i := range set {
+		c := &s.cands[i]
+		if j == 0 || c.prio > maxPrio {
+			maxPrio = c.prio
+		}
+		cost += c.cost
+	}
+	return maxPrio, cost
+}
+
+// searchPlacing is Kueue's classical search: pick candidates in order and
+// place after each pick once quota fits, then fill back. It serves the
+// shapes the fast path's counters do not model (segments, spread, pod sets
+// of different sizes). O(candidates) placements.
+func (s *Searcher) searchPlacing(allowBorrow bool) (Plan, bool) {
+	s.releaseFreed()
+	defer s.reacquireAll()
+	for _, i := range s.list {
+		if s.fits(allowBorrow) {
+			break
+		}
+		if c := &s.cands[i]; !c.taken && s.valid(c) {
+			s.take(i)
+		}
+	}
+	if !s.fits(allowBorrow) {
+		s.untakeAll()
+		return Plan{}, false
+	}
+	s.fillBack(allowBorrow)
+	a, err := s.placer.Place(s.f, s.req.W)
+	if err != nil {
+		panic("preempt: placement changed its answer on the same fleet: " + err.Error())
+	}
+	plan := s.plan(a, allowBorrow)
+	s.untakeAll()
+	return plan, true
+}
+
+// plan builds the result from the taken victims, with the simulation in
+// its final state (victims gone).
+func (s *Searcher) plan(a placement.Assignment, allowBorrow bool) Plan {
+	now := s.req.Now
+	borrowing := s.t.Fits(s.req.Queue, s.fl, s.need).Borrowing()
+	p := Plan{Beneficiary: s.req.W.ID, Target: a.Clone(), ReadyBy: now,
+		Victims: make([]Victim, 0, len(s.taken))}
+	for _, i := range s.taken {
+		c := &s.cands[i]
+		v := Victim{ID: c.id, Nodes: c.r.Nodes, GPUs: c.gpus, Cost: c.cost, Priority: c.prio}
+		switch {
+		case !c.other:
+			v.Reason = InQueue
+		case s.req.FairSharing:
+			v.Reason = FairSharing
+		case !c.hier && allowBorrow && borrowing:
+			v.Reason = ReclaimWhileBorrowing
+		default:
+			v.Reason = Reclaim
+		}
+		g := c.r.Grace
+		if g <= 0 {
+			g = DefaultGrace
+		}
+		v.Deadline = now.Add(g)
+		if v.Deadline.After(p.ReadyBy) {
+			p.ReadyBy = v.Deadline
+		}
+		p.LostGPUSeconds += c.cost
+		p.Victims = append(p.Victims, v)
+	}
+	return p
+}

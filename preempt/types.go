@@ -1,0 +1,120 @@
+package preempt
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/quota"
+)
+
+// Running is one admitted workload the scheduler offers as a possible
+// victim. The scheduler resolves the class-dependent fields (Preemptible,
+// MinRuntime, Grace) so that this package never needs priority classes.
+type Running struct {
+	W      *gang.Workload // spec: ID, Priority, Drain contract
+	Queue  quota.NodeID
+	Flavor quota.FlavorID
+	// Nodes lists the GPUs it holds per node. A Victim shares this slice.
+	Nodes   []placement.NodeGPUs
+	Started time.Time
+	// Draining: already asked to drain; its GPUs are coming back. Such a
+	// workload skips the Preemptible and MinRuntime checks (its eviction is
+	// already under way) but still has to pass its queue rules.
+	Draining bool
+	// Preemptible: W.Drain.Preemptible, or its priority class allows
+	// evicting work that does not checkpoint. False: never a victim.
+	Preemptible bool
+	// MinRuntime: not a victim before Started+MinRuntime, so just-started
+	// work does not flap.
+	MinRuntime time.Duration
+	// Grace is the drain grace period; 0 means DefaultGrace.
+	Grace time.Duration
+}
+
+// DefaultGrace is the drain grace period when Running.Grace is 0.
+const DefaultGrace = 120 * time.Second
+
+// Request is the pending workload that needs room.
+type Request struct {
+	W      *gang.Workload // the pending preemptor
+	Queue  quota.NodeID
+	Flavor quota.FlavorID
+	Now    time.Time
+	// FairSharing switches the rules for other queues' workloads to
+	// Kueue's fair-sharing preemption (borrowWithinCohort is then ignored).
+	FairSharing bool
+	// Submitted is the preemptor's queue-order time, compared by
+	// WithinQueueLowerOrNewerEqualPriority; zero means Now.
+	Submitted time.Time
+	// Nominations, when set, are the nominations already accepted. Their
+	// victims count as gone (as if listed in exclude) and only their GPUs
+	// no nomination claims count as freed, so plans of one cycle never
+	// promise the same GPUs twice. Pass the scheduler's Drains.
+	Nominations *Drains
+}
+
+// Reason says under which rule a victim was chosen.
+type Reason uint8
+
+const (
+	// InQueue: a workload of the preemptor's own queue (withinQueue).
+	InQueue Reason = iota + 1
+	// Reclaim: another queue's borrowed work taken back while the
+	// preemptor stays within its quota, or over which it has hierarchical
+	// advantage (reclaimWithinCohort).
+	Reclaim
+	// ReclaimWhileBorrowing: another queue's borrowed work taken while the
+	// preemptor itself still borrows (borrowWithinCohort).
+	ReclaimWhileBorrowing
+	// FairSharing: chosen by fair-sharing preemption.
+	FairSharing
+)
+
+func (r Reason) String() string {
+	switch r {
+	case InQueue:
+		return "InQueue"
+	case Reclaim:
+		return "Reclaim"
+	case ReclaimWhileBorrowing:
+		return "ReclaimWhileBorrowing"
+	case FairSharing:
+		return "FairSharing"
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// Victim is one workload to evict.
+type Victim struct {
+	ID       string
+	Reason   Reason
+	Deadline time.Time            // Now + grace: past it, the host kills it
+	Nodes    []placement.NodeGPUs // what it frees: Running.Nodes, shared
+	GPUs     int
+	Cost     float64 // by the Searcher's CostModel
+	Priority int32
+}
+
+// Plan is what Victims proposes.
+type Plan struct {
+	Beneficiary string
+	Victims     []Victim // in eviction order
+	// Target is where the beneficiary runs once the victims are gone; it
+	// belongs to the plan (a Clone).
+	Target         placement.Assignment
+	LostGPUSeconds float64
+	ReadyBy        time.Time // the latest victim deadline; Now without victims
+}
+
+// Options tune a Searcher. The zero value is the default policy.
+type Options struct {
+	// Cost prices victims; nil means DefaultCost{RestartOverhead}.
+	Cost CostModel
+	// RestartOverhead is the default cost model's GPU time lost per GPU to
+	// restart a workload; 0 means 3 minutes.
+	RestartOverhead time.Duration
+	// Placement tunes the placer that validates each plan.
+	Placement placement.Options
+}
