@@ -24,7 +24,7 @@ type step struct {
 	when   time.Time
 }
 
-func ev(e fleet.Event) step { return step{ev: &e} }
+func ev(e fleet.Event) step      { return step{ev: &e} }
 func snap(s fleet.Snapshot) step { return step{snap: &s} }
 func obs(d time.Duration, id string, s metrics.Sample) step {
 	return step{id: id, sample: &s, when: at(d)}
