@@ -1,0 +1,35 @@
+// Package kueue imports Kueue's quota objects as a fleet quota tree
+// (quota.Spec) and writes a quota tree back as Kueue v1beta2 objects.
+//
+// Parse reads a multi-document YAML file of ClusterQueue, Cohort,
+// ResourceFlavor, Topology, WorkloadPriorityClass and LocalQueue objects in
+// the three API generations found in the wild: v1alpha1 (Cohort with
+// spec.parent, Topology), v1beta1 (ClusterQueue spec.cohort, Cohort
+// spec.parentName) and v1beta2 (spec.cohortName). Cohorts become quota
+// cohorts (implicit ones too), ClusterQueues queues, and the quotas of one
+// resource (nvidia.com/gpu unless Options.Resource says otherwise) per
+// flavor become nominal quota, borrowing and lending limits. Preemption
+// policies, queueing strategy and fair-sharing weights carry over.
+// Quantities go through Kubernetes' own parser and are rounded up to whole
+// GPUs, as Kueue rounds.
+//
+// Nothing is dropped silently: other kinds, other resources (CPU, memory)
+// and fields fleet does not model (namespaceSelector, flavorFungibility,
+// stopPolicy, admission checks...) are listed in Result.Notes. Status and
+// metadata other than name and namespace are ignored.
+//
+// What it is not: it does not talk to an API server, and it does not
+// resolve which nodes a ResourceFlavor selects; Result.Flavors gives the
+// node labels so the host can match them against its fleet.
+//
+// Every refusal is an *ObjectError naming the line, kind, name and field;
+// several are joined with errors.Join, so one run shows every problem:
+//
+//	res, err := kueue.Parse(data, kueue.Options{})
+//	if err != nil {
+//		return err // errors.Is(err, kueue.ErrCycle); errors.As(err, &oe)
+//	}
+//	tree, err := quota.New(res.Spec)
+//	for _, n := range res.Notes { log.Print(n) } // what was not modelled
+//	err = kueue.Export(w, tree.Spec(), kueue.ExportOptions{PriorityClasses: res.PriorityClasses})
+package kueue

@@ -1,0 +1,113 @@
+package kueue
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetsched/fleet/quota"
+)
+
+// ExportOptions says what Export writes besides the quota tree.
+type ExportOptions struct {
+	// Resource is the GPU resource name; "" means nvidia.com/gpu.
+	Resource string
+	// PriorityClasses are written as WorkloadPriorityClasses.
+	PriorityClasses []PriorityClass
+}
+
+// Export writes a quota tree as Kueue v1beta2 objects in one multi-document
+// YAML stream: a ResourceFlavor per flavor, then a Cohort per cohort and a
+// ClusterQueue per queue in Spec order, then the priority classes. Parse
+// reads it back to the same Spec. Queues select every namespace
+// (namespaceSelector: {}), as fleet's queues are not namespaced.
+//
+// It refuses a Spec that quota.New refuses (ErrCannotExport wrapping the
+// quota error).
+func Export(w io.Writer, spec quota.Spec, opts ExportOptions) error {
+	if _, err := quota.New(spec); err != nil {
+		return &ObjectError{Detail: err.Error(), Err: fmt.Errorf("%w: %w", ErrCannotExport, err)}
+	}
+	res := opts.Resource
+	if res == "" {
+		res = DefaultResource
+	}
+	var docs []map[string]any
+	head := func(kind, name string) map[string]any {
+		return map[string]any{"apiVersion": Group + "/v1beta2", "kind": kind, "metadata": map[string]any{"name": name}}
+	}
+	for _, f := range spec.Flavors {
+		d := head("ResourceFlavor", f)
+		d["spec"] = map[string]any{}
+		docs = append(docs, d)
+	}
+	for _, n := range spec.Nodes {
+		s := map[string]any{}
+		if len(n.Quotas) > 0 {
+			var flavors []any
+			for _, q := range n.Quotas {
+				r := map[string]any{"name": res, "nominalQuota": strconv.FormatInt(q.Nominal, 10)}
+				if v, ok := q.BorrowingLimit.Get(); ok {
+					r["borrowingLimit"] = strconv.FormatInt(v, 10)
+				}
+				if v, ok := q.LendingLimit.Get(); ok {
+					r["lendingLimit"] = strconv.FormatInt(v, 10)
+				}
+				flavors = append(flavors, map[string]any{"name": q.Flavor, "resources": []any{r}})
+			}
+			s["resourceGroups"] = []any{map[string]any{"coveredResources": []any{res}, "flavors": flavors}}
+		}
+		if n.Weight != nil {
+			s["fairSharing"] = map[string]any{"weight": strconv.FormatFloat(*n.Weight, 'f', -1, 64)}
+		}
+		var d map[string]any
+		if n.Kind == quota.Cohort {
+			d = head("Cohort", n.Name)
+			if n.Parent != "" {
+				s["parentName"] = n.Parent
+			}
+		} else {
+			d = head("ClusterQueue", n.Name)
+			if n.Parent != "" {
+				s["cohortName"] = n.Parent
+			}
+			s["namespaceSelector"] = map[string]any{}
+			s["queueingStrategy"] = n.QueueingStrategy.String()
+			r := n.Preemption
+			bwc := map[string]any{"policy": r.BorrowWithinCohort.Policy.String()}
+			if th, ok := r.BorrowWithinCohort.Threshold(); ok {
+				bwc["maxPriorityThreshold"] = th
+			}
+			s["preemption"] = map[string]any{
+				"withinClusterQueue":  r.WithinQueue.String(),
+				"reclaimWithinCohort": r.ReclaimWithinCohort.String(),
+				"borrowWithinCohort":  bwc,
+			}
+		}
+		d["spec"] = s
+		docs = append(docs, d)
+	}
+	for _, pc := range opts.PriorityClasses {
+		d := head("WorkloadPriorityClass", pc.Name)
+		d["value"] = pc.Value
+		if pc.Description != "" {
+			d["description"] = pc.Description
+		}
+		docs = append(docs, d)
+	}
+	bw := bufio.NewWriter(w)
+	for i, d := range docs {
+		out, err := yaml.Marshal(d)
+		if err != nil {
+			return &ObjectError{Detail: err.Error(), Err: ErrCannotExport}
+		}
+		if i > 0 {
+			bw.WriteString("---\n")
+		}
+		bw.Write(out)
+	}
+	return bw.Flush()
+}
