@@ -56,19 +56,19 @@ type Searcher struct {
 }
 
 type cand struct {
-	r        *Running
-	id       string
-	prio     int32
-	cost     float64
-	gpus     int
-	other    bool // another queue than the preemptor's
-	hier     bool // the preemptor has hierarchical advantage over it
-	whileB   bool // allowed by borrowWithinCohort
-	lca      quota.NodeID
-	pSide    quota.NodeID // the child of lca on the preemptor's path
-	cSide    quota.NodeID // the child of lca on the candidate's path
-	share    quota.Share  // cSide's share at the start (fair sharing order)
-	taken    bool
+	r      *Running
+	id     string
+	prio   int32
+	cost   float64
+	gpus   int
+	other  bool // another queue than the preemptor's
+	hier   bool // the preemptor has hierarchical advantage over it
+	whileB bool // allowed by borrowWithinCohort
+	lca    quota.NodeID
+	pSide  quota.NodeID // the child of lca on the preemptor's path
+	cSide  quota.NodeID // the child of lca on the candidate's path
+	share  quota.Share  // cSide's share at the start (fair sharing order)
+	taken  bool
 }
 
 // NewSearcher returns a Searcher with the given options.

@@ -13,8 +13,8 @@ import (
 )
 
 var (
-	lower     = quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}
-	reclaimLP = quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority}
+	lower      = quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}
+	reclaimLP  = quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority}
 	reclaimAny = quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimAny}
 )
 
