@@ -175,7 +175,7 @@ func (s *Searcher) searchPlacing(allowBorrow bool) (Plan, bool) {
 func (s *Searcher) plan(a placement.Assignment, allowBorrow bool) Plan {
 	now := s.req.Now
 	borrowing := s.t.Fits(s.req.Queue, s.fl, s.need).Borrowing()
-	p := Plan{Beneficiary: s.req.W.ID, Target: a.Clone(), ReadyBy: now,
+	p := Plan{Beneficiary: s.req.W.ID, Target: a.Clone(), ReadyBy: now, Borrowing: borrowing,
 		Victims: make([]Victim, 0, len(s.taken))}
 	for _, i := range s.taken {
 		c := &s.cands[i]

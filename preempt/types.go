@@ -106,6 +106,10 @@ type Plan struct {
 	Target         placement.Assignment
 	LostGPUSeconds float64
 	ReadyBy        time.Time // the latest victim deadline; Now without victims
+	// Borrowing: the beneficiary borrows once admitted. A plan found in
+	// an attempt that forbids borrowing is 1-minimal among sets that keep
+	// it within its quota.
+	Borrowing bool
 }
 
 // Options tune a Searcher. The zero value is the default policy.

@@ -743,7 +743,8 @@ func (s *Searcher) fitsAlready() (Plan, bool) {
 	if err != nil {
 		return Plan{}, false
 	}
-	return Plan{Beneficiary: s.req.W.ID, Target: a.Clone(), ReadyBy: s.req.Now}, true
+	return Plan{Beneficiary: s.req.W.ID, Target: a.Clone(), ReadyBy: s.req.Now,
+		Borrowing: s.t.Fits(s.req.Queue, s.fl, s.need).Borrowing()}, true
 }
 
 // releaseFreed releases on the fleet every GPU counted in freed.

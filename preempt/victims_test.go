@@ -2,14 +2,17 @@ package preempt_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetsched/fleet/internal/shapes"
 	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
 )
 
 var (
@@ -114,4 +117,132 @@ func TestFillBackDropsUnneededVictim(t *testing.T) {
 	p, err := victims(t, e, e.req("new", "a", 5, 1, 8, ""), nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"big"}, ids(p))
+}
+
+func TestBorrowWithinCohortThreshold(t *testing.T) {
+	th := int32(3)
+	rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
+		BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
+	for _, tc := range []struct {
+		name string
+		prio int32
+		want []string
+	}{
+		{"below threshold", 1, []string{"b-lo"}},
+		{"above threshold", 4, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 3, 8, cohort("c", "", 8), queue("a", "c", 8, rules), queue("b", "c", 8, lower))
+			e.run("a1", "a", 10, time.Hour, []int{0}, []int{8})
+			e.run("b-lo", "b", tc.prio, time.Hour, []int{1}, []int{8})
+			e.run("b-hi", "b", 5, time.Hour, []int{2}, []int{8})
+			p, err := victims(t, e, e.req("new", "a", 10, 1, 8, ""), nil)
+			if tc.want == nil {
+				require.ErrorIs(t, err, preempt.ErrNoPlan)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, ids(p))
+			assert.Equal(t, preempt.ReclaimWhileBorrowing, p.Victims[0].Reason)
+			assert.True(t, p.Borrowing)
+		})
+	}
+}
+
+func TestHierarchicalAdvantage(t *testing.T) {
+	// a is idle and within its nominal quota: it has hierarchical
+	// advantage over b, which borrows from another branch, even though b's
+	// priority is higher.
+	e := newEnv(t, 1, 1, 1, 8, cohort("root", "", 0), cohort("left", "root", 0), cohort("right", "root", 0),
+		queue("a", "left", 8, reclaimLP), queue("b", "right", 0, lower))
+	e.run("b1", "b", 50, time.Hour, []int{0}, []int{8})
+	p, err := victims(t, e, e.req("new", "a", 1, 1, 8, ""), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b1"}, ids(p))
+	assert.Equal(t, preempt.Reclaim, p.Victims[0].Reason)
+	assert.False(t, p.Borrowing)
+}
+
+func TestFairSharingWeights(t *testing.T) {
+	w4 := 4.0
+	x := queue("x", "c", 0, lower)
+	x.Weight = &w4
+	e := newEnv(t, 1, 1, 4, 8, cohort("c", "", 0), queue("lender", "c", 32, lower),
+		queue("a", "c", 0, reclaimLP), queue("b", "c", 0, lower), x)
+	e.run("x1", "x", 0, time.Hour, []int{0}, []int{8})
+	e.run("x2", "x", 0, time.Hour, []int{1}, []int{8})
+	e.run("b1", "b", 0, time.Hour, []int{2}, []int{8})
+	e.run("b2", "b", 0, 2*time.Hour, []int{3}, []int{8})
+	r := e.req("new", "a", 10, 1, 8, "")
+	r.FairSharing = true
+	p, err := victims(t, e, r, nil)
+	require.NoError(t, err)
+	// b's weighted share (16/32) is above x's (16/32/4): take from b.
+	require.Len(t, p.Victims, 1)
+	assert.Equal(t, "b1", p.Victims[0].ID)
+	assert.Equal(t, preempt.FairSharing, p.Victims[0].Reason)
+}
+
+func TestClearOneSpineOfCheapBatch(t *testing.T) {
+	v := shapes.Clear(2048, false, 1)
+	// Spine 2 holds the cheapest work: the gang must clear it, not
+	// scatter victims over spines.
+	for i := range v.Running {
+		r := &v.Running[i]
+		if v.Fleet.DomainOf(r.Nodes[0].Node, 1) == spine(v, 2) {
+			w := r.W.Clone()
+			w.Priority %= 10
+			r.W = &w
+		} else if r.W.Priority < 50 {
+			w := r.W.Clone()
+			w.Priority += 50
+			r.W = &w
+		}
+	}
+	s := preempt.NewSearcher(preempt.Options{})
+	p, err := s.Victims(v.Fleet, v.Tree, v.Request, v.Running, nil)
+	require.NoError(t, err)
+	require.Len(t, p.Victims, 64)
+	gpus := 0
+	for _, x := range p.Victims {
+		assert.Equal(t, spine(v, 2), v.Fleet.DomainOf(x.Nodes[0].Node, 1))
+		assert.Less(t, x.Priority, int32(10))
+		gpus += x.GPUs
+	}
+	assert.Equal(t, 512, gpus)
+	assert.Equal(t, spine(v, 2), v.Fleet.DomainOf(p.Target.Pods[0].Node, 1))
+}
+
+func spine(v *shapes.Victim, i int) topology.DomainID {
+	lo, _ := v.Fleet.DomainsAt(1)
+	return lo + topology.DomainID(i)
+}
+
+func TestExcludeGivesDisjointJointlyFittingPlans(t *testing.T) {
+	e := newEnv(t, 1, 2, 2, 8, queue("a", "", 32, lower))
+	for n := range 4 {
+		e.run(fmt.Sprintf("w%d", n), "a", int32(n), time.Hour, []int{n}, []int{8})
+	}
+	d := preempt.NewDrains()
+	s := preempt.NewSearcher(preempt.Options{})
+	r1 := e.req("one", "a", 10, 2, 8, "leaf")
+	p1, err := s.Victims(e.f, e.tree, r1, e.running, nil)
+	require.NoError(t, err)
+	reserve, err := d.Accept(p1, t0)
+	require.NoError(t, err)
+	require.Empty(t, reserve)
+	require.NoError(t, e.tree.AddUsage(e.q("a"), e.fl, 16))
+	r2 := e.req("two", "a", 10, 2, 8, "leaf")
+	r2.Nominations = d
+	exclude := map[string]bool{}
+	for _, v := range p1.Victims {
+		exclude[v.ID] = true
+	}
+	p2, err := s.Victims(e.f, e.tree, r2, e.running, exclude)
+	require.NoError(t, err)
+	for _, v := range p2.Victims {
+		assert.False(t, exclude[v.ID])
+	}
+	assert.Len(t, p2.Victims, 2)
+	assert.NotEqual(t, e.f.DomainOf(p1.Target.Pods[0].Node, 2), e.f.DomainOf(p2.Target.Pods[0].Node, 2))
 }
