@@ -1,0 +1,250 @@
+package preempt_test
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// instance draws a small fleet (2 leaves x 2 nodes x 4 GPUs), a tree of
+// queues a (the preemptor's), b and x under one cohort (or a alone with
+// single), running work and a request.
+func instance(t *rapid.T, single bool) (*env, preempt.Request, map[string]bool) {
+	rules := quota.Rules{
+		WithinQueue:         quota.WithinQueue(rapid.IntRange(0, 2).Draw(t, "within")),
+		ReclaimWithinCohort: quota.ReclaimWithinCohort(rapid.IntRange(0, 2).Draw(t, "reclaim")),
+	}
+	if rapid.Bool().Draw(t, "bwc") {
+		th := int32(rapid.IntRange(0, 5).Draw(t, "threshold"))
+		rules.BorrowWithinCohort = quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}
+	}
+	var nodes []quota.NodeSpec
+	queues := []string{"a"}
+	if single {
+		rules = quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}
+		nodes = append(nodes, queue("a", "", int64(rapid.IntRange(4, 16).Draw(t, "nomA")), rules))
+	} else {
+		nodes = append(nodes, cohort("c", "", int64(rapid.IntRange(0, 8).Draw(t, "nomC"))),
+			queue("a", "c", int64(rapid.IntRange(0, 8).Draw(t, "nomA")), rules),
+			queue("b", "c", int64(rapid.IntRange(0, 8).Draw(t, "nomB")), lower),
+			queue("x", "c", int64(rapid.IntRange(0, 8).Draw(t, "nomX")), lower))
+		queues = append(queues, "b", "x")
+	}
+	e := newEnv(t, 1, 2, 2, 4, nodes...)
+	n := rapid.IntRange(2, 12).Draw(t, "running")
+	for i := range n {
+		node := rapid.IntRange(0, 3).Draw(t, "node")
+		free := e.f.Free(topology.NodeID(node))
+		if free == 0 {
+			continue
+		}
+		g := rapid.IntRange(1, free).Draw(t, "gpus")
+		ns, gs := []int{node}, []int{g}
+		if node%2 == 0 && g == 4 && e.f.Free(topology.NodeID(node+1)) == 4 && rapid.Bool().Draw(t, "twoNodes") {
+			ns, gs = []int{node, node + 1}, []int{4, 4}
+		}
+		q := queues[rapid.IntRange(0, len(queues)-1).Draw(t, "queue")]
+		age := time.Duration(rapid.IntRange(1, 60).Draw(t, "age")) * time.Minute
+		r := e.run(fmt.Sprintf("w%d", i), q, int32(rapid.IntRange(0, 4).Draw(t, "prio")), age, ns, gs)
+		r.Preemptible = rapid.IntRange(0, 4).Draw(t, "preemptible") > 0
+		r.MinRuntime = time.Duration(rapid.IntRange(0, 3).Draw(t, "minRuntime")) * 10 * time.Minute
+		r.Draining = rapid.IntRange(0, 9).Draw(t, "draining") == 0
+	}
+	req := e.req("new", "a", int32(rapid.IntRange(2, 6).Draw(t, "reqPrio")),
+		rapid.IntRange(1, 3).Draw(t, "pods"), rapid.SampledFrom([]int{1, 2, 4, 4}).Draw(t, "perPod"),
+		rapid.SampledFrom([]string{"", "leaf", "node"}).Draw(t, "required"))
+	if !single {
+		req.FairSharing = rapid.IntRange(0, 3).Draw(t, "fair") == 0
+	}
+	exclude := map[string]bool{}
+	for i := range e.running {
+		if !single && rapid.IntRange(0, 6).Draw(t, "exclude") == 0 {
+			exclude[e.running[i].W.ID] = true
+		}
+	}
+	return e, req, exclude
+}
+
+// fitsWithout reports whether req fits in quota (in the plan's mode) and
+// in topology once the given workloads are gone, on clones.
+func fitsWithout(e *env, req preempt.Request, gone map[string]bool, allowBorrow bool) bool {
+	f, tree := e.f.Clone(), e.tree.Clone()
+	for _, r := range e.running {
+		if !gone[r.W.ID] {
+			continue
+		}
+		for _, x := range r.Nodes {
+			if err := f.Release(x.Node, x.GPUs); err != nil {
+				panic(err)
+			}
+		}
+		if err := tree.RemoveUsage(r.Queue, r.Flavor, int64(gpusOfTest(r.Nodes))); err != nil {
+			panic(err)
+		}
+	}
+	v := tree.Fits(req.Queue, req.Flavor, int64(req.W.GPUs()))
+	if !v.Fits() || !allowBorrow && v.Borrowing() {
+		return false
+	}
+	_, err := placement.Place(f, req.W, placement.Options{})
+	return err == nil
+}
+
+func gpusOfTest(ns []placement.NodeGPUs) int {
+	g := 0
+	for _, x := range ns {
+		g += x.GPUs
+	}
+	return g
+}
+
+func TestVictimsProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e, req, exclude := instance(t, rapid.Bool().Draw(t, "single"))
+		beforeF := e.f.String()
+		var beforeT bytesOf
+		beforeT.read(e.tree)
+		s := preempt.NewSearcher(preempt.Options{})
+		p, err := s.Victims(e.f, e.tree, req, e.running, exclude)
+		require.Equal(t, beforeF, e.f.String())
+		var afterT bytesOf
+		afterT.read(e.tree)
+		require.Equal(t, beforeT, afterT)
+		p2, err2 := preempt.NewSearcher(preempt.Options{}).Victims(e.f, e.tree, req, e.running, exclude)
+		require.Equal(t, err == nil, err2 == nil)
+		require.Equal(t, p, p2, "deterministic")
+		if err != nil {
+			require.ErrorIs(t, err, preempt.ErrNoPlan)
+			return
+		}
+		byID := map[string]*preempt.Running{}
+		for i := range e.running {
+			byID[e.running[i].W.ID] = &e.running[i]
+		}
+		gone := map[string]bool{}
+		for id := range exclude {
+			gone[id] = true
+		}
+		for _, v := range p.Victims {
+			r := byID[v.ID]
+			require.NotNil(t, r)
+			require.False(t, exclude[v.ID], "excluded victim %s", v.ID)
+			require.False(t, gone[v.ID], "repeated victim %s", v.ID)
+			require.Equal(t, gpusOfTest(r.Nodes), v.GPUs, "whole gang")
+			require.True(t, r.Draining || r.Preemptible && !req.Now.Before(r.Started.Add(r.MinRuntime)), "drain contract %s", v.ID)
+			rules := e.tree.Rules(req.Queue)
+			if r.Queue == req.Queue {
+				require.Equal(t, preempt.InQueue, v.Reason)
+				require.NotEqual(t, quota.WithinQueueNever, rules.WithinQueue)
+				require.LessOrEqual(t, r.W.Priority, req.W.Priority)
+			} else {
+				require.NotEqual(t, quota.ReclaimNever, rules.ReclaimWithinCohort)
+			}
+			gone[v.ID] = true
+		}
+		require.True(t, fitsWithout(e, req, gone, p.Borrowing), "fits without the victims")
+		for _, v := range p.Victims {
+			delete(gone, v.ID)
+			require.False(t, fitsWithout(e, req, gone, p.Borrowing), "1-minimal: %s is not needed", v.ID)
+			gone[v.ID] = true
+		}
+	})
+}
+
+// bytesOf is the tree's usage and borrowing, per node, for comparison.
+type bytesOf []int64
+
+func (b *bytesOf) read(t *quota.Tree) {
+	for n := range quota.NodeID(t.NumNodes()) {
+		*b = append(*b, t.InUse(n, 0), t.Usage(n, 0), t.Borrowed(n, 0))
+	}
+}
+
+// TestVictimsAgainstBruteForce compares, on one queue where every rule is
+// static, with every subset of the allowed candidates: a plan exists iff
+// some subset fits, and ours is no worse than Kueue's greedy-then-fill-back
+// baseline (lowest highest victim priority, then cost).
+func TestVictimsAgainstBruteForce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e, req, _ := instance(t, true)
+		var allowed []*preempt.Running
+		for i := range e.running {
+			r := &e.running[i]
+			if (r.Draining || r.Preemptible && !req.Now.Before(r.Started.Add(r.MinRuntime))) && r.W.Priority < req.W.Priority {
+				allowed = append(allowed, r)
+			}
+		}
+		exists := false
+		for mask := 0; mask < 1<<len(allowed) && !exists; mask++ {
+			gone := map[string]bool{}
+			for i, r := range allowed {
+				if mask&(1<<i) != 0 {
+					gone[r.W.ID] = true
+				}
+			}
+			exists = fitsWithout(e, req, gone, true)
+		}
+		p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.f, e.tree, req, e.running, nil)
+		require.Equal(t, exists, err == nil, "brute force %v, ours %v", exists, err)
+		if err != nil {
+			return
+		}
+		// Kueue's baseline: the same order, remove until it fits, then
+		// fill back.
+		cost := preempt.DefaultCost{RestartOverhead: 3 * time.Minute}
+		slices.SortFunc(allowed, func(a, b *preempt.Running) int {
+			if a.Draining != b.Draining {
+				if a.Draining {
+					return -1
+				}
+				return 1
+			}
+			if c := cmp.Compare(a.W.Priority, b.W.Priority); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(cost.Cost(a, req.Now), cost.Cost(b, req.Now)); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.W.ID, b.W.ID)
+		})
+		gone := map[string]bool{}
+		var picked []*preempt.Running
+		for _, r := range allowed {
+			if fitsWithout(e, req, gone, true) {
+				break
+			}
+			gone[r.W.ID] = true
+			picked = append(picked, r)
+		}
+		for i := len(picked) - 1; i >= 0; i-- {
+			delete(gone, picked[i].W.ID)
+			if !fitsWithout(e, req, gone, true) {
+				gone[picked[i].W.ID] = true
+			}
+		}
+		var gMax int32 = -1
+		gCost := 0.0
+		for _, r := range allowed {
+			if gone[r.W.ID] {
+				gMax = max(gMax, r.W.Priority)
+				gCost += cost.Cost(r, req.Now)
+			}
+		}
+		var oMax int32 = -1
+		for _, v := range p.Victims {
+			oMax = max(oMax, v.Priority)
+		}
+		require.True(t, oMax < gMax || oMax == gMax && p.LostGPUSeconds <= gCost+1e-6,
+			"ours (%d, %.0f) worse than greedy (%d, %.0f)", oMax, p.LostGPUSeconds, gMax, gCost)
+	})
+}
