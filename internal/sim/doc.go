@@ -1,0 +1,53 @@
+// Package sim is a deterministic discrete-event simulator of a GPU fleet
+// that drives fleet.Scheduler exactly as a real host would. It backs the
+// month-long example (examples/fleet) and the end-to-end tests and
+// benchmarks: the proof that the scheduler's decisions, carried out,
+// give the economics the design claims.
+//
+// # What it simulates
+//
+//   - Inference: sixteen services of tensor-parallel 1, 2, 4 and 8 GPU
+//     replicas whose total demand follows a diurnal curve (by default 500
+//     of 2,048 GPUs for 12 hours a day, 1,200 at the peak) plus sudden
+//     spikes. An autoscaler runs every minute: scale-up submits
+//     prod-inference replicas and cycles at once; scale-down cancels a
+//     pending replica or stops a running one (Exited, finished).
+//   - Training: research gangs of 8 to 512 GPUs in whole nodes (one leaf
+//     up to 64 GPUs, one spine above), lognormal run times, checkpoints
+//     every 20 minutes (Checkpointed), a restart overhead of 3 minutes;
+//     a preempted or failed job is resubmitted with the work it has left.
+//     Researchers stop submitting into a deep queue (a backlog cap).
+//   - Batch: elastic, preemptible filler of 1 to 64 GPUs that does not
+//     checkpoint; a fixed backlog is kept waiting.
+//   - Drains: a victim exits 20-100 s after SIGTERM, saving its state if
+//     it checkpoints; a configurable share hangs and is killed when the
+//     scheduler asks (Kill, Exited killed).
+//   - Node failures at a rate per GPU-day (default 5e-4, as in Llama 3's
+//     training run), taking every workload on the node down; repair
+//     after 2-6 hours.
+//   - Usage: SM activity and MFU per shape (inference 0.3-0.7 by load,
+//     training 0.8-0.95, batch 0.6-0.9) as samples for an Observer, such
+//     as a metrics recorder.
+//   - Optionally, a job trace (ReadPhilly: the Microsoft Philly trace)
+//     replaces the synthetic training and batch streams.
+//
+// # How it runs
+//
+// Simulated time only: an agenda of events ordered by (time, sequence),
+// one seeded PCG generator for every draw, no clock and no goroutines.
+// The same Config gives the same Result, byte for byte (WriteText).
+// Every Cycle (10 s) the host calls Schedule if anything changed, a drain
+// deadline passed or work has waited a minute, and carries out the
+// Decisions in the order the scheduler demands: Kill, Drain, Admit. Its
+// own bookkeeping of GPUs per node catches a GPU booked twice, and with
+// Config.Check every cycle compares the scheduler's Snapshot with it.
+//
+//	r, err := sim.Run(sim.Config{Policy: sim.Borrow, Seed: 1})
+//	// r.BorrowedGPUh, r.ReservedIdleGPUh, r.ReclaimWaits, r.Waits, r.Series ...
+//
+// # What it is not
+//
+// Not a model of any real cluster's timings: the workload is synthetic
+// and its parameters are defaults to argue with. The figures compare
+// policies on the same workload and seed, which is what it is for.
+package sim

@@ -1,0 +1,856 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Observer receives what a run produces, for a metrics recorder or a log.
+// The simulator calls it synchronously; an error stops the run.
+type Observer interface {
+	// Events receives the scheduler's events of one cycle, in order.
+	Events(events []fleet.Event) error
+	// Usage receives one usage sample of every running workload. The
+	// slice is reused by the next call.
+	Usage(now time.Time, usage []Usage) error
+	// Snapshot receives the scheduler's snapshot once per sample period.
+	Snapshot(s fleet.Snapshot) error
+}
+
+// Usage is one workload's measured use over the last sample period.
+type Usage struct {
+	Workload string
+	Shape    gang.Shape
+	GPUs     int
+	// SMActivity is the share of time its GPUs' SMs were busy (0-1).
+	SMActivity float64
+	// MFU is the model FLOPs utilisation: useful FLOPs over peak (0-1).
+	MFU float64
+}
+
+type jobState uint8
+
+const (
+	jsPending jobState = iota + 1
+	jsRunning
+	jsDraining
+	jsGone
+)
+
+// job is the host's record of one workload: what it must compute, what
+// it has saved, and where it runs.
+type job struct {
+	w        gang.Workload
+	gpus     int
+	work     int64 // run time needed in total (ns); 0 runs until stopped
+	done     int64 // run time saved by checkpoints (ns)
+	gen      int32 // run generation: events of earlier runs are stale
+	state    jobState
+	runStart int64 // when the current run starts making progress
+	restart  bool  // the next run pays the restart overhead
+	pods     []pod
+	fail     bool // will not exit in time if drained
+	deadline int64
+	activity float64
+	mfu      float64
+	service  int // inference service, or -1
+	trace    bool
+	reclaim  bool // victims were drained to make room for it
+	live     int  // position in sim.live while it holds GPUs
+}
+
+type pod struct {
+	node int32
+	gpus int
+}
+
+// sim is one run's state.
+type sim struct {
+	cfg   Config
+	s     *fleet.Scheduler
+	rng   *rand.Rand
+	q     agenda
+	seq   uint64
+	now   int64
+	start time.Time
+	err   error
+
+	jobs []*job
+	byID map[string]int32
+
+	nodeName []string
+	nodeIdx  map[string]int32
+	nodeCap  []int
+	nodeUsed []int
+	nodeDown []bool
+	gpus     int
+	healthy  int
+
+	infNominal, researchNominal int
+	pools                       bool // the fleet is split into node pools
+	services                    []service
+	spikeGPUs                   float64
+	training, batch             mix
+	trainingRate                float64 // arrivals per ns
+	trace                       int     // next trace job
+	pendingResearch             int
+	pendingBatch                int
+	nextID                      int
+
+	dirty        bool
+	lastSchedule int64
+	draining     []int32
+	live         []int32 // jobs holding GPUs, in no particular order
+	usage        []Usage
+
+	// Allocated GPUs by shape and queue, and the rate of busy GPUs and
+	// useful FLOP share of training and batch, kept current for advance.
+	alloc         [4]int
+	allocResearch int
+	allocBatch    int
+	busyRate      float64
+	mfuRate       float64
+	lastAdvance   int64
+
+	res Result
+}
+
+// Run simulates cfg and returns its figures. The same Config gives the
+// same Result, byte for byte.
+func Run(cfg Config) (*Result, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	sched, err := fleet.New(c.Fleet)
+	if err != nil {
+		return nil, err
+	}
+	sm := &sim{cfg: c, s: sched, rng: rand.New(rand.NewPCG(c.Seed, 0x5ee7f1ee7)), start: c.Start,
+		byID: map[string]int32{}, nodeIdx: map[string]int32{}, services: services()}
+	sm.init()
+	sm.loop()
+	if sm.err != nil {
+		return nil, sm.err
+	}
+	sm.finish()
+	return &sm.res, nil
+}
+
+func (sm *sim) init() {
+	c := sm.cfg
+	for i, n := range c.Fleet.Topology.Nodes {
+		sm.nodeName = append(sm.nodeName, n.Name)
+		sm.nodeIdx[n.Name] = int32(i)
+		sm.nodeCap = append(sm.nodeCap, n.GPUs)
+		sm.pools = sm.pools || n.Pool == PoolInference
+		sm.gpus += n.GPUs
+	}
+	sm.healthy = sm.gpus
+	sm.nodeUsed = make([]int, len(sm.nodeCap))
+	sm.nodeDown = make([]bool, len(sm.nodeCap))
+	for _, n := range c.Fleet.Quota.Nodes {
+		if len(n.Quotas) == 0 {
+			continue
+		}
+		switch n.Name {
+		case QueueInference:
+			sm.infNominal = int(n.Quotas[0].Nominal)
+		case QueueResearch:
+			sm.researchNominal = int(n.Quotas[0].Nominal)
+		}
+	}
+	maxGang := min(512, max(8, sm.gpus/4))
+	sm.training = newMix(trainingSizes(), maxGang)
+	sm.batch = newMix(batchSizes(), min(64, maxGang))
+	w := c.Workload
+	meanRun := float64(w.TrainingMedian) * math.Exp(trainingSigma*trainingSigma/2)
+	sm.trainingRate = w.TrainingLoad * float64(sm.gpus) / (sm.training.mean * meanRun)
+
+	r := &sm.res
+	r.Policy, r.GPUs, r.Seed, r.Start = c.Policy.String(), sm.gpus, c.Seed, c.Start
+	r.InferenceNominal, r.ResearchNominal = sm.infNominal, sm.researchNominal
+	r.waits = map[string][]float64{}
+
+	sm.push(event{at: 0, kind: evTick})
+	sm.push(event{at: 0, kind: evSample})
+	if len(c.Trace) > 0 {
+		sm.push(event{at: int64(c.Trace[0].Arrival), kind: evTrace})
+	} else if sm.trainingRate > 0 {
+		sm.push(event{at: sm.exp(sm.trainingRate), kind: evTraining})
+	}
+	if w.SpikesPerDay > 0 {
+		sm.push(event{at: sm.exp(w.SpikesPerDay / float64(24*time.Hour)), kind: evSpike})
+	}
+	if c.FailuresPerGPUDay > 0 {
+		sm.push(event{at: sm.exp(sm.failRate()), kind: evNodeFail})
+	}
+}
+
+func (sm *sim) failRate() float64 {
+	return sm.cfg.FailuresPerGPUDay * float64(sm.gpus) / float64(24*time.Hour)
+}
+
+// exp draws an exponential gap for a Poisson process of rate per ns.
+func (sm *sim) exp(rate float64) int64 { return int64(sm.rng.ExpFloat64() / rate) }
+
+func (sm *sim) push(e event) {
+	sm.seq++
+	e.seq = sm.seq
+	sm.q.push(e)
+}
+
+func (sm *sim) at(t int64) time.Time { return sm.start.Add(time.Duration(t)) }
+
+func (sm *sim) fail(err error) {
+	if sm.err == nil {
+		sm.err = err
+	}
+}
+
+func (sm *sim) loop() {
+	end := int64(sm.cfg.Duration)
+	day := int64(24 * time.Hour)
+	nextDay := day
+	for sm.q.len() > 0 && sm.err == nil {
+		e := sm.q.pop()
+		if e.at > end {
+			break
+		}
+		sm.advance(e.at)
+		sm.now = e.at
+		sm.res.Events++
+		if sm.cfg.Progress != nil && e.at >= nextDay {
+			sm.cfg.Progress(sm.at(e.at), float64(e.at)/float64(end))
+			nextDay += day
+		}
+		switch e.kind {
+		case evTick:
+			sm.tick()
+		case evSample:
+			sm.sample()
+			sm.push(event{at: sm.now + int64(sm.cfg.Sample), kind: evSample})
+		case evTraining:
+			sm.arriveTraining()
+			sm.push(event{at: sm.now + sm.exp(sm.trainingRate), kind: evTraining})
+		case evTrace:
+			sm.arriveTrace()
+		case evSpike:
+			sm.spike(e)
+		case evFinish:
+			if j := sm.jobs[e.job]; j.gen == e.gen && (j.state == jsRunning || j.state == jsDraining) {
+				sm.exit(e.job, gang.ExitFinished)
+				j.state = jsGone
+				sm.res.Completed[j.w.Shape]++
+			}
+		case evCheckpoint:
+			sm.checkpoint(e)
+		case evDrainExit:
+			if j := sm.jobs[e.job]; j.gen == e.gen && j.state == jsDraining {
+				sm.stopped(e.job, gang.ExitDrained)
+			}
+		case evNodeFail:
+			sm.nodeFail()
+			sm.push(event{at: sm.now + sm.exp(sm.failRate()), kind: evNodeFail})
+		case evNodeRepair:
+			sm.nodeRepair(e.job)
+		}
+	}
+	sm.advance(end)
+	sm.now = end
+}
+
+// tick is one cycle period: the autoscaler on its period, then Schedule
+// when anything changed, a drain deadline passed, work has waited a
+// minute since the last cycle, or never.
+func (sm *sim) tick() {
+	c := sm.cfg
+	if sm.now%int64(c.Autoscale) == 0 {
+		sm.autoscale()
+		if len(c.Trace) == 0 {
+			sm.topUpBatch()
+		}
+	}
+	idle := sm.now-sm.lastSchedule >= int64(time.Minute) && sm.pendingResearch+sm.pendingBatch > 0
+	if sm.dirty || idle || sm.deadlineDue() {
+		sm.schedule()
+	}
+	sm.push(event{at: sm.now + int64(c.Cycle), kind: evTick})
+}
+
+func (sm *sim) deadlineDue() bool {
+	keep := sm.draining[:0]
+	due := false
+	for _, i := range sm.draining {
+		j := sm.jobs[i]
+		if j.state != jsDraining {
+			continue
+		}
+		keep = append(keep, i)
+		if j.deadline <= sm.now {
+			due = true
+		}
+	}
+	sm.draining = keep
+	return due
+}
+
+// schedule runs cycles and carries out their decisions in the order the
+// scheduler demands: kills, drains, admissions. Kills free GPUs that
+// beneficiaries wait for, so a cycle with kills is followed by another.
+func (sm *sim) schedule() {
+	now := sm.at(sm.now)
+	for range 3 {
+		d := sm.s.Schedule(now)
+		sm.dirty = false
+		sm.lastSchedule = sm.now
+		sm.res.Cycles++
+		sm.res.SchedulerEvents += len(d.Events)
+		if sm.cfg.Observer != nil {
+			if err := sm.cfg.Observer.Events(d.Events); err != nil {
+				sm.fail(err)
+				return
+			}
+		}
+		for _, k := range d.Kill {
+			i, ok := sm.byID[k.ID]
+			if !ok || (sm.jobs[i].state != jsDraining && sm.jobs[i].state != jsRunning) {
+				sm.violate("kill of %q, which the host does not run", k.ID)
+				continue
+			}
+			sm.res.Kills++
+			sm.stopped(i, gang.ExitKilled)
+		}
+		for _, dr := range d.Drain {
+			sm.drain(dr)
+		}
+		for _, a := range d.Admit {
+			sm.admit(a)
+		}
+		if sm.cfg.Check {
+			sm.check()
+		}
+		if len(d.Kill) == 0 || sm.err != nil {
+			return
+		}
+	}
+}
+
+func (sm *sim) violate(format string, args ...any) {
+	if len(sm.res.Violations) < 100 {
+		sm.res.Violations = append(sm.res.Violations, sm.at(sm.now).Format(time.DateTime)+": "+fmt.Sprintf(format, args...))
+	}
+}
+
+// submit hands a job to the scheduler.
+func (sm *sim) submit(i int32) {
+	j := sm.jobs[i]
+	if err := sm.s.Submit(sm.at(sm.now), j.w); err != nil {
+		sm.fail(err)
+		return
+	}
+	j.state = jsPending
+	sm.dirty = true
+	sm.pendingDelta(j, 1)
+}
+
+func (sm *sim) pendingDelta(j *job, d int) {
+	switch j.w.Queue {
+	case QueueResearch:
+		sm.pendingResearch += d
+	case QueueBatch:
+		sm.pendingBatch += d
+	}
+}
+
+func (sm *sim) newJob(w gang.Workload, work int64, service int) int32 {
+	if sm.pools {
+		w.Pools = []string{PoolTraining}
+		if w.Shape == gang.Inference {
+			w.Pools = []string{PoolInference}
+		}
+	}
+	i := int32(len(sm.jobs))
+	sm.jobs = append(sm.jobs, &job{w: w, gpus: w.GPUs(), work: work, service: service})
+	sm.byID[w.ID] = i
+	return i
+}
+
+func (sm *sim) id(prefix string) string {
+	sm.nextID++
+	return prefix + "-" + strconv.Itoa(sm.nextID)
+}
+
+// admit starts an admitted workload on its nodes.
+func (sm *sim) admit(a fleet.Admission) {
+	i, ok := sm.byID[a.ID]
+	if !ok || sm.jobs[i].state != jsPending {
+		sm.violate("admission of %q, which is not pending", a.ID)
+		return
+	}
+	j := sm.jobs[i]
+	sm.pendingDelta(j, -1)
+	j.state, j.pods = jsRunning, j.pods[:0]
+	gpus := 0
+	for _, p := range a.Pods {
+		n, ok := sm.nodeIdx[p.Node]
+		if !ok {
+			sm.violate("%q admitted on unknown node %q", a.ID, p.Node)
+			continue
+		}
+		if sm.nodeDown[n] {
+			sm.violate("%q admitted on down node %q", a.ID, p.Node)
+		}
+		sm.nodeUsed[n] += p.GPUs
+		if sm.nodeUsed[n] > sm.nodeCap[n] {
+			sm.violate("node %q double-booked: %d of %d GPUs after admitting %q", p.Node, sm.nodeUsed[n], sm.nodeCap[n], a.ID)
+		}
+		j.pods = append(j.pods, pod{node: n, gpus: p.GPUs})
+		gpus += p.GPUs
+	}
+	if gpus != j.gpus {
+		sm.violate("%q admitted with %d GPUs, wants %d", a.ID, gpus, j.gpus)
+	}
+	sm.res.wait(a.Queue, a.Wait)
+	if j.w.Shape == gang.Inference {
+		sm.res.inferenceWait(a.Wait, j.reclaim)
+		j.reclaim = false
+	}
+	j.runStart = sm.now
+	if j.restart {
+		j.runStart += int64(sm.cfg.RestartOverhead)
+	}
+	switch j.w.Shape {
+	case gang.Training:
+		j.activity = 0.80 + 0.15*sm.rng.Float64()
+		j.mfu = 0.35 + 0.10*sm.rng.Float64()
+	case gang.Batch:
+		j.activity = 0.60 + 0.30*sm.rng.Float64()
+		j.mfu = 0.45 * j.activity
+	}
+	sm.account(j, 1)
+	j.live = len(sm.live)
+	sm.live = append(sm.live, i)
+	if j.work > 0 {
+		sm.push(event{at: j.runStart + j.work - j.done, kind: evFinish, job: i, gen: j.gen})
+		if j.w.Drain.CheckpointInterval > 0 {
+			sm.push(event{at: j.runStart + int64(j.w.Drain.CheckpointInterval), kind: evCheckpoint, job: i, gen: j.gen})
+		}
+	}
+}
+
+// account adds (sign 1) or removes (-1) a running job from the counters.
+func (sm *sim) account(j *job, sign int) {
+	g := sign * j.gpus
+	sm.alloc[j.w.Shape] += g
+	switch j.w.Queue {
+	case QueueResearch:
+		sm.allocResearch += g
+	case QueueBatch:
+		sm.allocBatch += g
+	}
+	sm.busyRate += float64(g) * j.activity
+	sm.mfuRate += float64(g) * j.mfu
+}
+
+// progress is the run time a running job has done at t.
+func (sm *sim) progress(j *job) int64 {
+	p := j.done + max(0, sm.now-j.runStart)
+	if j.work > 0 {
+		p = min(p, j.work)
+	}
+	return p
+}
+
+func (sm *sim) checkpoint(e event) {
+	j := sm.jobs[e.job]
+	if j.gen != e.gen || (j.state != jsRunning && j.state != jsDraining) {
+		return
+	}
+	j.done = sm.progress(j)
+	if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID); err != nil {
+		sm.fail(err)
+		return
+	}
+	sm.res.Checkpoints++
+	sm.push(event{at: sm.now + int64(j.w.Drain.CheckpointInterval), kind: evCheckpoint, job: e.job, gen: j.gen})
+}
+
+// drain sends SIGTERM to a victim: it checkpoints and exits within the
+// drain time, or, for a configured share, hangs until killed.
+func (sm *sim) drain(d fleet.Drain) {
+	i, ok := sm.byID[d.ID]
+	if !ok || sm.jobs[i].state != jsRunning {
+		sm.violate("drain of %q, which is not running", d.ID)
+		return
+	}
+	j := sm.jobs[i]
+	j.state, j.deadline = jsDraining, int64(d.Deadline.Sub(sm.start))
+	sm.draining = append(sm.draining, i)
+	sm.res.Drains++
+	if b, ok := sm.byID[d.Beneficiary]; ok && sm.jobs[b].w.Shape == gang.Inference {
+		if !sm.jobs[b].reclaim {
+			sm.res.InferenceReclaims++
+		}
+		sm.jobs[b].reclaim = true
+	}
+	j.fail = sm.rng.Float64() < sm.cfg.DrainFailShare
+	if j.fail {
+		return
+	}
+	c := sm.cfg
+	t := int64(c.DrainMin) + int64(sm.rng.Float64()*float64(c.DrainMax-c.DrainMin))
+	sm.push(event{at: sm.now + t, kind: evDrainExit, job: i, gen: j.gen})
+}
+
+// stopped ends a preempted run (drained or killed) and requeues the job
+// with its remaining work.
+func (sm *sim) stopped(i int32, how gang.ExitReason) {
+	j := sm.jobs[i]
+	lost := sm.progress(j) - j.done
+	if how == gang.ExitDrained && j.w.Drain.CheckpointInterval > 0 {
+		// SIGTERM makes a checkpointing job save its state before it exits.
+		j.done, lost = sm.progress(j), 0
+		if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID); err != nil {
+			sm.fail(err)
+			return
+		}
+	} else {
+		j.done = min(j.done, sm.progress(j))
+	}
+	if j.w.Drain.CheckpointInterval == 0 {
+		lost, j.done = sm.progress(j), 0
+	}
+	sm.res.PreemptedLostGPUh += float64(lost) * float64(j.gpus) / float64(time.Hour)
+	sm.res.RestartGPUh += float64(sm.cfg.RestartOverhead) * float64(j.gpus) / float64(time.Hour)
+	sm.exit(i, how)
+	sm.requeue(i)
+}
+
+// exit reports an exit to the scheduler and frees the job's GPUs.
+func (sm *sim) exit(i int32, how gang.ExitReason) {
+	j := sm.jobs[i]
+	if err := sm.s.Exited(sm.at(sm.now), j.w.ID, how); err != nil {
+		sm.fail(err)
+		return
+	}
+	sm.release(j)
+}
+
+func (sm *sim) release(j *job) {
+	for _, p := range j.pods {
+		sm.nodeUsed[p.node] -= p.gpus
+		if sm.nodeUsed[p.node] < 0 {
+			sm.violate("node %q released below zero by %q", sm.nodeName[p.node], j.w.ID)
+		}
+	}
+	j.pods = j.pods[:0]
+	sm.account(j, -1)
+	last := sm.live[len(sm.live)-1]
+	sm.live[j.live] = last
+	sm.jobs[last].live = j.live
+	sm.live = sm.live[:len(sm.live)-1]
+	j.activity, j.mfu = 0, 0
+	sm.dirty = true
+}
+
+// requeue submits a stopped job again with the work it has left; it pays
+// the restart overhead when it runs again.
+func (sm *sim) requeue(i int32) {
+	j := sm.jobs[i]
+	j.gen++
+	j.restart = true
+	j.w.Drain.LastCheckpoint = time.Time{}
+	if j.work > 0 {
+		j.w.ExpectedRuntime = time.Duration(j.work-j.done) + sm.cfg.RestartOverhead
+	}
+	sm.res.Requeues++
+	sm.submit(i)
+}
+
+// demand is the inference demand now, in GPUs, capped at its guarantee.
+func (sm *sim) demand() float64 {
+	w := sm.cfg.Workload
+	h := float64(sm.now%int64(24*time.Hour)) / float64(time.Hour)
+	g := float64(sm.gpus)
+	d := g * (w.InferenceTrough + (w.InferencePeak-w.InferenceTrough)*diurnal(h, w.TroughHours))
+	return min(d+sm.spikeGPUs, float64(sm.infNominal))
+}
+
+// autoscale sets every inference service's replica count to its share
+// of the demand: scale-up submits replicas, scale-down withdraws the
+// newest (a pending one is cancelled, a running one stops).
+func (sm *sim) autoscale() {
+	d := sm.demand()
+	for si := range sm.services {
+		sv := &sm.services[si]
+		target := int(math.Ceil(d * sv.share / float64(sv.tp)))
+		for len(sv.replicas) < target {
+			sv.next++
+			w := inferenceWorkload(sv.name+"-"+strconv.Itoa(sv.next), sv.tp)
+			i := sm.newJob(w, 0, si)
+			sv.replicas = append(sv.replicas, i)
+			sm.submit(i)
+			sm.res.ScaleUps++
+		}
+		for len(sv.replicas) > target {
+			i := sv.replicas[len(sv.replicas)-1]
+			sv.replicas = sv.replicas[:len(sv.replicas)-1]
+			j := sm.jobs[i]
+			switch j.state {
+			case jsPending:
+				if err := sm.s.Cancel(sm.at(sm.now), j.w.ID); err != nil {
+					sm.fail(err)
+				}
+				sm.dirty = true
+			case jsRunning, jsDraining:
+				sm.exit(i, gang.ExitFinished)
+			}
+			j.state = jsGone
+			delete(sm.byID, j.w.ID)
+			sm.res.ScaleDowns++
+		}
+	}
+	if sm.dirty {
+		// Inference is latency-bound: its scale-up is scheduled at once.
+		sm.schedule()
+	}
+}
+
+func (sm *sim) spike(e event) {
+	w := sm.cfg.Workload
+	if e.job < 0 {
+		sm.spikeGPUs -= float64(e.gen)
+		return
+	}
+	size := int32(math.Round(w.SpikeSize * float64(sm.gpus) * (0.5 + sm.rng.Float64())))
+	sm.spikeGPUs += float64(size)
+	sm.res.Spikes++
+	length := int64(float64(w.SpikeLength) * (0.5 + sm.rng.Float64()))
+	sm.push(event{at: sm.now + length, kind: evSpike, job: -1, gen: size})
+	sm.push(event{at: sm.now + sm.exp(w.SpikesPerDay/float64(24*time.Hour)), kind: evSpike})
+}
+
+func (sm *sim) arriveTraining() {
+	w := sm.cfg.Workload
+	if sm.pendingResearch >= w.TrainingBacklog {
+		sm.res.TurnedAway++
+		return
+	}
+	gpus := sm.training.draw(sm.rng)
+	run := lognormal(sm.rng, w.TrainingMedian, trainingSigma, 20*time.Minute, 72*time.Hour)
+	i := sm.newJob(trainingWorkload(sm.id("train"), gpus, run, sm.cfg.Checkpoint), int64(run), -1)
+	sm.submit(i)
+}
+
+func (sm *sim) topUpBatch() {
+	w := sm.cfg.Workload
+	for sm.pendingBatch < w.BatchBacklog && sm.err == nil {
+		gpus := sm.batch.draw(sm.rng)
+		run := lognormal(sm.rng, w.BatchMedian, batchSigma, 5*time.Minute, 8*time.Hour)
+		i := sm.newJob(batchWorkload(sm.id("batch"), gpus, run), int64(run), -1)
+		sm.submit(i)
+	}
+}
+
+// arriveTrace submits the next trace job: gangs of 8 GPUs or more as
+// research training in whole nodes, smaller jobs as batch.
+func (sm *sim) arriveTrace() {
+	c := sm.cfg
+	tj := c.Trace[sm.trace]
+	sm.trace++
+	if sm.trace < len(c.Trace) {
+		sm.push(event{at: int64(c.Trace[sm.trace].Arrival), kind: evTrace})
+	}
+	run := min(max(tj.Duration, time.Minute), 72*time.Hour)
+	var w gang.Workload
+	maxGang := sm.training.sizes[len(sm.training.sizes)-1]
+	if tj.GPUs >= 8 {
+		if sm.pendingResearch >= c.Workload.TrainingBacklog {
+			sm.res.TurnedAway++
+			return
+		}
+		gpus := min((tj.GPUs+7)/8*8, maxGang)
+		w = trainingWorkload(sm.id("philly-"+tj.Team), gpus, run, c.Checkpoint)
+	} else {
+		if sm.pendingBatch >= c.Workload.BatchBacklog*8 {
+			sm.res.TurnedAway++
+			return
+		}
+		w = batchWorkload(sm.id("philly-"+tj.Team), tj.GPUs, run)
+	}
+	i := sm.newJob(w, int64(run), -1)
+	sm.jobs[i].trace = true
+	sm.submit(i)
+}
+
+// nodeFail takes a random node down: every workload on it fails as a
+// whole and is requeued (an inference replica is replaced at once).
+func (sm *sim) nodeFail() {
+	n := int32(sm.rng.IntN(len(sm.nodeCap)))
+	if sm.nodeDown[n] {
+		return
+	}
+	affected, err := sm.s.SetNodeHealth(sm.at(sm.now), sm.nodeName[n], topology.Down)
+	if err != nil {
+		sm.fail(err)
+		return
+	}
+	sm.nodeDown[n] = true
+	sm.healthy -= sm.nodeCap[n]
+	sm.dirty = true
+	sm.res.NodeFailures++
+	for _, id := range affected {
+		i, ok := sm.byID[id]
+		if !ok {
+			sm.violate("node failure hit %q, which the host does not know", id)
+			continue
+		}
+		j := sm.jobs[i]
+		lost := sm.progress(j) - j.done
+		if j.w.Drain.CheckpointInterval == 0 && j.work > 0 {
+			lost, j.done = sm.progress(j), 0
+		}
+		sm.res.FailureLostGPUh += float64(lost) * float64(j.gpus) / float64(time.Hour)
+		sm.res.FailedRuns++
+		sm.release(j)
+		sm.requeue(i)
+	}
+	if sm.nodeUsed[n] != 0 {
+		sm.violate("node %q down with %d GPUs still booked", sm.nodeName[n], sm.nodeUsed[n])
+	}
+	c := sm.cfg
+	rep := int64(c.RepairMin) + int64(sm.rng.Float64()*float64(c.RepairMax-c.RepairMin))
+	sm.push(event{at: sm.now + rep, kind: evNodeRepair, job: n})
+}
+
+func (sm *sim) nodeRepair(n int32) {
+	if _, err := sm.s.SetNodeHealth(sm.at(sm.now), sm.nodeName[n], topology.Healthy); err != nil {
+		sm.fail(err)
+		return
+	}
+	sm.nodeDown[n] = false
+	sm.healthy += sm.nodeCap[n]
+	sm.dirty = true
+}
+
+// inferenceActivity is the SM activity of inference replicas now: 0.3 at
+// the trough to 0.7 at the peak, following load.
+func (sm *sim) inferenceActivity() float64 {
+	w := sm.cfg.Workload
+	h := float64(sm.now%int64(24*time.Hour)) / float64(time.Hour)
+	return 0.3 + 0.4*diurnal(h, w.TroughHours)
+}
+
+// advance integrates the GPU-time counters up to t.
+func (sm *sim) advance(t int64) {
+	dt := float64(t-sm.lastAdvance) / float64(time.Hour)
+	if dt <= 0 {
+		return
+	}
+	r := &sm.res
+	sm.lastAdvance = t
+	inf := float64(sm.alloc[gang.Inference])
+	r.InferenceGPUh += inf * dt
+	r.TrainingGPUh += float64(sm.alloc[gang.Training]) * dt
+	r.BatchGPUh += float64(sm.alloc[gang.Batch]) * dt
+	trainingShare := sm.gpus - sm.infNominal
+	r.BorrowedGPUh += float64(max(0, sm.allocResearch+sm.allocBatch-trainingShare)) * dt
+	r.ReservedIdleGPUh += float64(max(0, sm.infNominal-sm.alloc[gang.Inference])) * dt
+	used := sm.alloc[gang.Inference] + sm.alloc[gang.Training] + sm.alloc[gang.Batch]
+	r.IdleGPUh += float64(max(0, sm.healthy-used)) * dt
+	r.DownGPUh += float64(sm.gpus-sm.healthy) * dt
+	act := sm.inferenceActivity()
+	r.BusyGPUh += (inf*act + sm.busyRate) * dt
+	r.UsefulGPUh += (inf*0.3*act + sm.mfuRate) * dt
+	r.Hours += dt
+}
+
+// sample records a point of the series, the stranded GPUs, and feeds the
+// observer one usage sample per running workload.
+func (sm *sim) sample() {
+	stranded := 0
+	for n, used := range sm.nodeUsed {
+		if !sm.nodeDown[n] && used > 0 && used < sm.nodeCap[n] {
+			stranded += sm.nodeCap[n] - used
+		}
+	}
+	used := sm.alloc[gang.Inference] + sm.alloc[gang.Training] + sm.alloc[gang.Batch]
+	trainingShare := sm.gpus - sm.infNominal
+	borrowed := max(0, sm.allocResearch+sm.allocBatch-trainingShare)
+	sm.res.Series = append(sm.res.Series, Point{
+		At: time.Duration(sm.now), Demand: int(math.Round(sm.demand())),
+		Inference: sm.alloc[gang.Inference], Training: sm.alloc[gang.Training], Batch: sm.alloc[gang.Batch],
+		Borrowed: borrowed, Idle: max(0, sm.healthy-used), Stranded: stranded, Down: sm.gpus - sm.healthy,
+		PendingResearch: sm.pendingResearch, PendingBatch: sm.pendingBatch,
+	})
+	if sm.cfg.Observer == nil {
+		return
+	}
+	if err := sm.cfg.Observer.Snapshot(sm.s.Snapshot()); err != nil {
+		sm.fail(err)
+		return
+	}
+	sm.usage = sm.usage[:0]
+	act := sm.inferenceActivity()
+	for _, i := range sm.live {
+		j := sm.jobs[i]
+		u := Usage{Workload: j.w.ID, Shape: j.w.Shape, GPUs: j.gpus, SMActivity: j.activity, MFU: j.mfu}
+		if j.w.Shape == gang.Inference {
+			u.SMActivity, u.MFU = act, 0.3*act
+		}
+		sm.usage = append(sm.usage, u)
+	}
+	if err := sm.cfg.Observer.Usage(sm.at(sm.now), sm.usage); err != nil {
+		sm.fail(err)
+	}
+}
+
+// check compares the scheduler's snapshot with the host's own view:
+// free + allocated + nominated = healthy capacity, the same GPUs per
+// node, and no node above its capacity.
+func (sm *sim) check() {
+	snap := sm.s.Snapshot()
+	f := snap.Fleet
+	running := 0
+	perNode := make([]int, len(sm.nodeCap))
+	for _, r := range snap.Running {
+		running += r.GPUs
+		for _, ng := range r.Nodes {
+			perNode[sm.nodeIdx[ng.Node]] += ng.GPUs
+		}
+	}
+	if f.FreeGPUs+running+snap.Nominated != f.HealthyGPUs {
+		sm.violate("free %d + running %d + nominated %d != healthy capacity %d", f.FreeGPUs, running, snap.Nominated, f.HealthyGPUs)
+	}
+	if f.AllocatedGPUs != running+snap.Nominated {
+		sm.violate("allocated %d != running %d + nominated %d", f.AllocatedGPUs, running, snap.Nominated)
+	}
+	if f.HealthyGPUs != sm.healthy {
+		sm.violate("scheduler sees %d healthy GPUs, host %d", f.HealthyGPUs, sm.healthy)
+	}
+	for n, g := range perNode {
+		if g != sm.nodeUsed[n] {
+			sm.violate("node %q: scheduler places %d GPUs, host runs %d", sm.nodeName[n], g, sm.nodeUsed[n])
+		}
+	}
+}
+
+// finish flushes the scheduler's last events and sorts the figures.
+func (sm *sim) finish() {
+	d := sm.s.Schedule(sm.at(sm.now))
+	sm.res.SchedulerEvents += len(d.Events)
+	if sm.cfg.Observer != nil {
+		if err := sm.cfg.Observer.Events(d.Events); err != nil {
+			sm.fail(err)
+		}
+	}
+	sm.res.settle()
+}

@@ -1,0 +1,104 @@
+package sim
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrTrace wraps every refusal of a trace file.
+var ErrTrace = errors.New("sim: bad trace")
+
+// TraceJob is one job of a trace: when it arrives (after the trace's
+// first job), how long it runs at full speed, its GPUs and its team.
+type TraceJob struct {
+	Arrival  time.Duration
+	Duration time.Duration
+	GPUs     int
+	Team     string
+}
+
+// TraceError says where a trace is malformed.
+type TraceError struct {
+	Line   int
+	Detail string
+}
+
+func (e *TraceError) Error() string {
+	return fmt.Sprintf("%v: line %d: %s", ErrTrace, e.Line, e.Detail)
+}
+func (e *TraceError) Unwrap() error { return ErrTrace }
+
+// ReadPhilly reads the job-level CSV of the Microsoft Philly trace
+// (columns timestamp, duration, num_gpus, gpu_time, cluster; Jeon et al.,
+// USENIX ATC 2019, CC BY 4.0). Lines starting with '#' are comments. Jobs
+// come back in arrival order (ties by line), arrivals relative to the
+// earliest one.
+func ReadPhilly(r io.Reader) ([]TraceJob, error) {
+	cr := csv.NewReader(r)
+	cr.Comment = '#'
+	cr.FieldsPerRecord = -1
+	type row struct {
+		at   time.Time
+		job  TraceJob
+		line int
+	}
+	var rows []row
+	header := true
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		line, _ := cr.FieldPos(0)
+		if err != nil {
+			return nil, &TraceError{Line: line, Detail: err.Error()}
+		}
+		if header {
+			header = false
+			if len(rec) > 0 && rec[0] == "timestamp" {
+				continue
+			}
+		}
+		if len(rec) < 5 {
+			return nil, &TraceError{Line: line, Detail: fmt.Sprintf("%d fields, want 5", len(rec))}
+		}
+		at, err := time.Parse(time.DateTime, strings.TrimSpace(rec[0]))
+		if err != nil {
+			return nil, &TraceError{Line: line, Detail: "timestamp: " + err.Error()}
+		}
+		dur, err := strconv.ParseFloat(strings.TrimSpace(rec[1]), 64)
+		if err != nil || !(dur > 0 && dur < 1e9) {
+			return nil, &TraceError{Line: line, Detail: fmt.Sprintf("duration %q: want seconds above 0", rec[1])}
+		}
+		gpus, err := strconv.Atoi(strings.TrimSpace(rec[2]))
+		if err != nil || gpus < 1 || gpus > 1<<16 {
+			return nil, &TraceError{Line: line, Detail: fmt.Sprintf("num_gpus %q: want 1-65536", rec[2])}
+		}
+		team := strings.TrimSpace(rec[4])
+		if team == "" {
+			return nil, &TraceError{Line: line, Detail: "empty cluster"}
+		}
+		rows = append(rows, row{at: at, line: line, job: TraceJob{Duration: time.Duration(dur * float64(time.Second)), GPUs: gpus, Team: team}})
+	}
+	if len(rows) == 0 {
+		return nil, &TraceError{Detail: "no jobs"}
+	}
+	slices.SortStableFunc(rows, func(a, b row) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.line - b.line
+	})
+	out := make([]TraceJob, len(rows))
+	for i, r := range rows {
+		out[i] = r.job
+		out[i].Arrival = r.at.Sub(rows[0].at)
+	}
+	return out, nil
+}
