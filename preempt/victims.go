@@ -52,6 +52,8 @@ type Searcher struct {
 	best     []int32
 	gone     []int32 // indexes into running of workloads counted as gone
 	running  []Running
+	perQ     []int64
+	keys     []sortKey
 	undo     []placement.NodeGPUs
 }
 
@@ -343,21 +345,17 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 			s.cands = append(s.cands, c)
 		}
 	}
-	// Usage of every candidate must be removable: try it once.
-	for j := range s.cands {
-		c := &s.cands[j]
-		if err := t.RemoveUsage(c.r.Queue, s.fl, int64(c.gpus)); err != nil {
-			for k := range s.cands[:j] {
-				_ = t.AddUsage(s.cands[k].r.Queue, s.fl, int64(s.cands[k].gpus))
-			}
-			np := s.noPlan(WhyInvalid, "running workload "+c.id+": "+err.Error())
-			s.restore()
-			return np
-		}
+	// Usage of every candidate must be removable: try it once, per queue.
+	s.list = s.list[:0]
+	for i := range s.cands {
+		s.list = append(s.list, int32(i))
 	}
-	for j := range s.cands {
-		_ = t.AddUsage(s.cands[j].r.Queue, s.fl, int64(s.cands[j].gpus))
+	if err := s.removeAll(s.list); err != nil {
+		np := s.noPlan(WhyInvalid, err.Error())
+		s.restore()
+		return np
 	}
+	s.addAll(s.list)
 	s.sortCandidates()
 	return nil
 }
@@ -483,11 +481,45 @@ func (s *Searcher) borrowing(c *cand) bool {
 //  6. ID.
 func (s *Searcher) sortCandidates() {
 	s.order = s.order[:0]
-	for i := range s.cands {
-		s.order = append(s.order, int32(i))
-	}
 	cs := s.cands
-	slices.SortFunc(s.order, func(i, j int32) int { return less(&cs[i], &cs[j]) })
+	if s.req.FairSharing {
+		for i := range cs {
+			s.order = append(s.order, int32(i))
+		}
+		slices.SortFunc(s.order, func(i, j int32) int { return less(&cs[i], &cs[j]) })
+		return
+	}
+	// Without shares, criteria 1, 2 and 4 pack into one integer, so the
+	// sort compares flat keys instead of chasing pointers.
+	s.keys = s.keys[:0]
+	for i := range cs {
+		k := uint64(uint32(cs[i].prio) ^ 1<<31)
+		if !cs[i].r.Draining {
+			k |= 1 << 33
+		}
+		if !cs[i].other {
+			k |= 1 << 32
+		}
+		s.keys = append(s.keys, sortKey{k, cs[i].cost, int32(i)})
+	}
+	slices.SortFunc(s.keys, func(a, b sortKey) int {
+		if a.k != b.k {
+			return cmp.Compare(a.k, b.k)
+		}
+		if c := cmp.Compare(a.cost, b.cost); c != 0 {
+			return c
+		}
+		return cmp.Compare(cs[a.i].id, cs[b.i].id)
+	})
+	for _, k := range s.keys {
+		s.order = append(s.order, k.i)
+	}
+}
+
+type sortKey struct {
+	k    uint64
+	cost float64
+	i    int32
 }
 
 func less(a, b *cand) int {
@@ -548,14 +580,48 @@ func (s *Searcher) quotaOK(allowBorrow bool) bool {
 // could make quota fit, ignoring the per-pick rules: a cheap way to skip
 // hopeless attempts.
 func (s *Searcher) quotaReachable(allowBorrow bool) bool {
-	for _, i := range s.list {
-		_ = s.t.RemoveUsage(s.cands[i].r.Queue, s.fl, int64(s.cands[i].gpus))
+	if err := s.removeAll(s.list); err != nil {
+		panic("preempt: usage checked at setup: " + err.Error())
 	}
 	ok := s.quotaOK(allowBorrow)
-	for _, i := range slices.Backward(s.list) {
-		_ = s.t.AddUsage(s.cands[i].r.Queue, s.fl, int64(s.cands[i].gpus))
-	}
+	s.addAll(s.list)
 	return ok
+}
+
+// removeAll removes the usage of the given candidates, summed per queue so
+// that it costs O(candidates + queues x depth). On error nothing changes.
+func (s *Searcher) removeAll(list []int32) error {
+	n := s.t.NumNodes()
+	s.perQ = slices.Grow(s.perQ[:0], n)[:n]
+	clear(s.perQ)
+	for _, i := range list {
+		s.perQ[s.cands[i].r.Queue] += int64(s.cands[i].gpus)
+	}
+	for q, g := range s.perQ {
+		if g == 0 {
+			continue
+		}
+		if err := s.t.RemoveUsage(quota.NodeID(q), s.fl, g); err != nil {
+			for k := range q {
+				if s.perQ[k] > 0 {
+					_ = s.t.AddUsage(quota.NodeID(k), s.fl, s.perQ[k])
+				}
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// addAll reverses removeAll (perQ still holds its sums).
+func (s *Searcher) addAll(list []int32) {
+	for q, g := range s.perQ {
+		if g > 0 {
+			if err := s.t.AddUsage(quota.NodeID(q), s.fl, g); err != nil {
+				panic("preempt: undoing a removal: " + err.Error())
+			}
+		}
+	}
 }
 
 // valid applies the rules that change as victims are picked.
