@@ -355,7 +355,7 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 		s.restore()
 		return np
 	}
-	s.addAll(s.list)
+	s.addAll()
 	s.sortCandidates()
 	return nil
 }
@@ -584,7 +584,7 @@ func (s *Searcher) quotaReachable(allowBorrow bool) bool {
 		panic("preempt: usage checked at setup: " + err.Error())
 	}
 	ok := s.quotaOK(allowBorrow)
-	s.addAll(s.list)
+	s.addAll()
 	return ok
 }
 
@@ -614,7 +614,7 @@ func (s *Searcher) removeAll(list []int32) error {
 }
 
 // addAll reverses removeAll (perQ still holds its sums).
-func (s *Searcher) addAll(list []int32) {
+func (s *Searcher) addAll() {
 	for q, g := range s.perQ {
 		if g > 0 {
 			if err := s.t.AddUsage(quota.NodeID(q), s.fl, g); err != nil {
@@ -744,12 +744,37 @@ func (s *Searcher) untakeAll() {
 func (s *Searcher) fillBack(allowBorrow bool) {
 	for j := len(s.taken) - 1; j >= 0; j-- {
 		i := s.taken[j]
+		if s.fast {
+			// Topology first: it is O(nodes) and usually says "needed"
+			// without touching the tree.
+			c := &s.cands[i]
+			s.freeAll(c, -1)
+			if s.fitCount == 0 {
+				s.freeAll(c, 1)
+				continue
+			}
+			s.mustAdd(c)
+			if s.quotaOK(allowBorrow) {
+				c.taken = false
+				s.taken = slices.Delete(s.taken, j, j+1)
+				continue
+			}
+			s.mustRemove(c)
+			s.freeAll(c, 1)
+			continue
+		}
 		s.unapply(i)
 		if s.fits(allowBorrow) {
 			s.taken = slices.Delete(s.taken, j, j+1)
 		} else {
 			s.apply(i)
 		}
+	}
+}
+
+func (s *Searcher) freeAll(c *cand, sign int) {
+	for _, x := range c.r.Nodes {
+		s.free(x.Node, sign*x.GPUs)
 	}
 }
 
