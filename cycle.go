@@ -18,8 +18,7 @@ type reservation struct {
 	priority int32
 	group    topology.GroupID
 	domain   topology.DomainID
-	// start is when the domain's running work is expected to end; zero
-	// when some of it has no expected runtime.
+	// start is when the domain's running work is expected to end.
 	start time.Time
 }
 
@@ -57,18 +56,24 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	s.reserve = nil
 	blocked := map[quota.NodeID]bool{}
 	taken := map[string]bool{}
+	var c cycle
 	for _, e := range pending {
 		if blocked[e.queue] {
 			continue
 		}
-		if s.tryAdmit(now, e, &d) {
+		switch s.tryAdmit(now, e, &d) {
+		case admitted:
 			continue
-		}
-		if !s.cfg.Policy.NoPreemption && s.tryPreempt(now, e, taken, &d) {
-			continue
+		case reserved:
+			// It fits, but only in the held domain: it waits, and does not
+			// preempt its way around the reservation either.
+		default:
+			if s.tryPreempt(now, e, taken, &c, &d) {
+				continue
+			}
 		}
 		if s.reserve == nil && !s.cfg.Policy.NoReservation {
-			s.reserveFor(now, e)
+			s.reserveFor(e)
 		}
 		if s.tree.Strategy(e.queue) == quota.StrictFIFO {
 			blocked[e.queue] = true
@@ -92,16 +97,19 @@ func (s *Scheduler) kills(now time.Time, d *Decisions) {
 }
 
 func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
-	for _, b := range slices.Sorted(mapKeys(s.noms)) {
-		n := s.noms[b]
-		if !n.ready() {
+	for _, b := range s.drains.Nominations() {
+		if !s.drains.Ready(b) {
 			continue
 		}
+		a, err := s.drains.Complete(b)
+		if err != nil {
+			panic(fmt.Sprintf("fleet: completing a ready nomination: %v", err))
+		}
 		e := s.work[b]
-		delete(s.noms, b)
-		// Quota was charged when the plan was accepted.
+		delete(s.targets, b)
+		// Quota was charged and GPUs allocated as the victims left.
 		e.borrowing = s.tree.Borrowed(e.queue, e.flavor) > 0
-		e.assign, e.state, e.started = n.target, gang.Admitted, now
+		e.assign, e.nodes, e.state, e.started = a, a.NodeGPUs(), gang.Admitted, now
 		delete(s.queued, b)
 		s.admitted(now, e, d)
 	}
@@ -110,24 +118,32 @@ func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
 func (s *Scheduler) pending() []*entry {
 	out := make([]*entry, 0, len(s.queued))
 	for _, e := range s.queued {
-		if _, nominated := s.noms[e.w.ID]; !nominated {
+		if _, nominated := s.targets[e.w.ID]; !nominated {
 			out = append(out, e)
 		}
 	}
 	return out
 }
 
+type admitResult uint8
+
+const (
+	notAdmitted admitResult = iota
+	admitted
+	reserved // it fits, but only in a domain held for another gang
+)
+
 // tryAdmit admits e now if its quota and a placement allow.
-func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) bool {
+func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult {
 	if !s.tree.Fits(e.queue, e.flavor, int64(e.gpus())).Fits() {
-		return false
+		return notAdmitted
 	}
 	a, err := s.placer.Place(s.fleet, &e.w)
 	if err != nil {
-		return false
+		return notAdmitted
 	}
 	if s.blockedByReservation(now, e, a) {
-		return false
+		return reserved
 	}
 	a = a.Clone()
 	if err := placement.Apply(s.fleet, a); err != nil {
@@ -136,7 +152,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) bool {
 	e.started = now
 	s.admitEntry(e, a)
 	s.admitted(now, e, d)
-	return true
+	return admitted
 }
 
 // admitted reports an admission to the host and the event stream.
@@ -154,9 +170,12 @@ func (s *Scheduler) admitted(now time.Time, e *entry, d *Decisions) {
 	s.emit(ev)
 }
 
-// reserveFor holds, for a blocked multi-node gang with a required level,
-// the domain of that level with the most free whole nodes.
-func (s *Scheduler) reserveFor(now time.Time, e *entry) {
+// reserveFor holds a domain for a blocked multi-node gang with a required
+// level: the domain of that level (with enough nodes for it) whose running
+// work is expected to end soonest, then the one with the most free whole
+// nodes, then the lowest ID. Work without an expected runtime never ends
+// as far as this estimate knows.
+func (s *Scheduler) reserveFor(e *entry) {
 	if e.w.Topology.Required == "" || e.w.Pods() < 2 {
 		return
 	}
@@ -164,43 +183,59 @@ func (s *Scheduler) reserveFor(now time.Time, e *entry) {
 	if !ok || l == 0 {
 		return
 	}
-	for g := range topology.GroupID(s.fleet.NumGroups()) {
-		if s.fleet.GroupFlavor(g) != e.w.Flavor || (len(e.w.Pools) > 0 && !slices.Contains(e.w.Pools, s.fleet.GroupPool(g))) {
-			continue
-		}
-		_, dom := s.fleet.LargestFreeBlock(l, g)
-		r := &reservation{id: e.w.ID, priority: e.priority, group: g, domain: dom}
-		lo, hi := s.fleet.Nodes(dom)
-		known := true
-		// The planned start is the latest expected end of the work in the
-		// domain: a maximum, so the map's order does not matter.
-		for _, x := range s.work {
-			if !x.state.HoldsGPUs() || !x.inNodes(lo, hi) {
-				continue
-			}
-			if x.w.ExpectedRuntime <= 0 {
-				known = false
-				break
-			}
-			if end := x.started.Add(x.w.ExpectedRuntime); end.After(r.start) {
-				r.start = end
-			}
-		}
-		if !known {
-			r.start = time.Time{}
-		}
-		s.reserve = r
+	g, ok := s.groupOf(e)
+	if !ok {
 		return
 	}
-}
-
-func (e *entry) inNodes(lo, hi topology.NodeID) bool {
-	for _, p := range e.assign.Pods {
-		if p.Node >= lo && p.Node < hi {
-			return true
+	lo, hi := s.fleet.DomainsAt(l)
+	ends := make([]time.Time, hi-lo) // latest expected end per domain
+	never := make([]bool, hi-lo)
+	for _, x := range s.work {
+		if !x.state.HoldsGPUs() {
+			continue
+		}
+		for _, ng := range x.nodes {
+			i := s.fleet.DomainOf(ng.Node, l) - lo
+			switch end := x.started.Add(x.w.ExpectedRuntime); {
+			case x.w.ExpectedRuntime <= 0:
+				never[i] = true
+			case end.After(ends[i]):
+				ends[i] = end
+			}
 		}
 	}
-	return false
+	best := topology.DomainID(-1)
+	for d := lo; d < hi; d++ {
+		i := d - lo
+		if never[i] || s.fleet.Stats(d, g).HealthyNodes < e.w.Pods() {
+			continue
+		}
+		if best < 0 {
+			best = d
+			continue
+		}
+		b := best - lo
+		switch {
+		case ends[i].Before(ends[b]):
+			best = d
+		case ends[i].Equal(ends[b]) && s.fleet.FreeNodes(d, g) > s.fleet.FreeNodes(best, g):
+			best = d
+		}
+	}
+	if best < 0 {
+		return // every domain runs open-ended work: no start can be planned
+	}
+	s.reserve = &reservation{id: e.w.ID, priority: e.priority, group: g, domain: best, start: ends[best-lo]}
+}
+
+// groupOf is the first fleet group of e's flavor and pools.
+func (s *Scheduler) groupOf(e *entry) (topology.GroupID, bool) {
+	for g := range topology.GroupID(s.fleet.NumGroups()) {
+		if s.fleet.GroupFlavor(g) == e.w.Flavor && (len(e.w.Pools) == 0 || slices.Contains(e.w.Pools, s.fleet.GroupPool(g))) {
+			return g, true
+		}
+	}
+	return 0, false
 }
 
 // blockedByReservation: lower-priority work may use the reserved domain
@@ -211,7 +246,7 @@ func (s *Scheduler) blockedByReservation(now time.Time, e *entry, a placement.As
 	if r == nil || e.w.ID == r.id || e.priority > r.priority || e.w.Drain.Preemptible {
 		return false
 	}
-	if !r.start.IsZero() && e.w.ExpectedRuntime > 0 && !now.Add(e.w.ExpectedRuntime).After(r.start) {
+	if e.w.ExpectedRuntime > 0 && !now.Add(e.w.ExpectedRuntime).After(r.start) {
 		return false
 	}
 	lo, hi := s.fleet.Nodes(r.domain)

@@ -59,9 +59,9 @@ func (s *Scheduler) Explain(id string) (Explanation, error) {
 			msg = append(msg, "for "+e.beneficiary)
 		}
 	case gang.Pending:
-		if n, ok := s.noms[id]; ok {
-			x.VictimsLeft, x.ReadyBy = len(n.victims), n.readyBy
-			msg = append(msg, fmt.Sprintf("waiting for %d victims to drain, capacity back by %s", len(n.victims), n.readyBy.Format(time.TimeOnly)))
+		if _, ok := s.targets[id]; ok {
+			x.VictimsLeft, x.ReadyBy = s.drains.Pending(id)
+			msg = append(msg, fmt.Sprintf("waiting for %d victims to drain, capacity back by %s", x.VictimsLeft, x.ReadyBy.Format(time.TimeOnly)))
 			break
 		}
 		v := s.tree.Fits(e.queue, e.flavor, int64(e.gpus()))
@@ -106,7 +106,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 		switch {
 		case e.state == gang.Pending:
 			pendingBy[e.queue]++
-			_, nom := s.noms[id]
+			_, nom := s.targets[id]
 			snap.Pending = append(snap.Pending, PendingView{ID: id, Queue: e.w.Queue, Shape: e.w.Shape, Priority: e.priority,
 				GPUs: e.gpus(), Submitted: e.submitted, Nominated: nom})
 		case e.state.HoldsGPUs():
@@ -123,9 +123,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 			snap.Running = append(snap.Running, r)
 		}
 	}
-	for _, n := range s.noms {
-		snap.Nominated += n.heldGPUs()
-	}
+	snap.Nominated = s.nominatedGPUs()
 	t := s.tree
 	for n := range quota.NodeID(t.NumNodes()) {
 		qv := QueueView{Name: t.Name(n), IsQueue: t.IsQueue(n), Weight: t.Weight(n),

@@ -152,6 +152,16 @@ func runCommand(t *testing.T, s *fleet.Scheduler, now *time.Time, line string) s
 			got = "(nothing)\n"
 		}
 		return got
+	case "exit-many":
+		// exit-many prefix=old n=8 how=finished exits prefix-0..prefix-(n-1).
+		n, _ := strconv.Atoi(kv["n"])
+		from, _ := strconv.Atoi(kv["from"])
+		for i := from; i < from+n; i++ {
+			if err := s.Exited(*now, fmt.Sprintf("%s-%d", kv["prefix"], i), gang.ExitFinished); err != nil {
+				return result(err)
+			}
+		}
+		return "ok\n"
 	case "exit":
 		reasons := map[string]gang.ExitReason{"finished": gang.ExitFinished, "failed": gang.ExitFailed,
 			"drained": gang.ExitDrained, "killed": gang.ExitKilled}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -29,8 +30,10 @@ type Scheduler struct {
 	seq      uint64
 	now      time.Time
 	events   []Event
-	noms     map[string]*nomination // by beneficiary
 	reserve  *reservation
+	drains   *preempt.Drains
+	searcher *preempt.Searcher
+	targets  map[string]placement.Assignment // nominated beneficiaries' targets
 }
 
 // entry is the scheduler's record of one workload.
@@ -47,6 +50,7 @@ type entry struct {
 	// Admitted or draining.
 	started   time.Time
 	assign    placement.Assignment
+	nodes     []placement.NodeGPUs // GPUs per node, from assign
 	borrowing bool
 
 	// Draining.
@@ -88,7 +92,9 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg: cfg, fleet: f, tree: t, classes: classes,
 		placer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
 		work:   map[string]*entry{}, queued: map[string]*entry{}, draining: map[string]*entry{},
-		noms: map[string]*nomination{},
+		drains: preempt.NewDrains(), targets: map[string]placement.Assignment{},
+		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead,
+			Placement: placement.Options{Scorer: cfg.Policy.Scorer}}),
 	}, nil
 }
 
@@ -256,39 +262,13 @@ func (s *Scheduler) finish(now time.Time, e *entry, how gang.ExitReason) {
 	if e.state.HoldsGPUs() {
 		s.releaseRunning(e)
 	}
-	if n, ok := s.noms[e.w.ID]; ok {
-		s.dissolve(now, n, "beneficiary "+how.String())
+	if _, ok := s.targets[e.w.ID]; ok {
+		s.dissolve(now, e.w.ID, "beneficiary "+how.String())
 	}
 	delete(s.work, e.w.ID)
 	delete(s.queued, e.w.ID)
 	delete(s.draining, e.w.ID)
 	e.state = how.State()
-}
-
-// releaseRunning returns a running workload's GPUs and quota. GPUs that
-// were nominated for its drain's beneficiary pass to that nomination.
-func (s *Scheduler) releaseRunning(e *entry) {
-	if err := s.tree.RemoveUsage(e.queue, e.flavor, int64(e.gpus())); err != nil {
-		panic(fmt.Sprintf("fleet: quota usage of %q lost: %v", e.w.ID, err))
-	}
-	var n *nomination
-	if e.beneficiary != "" {
-		n = s.noms[e.beneficiary]
-	}
-	for _, ng := range e.assign.NodeGPUs() {
-		release := ng.GPUs
-		if n != nil {
-			release -= n.absorb(ng.Node, ng.GPUs)
-		}
-		if release > 0 {
-			if err := s.fleet.Release(ng.Node, release); err != nil {
-				panic(fmt.Sprintf("fleet: GPUs of %q lost: %v", e.w.ID, err))
-			}
-		}
-	}
-	if n != nil {
-		n.victimGone(e.w.ID)
-	}
 }
 
 // SetNodeHealth records a node failure, cordon or repair. When a node goes
@@ -323,9 +303,9 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 			s.finish(now, e, gang.ExitNodeLost)
 			s.emit(ev)
 		}
-		for _, b := range slices.Sorted(mapKeys(s.noms)) {
-			if nm := s.noms[b]; nm.onNode(n) {
-				s.dissolve(now, nm, "nominated node "+node+" down")
+		for _, b := range slices.Sorted(mapKeys(s.targets)) {
+			if targetOnNode(s.targets[b], n) {
+				s.dissolve(now, b, "nominated node "+node+" down")
 			}
 		}
 	}
@@ -408,7 +388,7 @@ func (s *Scheduler) admitEntry(e *entry, a placement.Assignment) {
 	if err := s.tree.AddUsage(e.queue, e.flavor, int64(e.gpus())); err != nil {
 		panic(fmt.Sprintf("fleet: quota usage refused for %q: %v", e.w.ID, err))
 	}
-	e.assign, e.state = a, gang.Admitted
+	e.assign, e.nodes, e.state = a, a.NodeGPUs(), gang.Admitted
 	s.work[e.w.ID] = e
 	delete(s.queued, e.w.ID)
 }
