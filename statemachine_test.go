@@ -86,6 +86,7 @@ func (m *machine) Submit(t *rapid.T) {
 func (m *machine) Schedule(t *rapid.T) {
 	m.now = m.now.Add(time.Duration(rapid.IntRange(1, 300).Draw(t, "dt")) * time.Second)
 	d, _ := both(t, m, func(s *fleet.Scheduler) (fleet.Decisions, error) { return s.Schedule(m.now), nil })
+	m.checkGuarantee(t, d)
 	for _, a := range d.Admit {
 		_, dup := m.h.running[a.ID]
 		require.False(t, dup, "admitted twice: %s", a.ID)
@@ -224,4 +225,35 @@ func TestStateMachine(t *testing.T) {
 		m.init(t)
 		t.Repeat(rapid.StateMachineActions(m))
 	})
+}
+
+// checkGuarantee pins "a queue below its guarantee can always get back to
+// it": after a cycle, a pending 1-GPU inference replica whose queue stays
+// within its nominal quota is admitted or has a drain in progress for it,
+// whenever every node is healthy and every other workload is past its
+// class's minimum runtime (so it may be preempted).
+func (m *machine) checkGuarantee(t *rapid.T, d fleet.Decisions) {
+	snap := m.s.Snapshot()
+	if snap.Fleet.HealthyNodes != snap.Fleet.Nodes {
+		return
+	}
+	minRun := map[string]time.Duration{"research": 5 * time.Minute, "batch": time.Minute}
+	for id, started := range m.h.started {
+		if _, runs := m.h.running[id]; runs && m.now.Sub(started) < minRun[m.h.specs[id].Queue] {
+			return
+		}
+	}
+	var inUse, nominal int64
+	for _, q := range snap.Queues {
+		if q.Name == "prod-inference" {
+			inUse, nominal = q.Flavors[0].InUse, q.Flavors[0].Nominal
+		}
+	}
+	for _, p := range snap.Pending {
+		w := m.h.specs[p.ID]
+		if p.Queue != "prod-inference" || w.GPUs() != 1 || p.Nominated || w.Topology.Required != "" {
+			continue
+		}
+		require.Greater(t, inUse+1, nominal, "replica %s pending while inference uses %d of %d", p.ID, inUse, nominal)
+	}
 }
