@@ -163,3 +163,131 @@ func reportLatency(b *testing.B, lat []time.Duration, decisions int) {
 	}
 	b.ReportMetric(float64(decisions)*float64(len(lat))/total.Seconds(), "decisions/s")
 }
+
+// spikeScheduler builds the spike shape at gpus GPUs: inference at about
+// 500/2,048 of the fleet (its trough), research at its guarantee and batch
+// borrowing what inference lends, so the fleet is full and about 700/2,048
+// of it is lent. Then an hour passes and half the jobs checkpoint, so
+// victims differ in cost.
+func spikeScheduler(b *testing.B, gpus int, now time.Time) (*fleet.Scheduler, time.Time) {
+	s, err := fleet.New(scaledConfig(gpus))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, uint64(gpus)))
+	sizes := traces.NewSampler(traces.PhillySizes())
+	submit := func(queue string, upTo int) {
+		used, misses := 0, 0
+		for i := 0; used < upTo && misses < 50; i++ {
+			w := mixedWork(r, sizes, fmt.Sprintf("%s-%d", queue, i))
+			if queue == "prod-inference" && w.Queue != queue {
+				continue
+			}
+			if queue != "prod-inference" {
+				if w.Queue == "prod-inference" {
+					continue
+				}
+				w.Queue = queue
+			}
+			if s.Submit(now, w) != nil {
+				continue
+			}
+			d := s.Schedule(now)
+			if len(d.Admit) == 0 {
+				misses++
+				_ = s.Cancel(now, w.ID)
+				continue
+			}
+			used += w.GPUs()
+		}
+	}
+	submit("prod-inference", gpus*500/2048)
+	submit("research", gpus*848/2048)
+	submit("batch", gpus)
+	now = now.Add(time.Hour)
+	for i, run := range s.Snapshot().Running {
+		if run.Queue != "prod-inference" && i%2 == 0 {
+			_ = s.Checkpointed(now.Add(-time.Duration(i%50)*time.Minute), run.ID)
+		}
+	}
+	return s, now
+}
+
+// BenchmarkScheduleSpike times the cycle in which inference jumps by
+// 200/2,048 of the fleet (25 x 8-GPU replicas at 2,048 GPUs) while the
+// fleet is full and about 700/2,048 of it is lent to research and batch:
+// the cycle drains the cheapest borrowed work and nominates its GPUs.
+func BenchmarkScheduleSpike(b *testing.B) {
+	for _, gpus := range []int{2048, 16384, 131072} {
+		b.Run(fmt.Sprintf("gpus=%d/spike=inference", gpus), func(b *testing.B) {
+			start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+			s, now := spikeScheduler(b, gpus, start)
+			replicas := gpus * 200 / 2048 / 8
+			lat := make([]time.Duration, 0, min(b.N, 1<<20))
+			drains := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				now = now.Add(10 * time.Minute)
+				var ids []string
+				for j := range replicas {
+					w := gang.Workload{ID: fmt.Sprintf("spike-%d-%d", i, j), Queue: "prod-inference", PriorityClass: fleet.ClassProdInference,
+						Shape: gang.Inference, PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 8}}}
+					if err := s.Submit(now, w); err != nil {
+						b.Fatal(err)
+					}
+					ids = append(ids, w.ID)
+				}
+				b.StartTimer()
+				t0 := time.Now()
+				d := s.Schedule(now)
+				lat = append(lat, time.Since(t0))
+				b.StopTimer()
+				if len(d.Drain) == 0 {
+					b.Fatalf("the spike drained nothing: %d admitted", len(d.Admit))
+				}
+				drains += len(d.Drain)
+				// Back to the start state: the victims leave and come back
+				// as new jobs of the same shape, the replicas leave.
+				for _, x := range d.Drain {
+					if err := s.Exited(now, x.ID, gang.ExitDrained); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for _, id := range ids {
+					_ = s.Cancel(now, id)
+				}
+				for _, x := range d.Drain {
+					_ = x
+				}
+				refill(b, s, now, d.Drain, i)
+				b.StartTimer()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(drains)/float64(b.N), "victims/cycle")
+			reportLatency(b, lat, replicas)
+		})
+	}
+}
+
+// refill resubmits batch work of the drained victims' sizes so that the
+// next iteration starts from an equally full fleet.
+func refill(b *testing.B, s *fleet.Scheduler, now time.Time, drained []fleet.Drain, iter int) {
+	snap := s.Snapshot()
+	free := snap.Fleet.FreeGPUs
+	for j := 0; free >= 8; j++ {
+		w := gang.Workload{ID: fmt.Sprintf("refill-%d-%d", iter, j), Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch,
+			Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}},
+			Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 20 * time.Minute}}
+		if s.Submit(now, w) != nil {
+			break
+		}
+		if len(s.Schedule(now).Admit) == 0 {
+			_ = s.Cancel(now, w.ID)
+			break
+		}
+		free -= 8
+	}
+	_ = drained
+}

@@ -56,10 +56,12 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	s.reserve = nil
 	blocked := map[quota.NodeID]bool{}
 	taken := map[string]bool{}
-	var c cycle
-	for _, e := range pending {
+	for i, e := range pending {
 		if blocked[e.queue] {
 			continue
+		}
+		if _, nominated := s.targets[e.w.ID]; nominated {
+			continue // nominated with replicas of an earlier workload
 		}
 		switch s.tryAdmit(now, e, &d) {
 		case admitted:
@@ -68,7 +70,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 			// It fits, but only in the held domain: it waits, and does not
 			// preempt its way around the reservation either.
 		default:
-			if s.tryPreempt(now, e, taken, &c, &d) {
+			if s.tryPreempt(now, replicas(pending[i:]), taken, &d) {
 				continue
 			}
 		}
@@ -111,6 +113,7 @@ func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
 		e.borrowing = s.tree.Borrowed(e.queue, e.flavor) > 0
 		e.assign, e.nodes, e.state, e.started = a, a.NodeGPUs(), gang.Admitted, now
 		delete(s.queued, b)
+		s.startedRunning(e)
 		s.admitted(now, e, d)
 	}
 }

@@ -44,6 +44,7 @@ func (s *Scheduler) nominate(now time.Time, e *entry, plan preempt.Plan, d *Deci
 		}
 		x.state, x.deadline, x.reason = gang.Draining, v.Deadline, reasonName(v.Reason)
 		s.draining[v.ID] = x
+		s.updateCandidate(x)
 		d.Drain = append(d.Drain, Drain{ID: v.ID, Deadline: v.Deadline, Reason: x.reason, Beneficiary: e.w.ID, LostGPUSeconds: v.Cost})
 		ev := s.event(EventDrainStarted, now, x)
 		ev.Reason, ev.Beneficiary, ev.Deadline, ev.LostGPUSeconds = x.reason, e.w.ID, v.Deadline, v.Cost

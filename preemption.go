@@ -2,28 +2,90 @@ package fleet
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/topology"
 )
 
-// tryPreempt asks for a plan that makes e fit by draining victims not
-// already taken this cycle, and accepts it.
-func (s *Scheduler) tryPreempt(now time.Time, e *entry, taken map[string]bool, c *cycle, d *Decisions) bool {
+// maxReplicaRun bounds how many identical replicas one preemption search
+// covers.
+const maxReplicaRun = 256
+
+// replicas returns the run of workloads at the head of pending that are
+// replicas of its first one: same queue, priority, flavor, pools and one
+// pod set of the same size, with no topology constraint, so that placing
+// them together is the same as placing them one by one. An inference
+// spike is such a run, and one victim search then serves all of it.
+func replicas(pending []*entry) []*entry {
+	e := pending[0]
+	if !replicable(e) {
+		return pending[:1]
+	}
+	n := 1
+	for n < len(pending) && n < maxReplicaRun {
+		x := pending[n]
+		if !replicable(x) || x.queue != e.queue || x.priority != e.priority || x.flavor != e.flavor ||
+			!slices.Equal(x.w.Pools, e.w.Pools) || x.w.PodSets[0].Count != e.w.PodSets[0].Count ||
+			x.w.PodSets[0].GPUsPerPod != e.w.PodSets[0].GPUsPerPod {
+			break
+		}
+		n++
+	}
+	return pending[:n]
+}
+
+func replicable(e *entry) bool {
+	return len(e.w.PodSets) == 1 && e.w.Topology == (gang.TopologyRequest{}) && e.w.Spread == (gang.Spread{})
+}
+
+// tryPreempt asks for a plan that makes run[0] fit, together with the rest
+// of run (its replicas) when one plan can serve them all, by draining
+// victims not already taken this cycle, and accepts it. It falls back to
+// run[0] alone.
+func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]bool, d *Decisions) bool {
 	if s.cfg.Policy.NoPreemption {
 		return false
 	}
-	req := preempt.Request{W: &e.w, Queue: e.queue, Flavor: e.flavor, Now: now,
+	if len(run) > 1 && s.preemptFor(now, run, taken, d) {
+		return true
+	}
+	return s.preemptFor(now, run[:1], taken, d)
+}
+
+func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]bool, d *Decisions) bool {
+	e := run[0]
+	w := &e.w
+	if len(run) > 1 {
+		joint := e.w.Clone()
+		joint.PodSets[0].Count *= len(run)
+		w = &joint
+	}
+	req := preempt.Request{W: w, Queue: e.queue, Flavor: e.flavor, Now: now,
 		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Nominations: s.drains}
-	plan, err := s.searcher.Victims(s.fleet, s.tree, req, c.candidates(s), taken)
+	plan, err := s.searcher.Victims(s.fleet, s.tree, req, s.cands, taken)
 	// A plan without victims means it fits already, which tryAdmit has
 	// ruled out for a reason preempt does not see (a reservation).
 	if err != nil || len(plan.Victims) == 0 || s.blockedByReservation(now, e, plan.Target) {
 		return false
 	}
-	if !s.nominate(now, e, plan, d) {
-		return false
+	// Each replica takes its share of the target, in order; the first one
+	// carries the victims, the others claim what they free beyond it.
+	per := e.w.PodSets[0].Count
+	for i, x := range run {
+		part := preempt.Plan{Beneficiary: x.w.ID, Target: s.share(plan.Target, x.w.ID, i*per, per), ReadyBy: plan.ReadyBy}
+		if i == 0 {
+			part.Victims, part.LostGPUSeconds = plan.Victims, plan.LostGPUSeconds
+		}
+		if !s.nominate(now, x, part, d) {
+			if i == 0 {
+				return false
+			}
+			break // the rest stay pending for the next cycle
+		}
 	}
 	for _, v := range plan.Victims {
 		taken[v.ID] = true
@@ -31,45 +93,61 @@ func (s *Scheduler) tryPreempt(now time.Time, e *entry, taken map[string]bool, c
 	return true
 }
 
-// cycle holds what one Schedule call computes at most once.
-type cycle struct {
-	running []preempt.Running
-	built   bool
+// share cuts pods [from, from+n) of a joint target into one replica's
+// assignment.
+func (s *Scheduler) share(t placement.Assignment, id string, from, n int) placement.Assignment {
+	a := placement.Assignment{Workload: id, Group: t.Group, Domain: t.Domain, Level: t.Level,
+		Pods: slices.Clone(t.Pods[from : from+n])}
+	nodes := make([]topology.NodeID, n)
+	for i := range a.Pods {
+		a.Pods[i].Index = i
+		nodes[i] = a.Pods[i].Node
+	}
+	a.Span = s.fleet.Span(nodes)
+	return a
 }
 
-// candidates lists every running workload as a possible victim, in ID
-// order, built once per cycle and only when a preemption is tried. The
-// rules that decide who may really be evicted live in preempt; this only
-// resolves the class-dependent fields.
-func (c *cycle) candidates(s *Scheduler) []preempt.Running {
-	if c.built {
-		return c.running
+// The victim candidates are every running workload, kept sorted by ID and
+// updated as workloads start, drain and end, so that a cycle that needs a
+// preemption does not rebuild and sort them. The rules that decide who may
+// really be evicted live in preempt; a candidate only carries the
+// class-dependent fields resolved.
+
+func (s *Scheduler) candidate(e *entry) preempt.Running {
+	return preempt.Running{
+		W: &e.w, Queue: e.queue, Flavor: e.flavor, Nodes: e.nodes, Started: e.started,
+		Draining: e.state == gang.Draining,
+		// The drain contract: work that does not checkpoint is never a
+		// victim unless its priority class says so.
+		Preemptible: e.w.Drain.Preemptible || e.class.EvictWithoutCheckpoint,
+		MinRuntime:  e.class.MinRuntime,
+		Grace:       e.grace(),
 	}
-	c.built = true
-	for _, e := range s.work {
-		if !e.state.HoldsGPUs() {
-			continue
-		}
-		c.running = append(c.running, preempt.Running{
-			W: &e.w, Queue: e.queue, Flavor: e.flavor, Nodes: e.nodes, Started: e.started,
-			Draining: e.state == gang.Draining,
-			// The drain contract: work that does not checkpoint is never a
-			// victim unless its priority class says so.
-			Preemptible: e.w.Drain.Preemptible || e.class.EvictWithoutCheckpoint,
-			MinRuntime:  e.class.MinRuntime,
-			Grace:       e.grace(),
-		})
-	}
-	slices.SortFunc(c.running, func(a, b preempt.Running) int { return compareStrings(a.W.ID, b.W.ID) })
-	return c.running
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+func (s *Scheduler) findCandidate(id string) (int, bool) {
+	return slices.BinarySearchFunc(s.cands, id, func(r preempt.Running, id string) int { return strings.Compare(r.W.ID, id) })
+}
+
+// started adds a newly running workload to the candidates.
+func (s *Scheduler) startedRunning(e *entry) {
+	i, found := s.findCandidate(e.w.ID)
+	if found {
+		panic("fleet: workload started twice: " + e.w.ID)
 	}
-	return 0
+	s.cands = slices.Insert(s.cands, i, s.candidate(e))
+}
+
+// updateCandidate refreshes e's candidate after its state changed.
+func (s *Scheduler) updateCandidate(e *entry) {
+	if i, ok := s.findCandidate(e.w.ID); ok {
+		s.cands[i] = s.candidate(e)
+	}
+}
+
+// stoppedRunning removes e from the candidates.
+func (s *Scheduler) stoppedRunning(e *entry) {
+	if i, ok := s.findCandidate(e.w.ID); ok {
+		s.cands = slices.Delete(s.cands, i, i+1)
+	}
 }

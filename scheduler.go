@@ -34,6 +34,7 @@ type Scheduler struct {
 	drains   *preempt.Drains
 	searcher *preempt.Searcher
 	targets  map[string]placement.Assignment // nominated beneficiaries' targets
+	cands    []preempt.Running               // running workloads by ID: victim candidates
 }
 
 // entry is the scheduler's record of one workload.
@@ -261,6 +262,7 @@ func (s *Scheduler) Checkpointed(now time.Time, id string) error {
 func (s *Scheduler) finish(now time.Time, e *entry, how gang.ExitReason) {
 	if e.state.HoldsGPUs() {
 		s.releaseRunning(e)
+		s.stoppedRunning(e)
 	}
 	if _, ok := s.targets[e.w.ID]; ok {
 		s.dissolve(now, e.w.ID, "beneficiary "+how.String())
@@ -391,6 +393,7 @@ func (s *Scheduler) admitEntry(e *entry, a placement.Assignment) {
 	e.assign, e.nodes, e.state = a, a.NodeGPUs(), gang.Admitted
 	s.work[e.w.ID] = e
 	delete(s.queued, e.w.ID)
+	s.startedRunning(e)
 }
 
 func (s *Scheduler) sortedIDs() []string { return slices.Sorted(mapKeys(s.work)) }
