@@ -27,17 +27,23 @@
 //
 // # The host loop
 //
-//	s, err := fleet.New(fleet.Config{Topology: topo, Quota: tree, Policy: policy})
-//	s.Submit(now, w)               // a gang.Workload; error on bad input, state untouched
-//	d := s.Schedule(now)           // one cycle: returns fleet.Decisions
-//	//   d.Admit []Admission       // workload + node assignment per member: start it
-//	//   d.Drain []Drain           // victim, deadline, reason, beneficiary: send SIGTERM
-//	//   d.Kill  []Kill            // victims past their deadline: force-stop them
-//	s.Exited(now, id, reason)      // a workload ended (finished, failed, drained, killed)
-//	s.SetNodeHealth(now, node, ok) // node failure or repair; returns affected workloads
-//	s.Adopt(now, w, assignment)    // rebuild state from what the host sees running
-//	s.Explain(id)                  // why pending, what would make it fit
-//	s.Snapshot()                   // read-only view for metrics and dashboards
+//	s, err := fleet.New(fleet.Config{Topology: topo, Quota: tree, Classes: classes})
+//	err = s.Submit(now, w)                   // a gang.Workload; refused whole on bad input
+//	d := s.Schedule(now)                     // one cycle: fleet.Decisions
+//	//   d.Kill  []Kill                        // victims past their deadline: force-stop them
+//	//   d.Drain []Drain                       // victim, deadline, reason, beneficiary: send SIGTERM
+//	//   d.Admit []Admission                   // workload + node and GPUs of every pod: start it
+//	//   d.Events []Event                      // what happened, for metrics and audit
+//	err = s.Exited(now, id, gang.ExitDrained) // a workload ended (finished, failed, drained, killed)
+//	err = s.Checkpointed(now, id)            // lowers the cost of preempting it
+//	lost, err := s.SetNodeHealth(now, node, topology.Down) // the gangs that lost a node
+//	err = s.Adopt(now, w, started, pods)     // rebuild state from what the host sees running
+//	x, err := s.Explain(id)                  // why pending, as data and a sentence
+//	snap := s.Snapshot()                     // read-only view for metrics and dashboards
+//
+// A Journal wraps a Scheduler and records every call as a JSON line;
+// Replay of a journal gives the same decisions, byte for byte, so a bug
+// report is a journal.
 //
 // The host calls Schedule whenever something changed (or on a period of
 // its choosing), acts on every Decision, and reports back what happened

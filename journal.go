@@ -116,6 +116,15 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 	return nil, fmt.Errorf("%w: unknown journal op %q", ErrInvalid, c.Op)
 }
 
+// knownOp reports whether op is a call a journal records.
+func knownOp(op string) bool {
+	switch op {
+	case "submit", "adopt", "cancel", "exited", "checkpointed", "health", "schedule":
+		return true
+	}
+	return false
+}
+
 // Replay builds a scheduler from cfg and makes every call of a journal in
 // order, handing each cycle's Decisions to fn. Calls the scheduler refused
 // when recorded are refused again, the same way; a malformed line stops
@@ -132,12 +141,14 @@ func Replay(cfg Config, r io.Reader, fn func(Decisions)) (*Scheduler, error) {
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
 			return s, fmt.Errorf("%w: journal line %d: %w", ErrInvalid, line, err)
 		}
+		if !knownOp(c.Op) {
+			return s, fmt.Errorf("%w: journal line %d: unknown op %q", ErrInvalid, line, c.Op)
+		}
+		// A call refused when it was recorded is refused again, the same
+		// way, leaving the state unchanged: replay goes on.
 		d, _ := apply(s, c)
 		if d != nil && fn != nil {
 			fn(*d)
-		}
-		if c.Op != "submit" && c.Op != "adopt" && c.Op != "cancel" && c.Op != "exited" && c.Op != "checkpointed" && c.Op != "health" && c.Op != "schedule" {
-			return s, fmt.Errorf("%w: journal line %d: unknown op %q", ErrInvalid, line, c.Op)
 		}
 	}
 	return s, sc.Err()
