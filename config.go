@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -51,6 +52,9 @@ type Policy struct {
 	NoReservation bool
 	// Scorer breaks ties between equally good nodes (see placement.Scorer).
 	Scorer placement.Scorer
+	// Cost prices the work a victim loses (see preempt.CostModel); nil
+	// means GPUs x time since its last checkpoint plus RestartOverhead.
+	Cost preempt.CostModel
 	// RestartOverhead is the work a preempted job redoes on restart,
 	// counted in its cost; 0 means 3 minutes.
 	RestartOverhead time.Duration

@@ -94,7 +94,7 @@ func New(cfg Config) (*Scheduler, error) {
 		placer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
 		work:   map[string]*entry{}, queued: map[string]*entry{}, draining: map[string]*entry{},
 		drains: preempt.NewDrains(), targets: map[string]placement.Assignment{},
-		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead,
+		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead, Cost: cfg.Policy.Cost,
 			Placement: placement.Options{Scorer: cfg.Policy.Scorer}}),
 	}, nil
 }
