@@ -305,9 +305,13 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 			s.finish(now, e, gang.ExitNodeLost)
 			s.emit(ev)
 		}
+	}
+	if h != topology.Healthy {
+		// A beneficiary must not start on a node that takes no new work:
+		// its nomination dissolves and it queues again.
 		for _, b := range slices.Sorted(mapKeys(s.targets)) {
 			if targetOnNode(s.targets[b], n) {
-				s.dissolve(now, b, "nominated node "+node+" down")
+				s.dissolve(now, b, "nominated node "+node+" "+h.String())
 			}
 		}
 	}
