@@ -156,14 +156,24 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	if int64(w.GPUs()) > s.tree.Potential(q, f) {
 		return nil, refuse(op, w.ID, ErrNeverFits, "needs %d GPUs, queue %q can reach at most %d", w.GPUs(), w.Queue, s.tree.Potential(q, f))
 	}
-	total := 0
+	// The largest domain of the required level (the fleet when none is
+	// required) in an eligible group bounds what the gang can ever get.
+	level := topology.Level(0)
+	if w.Topology.Required != "" {
+		level, _ = s.fleet.Level(w.Topology.Required)
+	}
+	largest := 0
+	lo, hi := s.fleet.DomainsAt(level)
 	for g := range topology.GroupID(s.fleet.NumGroups()) {
-		if s.fleet.GroupFlavor(g) == flavor && (len(w.Pools) == 0 || slices.Contains(w.Pools, s.fleet.GroupPool(g))) {
-			total = max(total, s.fleet.Stats(topology.Root, g).GPUs)
+		if s.fleet.GroupFlavor(g) != flavor || (len(w.Pools) > 0 && !slices.Contains(w.Pools, s.fleet.GroupPool(g))) {
+			continue
+		}
+		for d := lo; d < hi; d++ {
+			largest = max(largest, s.fleet.Stats(d, g).GPUs)
 		}
 	}
-	if w.GPUs() > total {
-		return nil, refuse(op, w.ID, ErrNeverFits, "needs %d GPUs, the largest eligible pool has %d", w.GPUs(), total)
+	if w.GPUs() > largest {
+		return nil, refuse(op, w.ID, ErrNeverFits, "needs %d GPUs, the largest eligible %s has %d", w.GPUs(), s.fleet.LevelName(level), largest)
 	}
 	return e, nil
 }

@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -167,4 +170,59 @@ func TestAdoptRebuildsState(t *testing.T) {
 	err := r.Adopt(t0.Add(time.Minute), w, t0, d.Admit[0].Pods)
 	assert.Error(t, err, "nodes are full")
 	assert.Equal(t, b, r.Snapshot())
+}
+
+// costByName makes one workload the cheapest victim whatever its state.
+type costByName string
+
+func (c costByName) Cost(r *preempt.Running, now time.Time) float64 {
+	if r.W.ID == string(c) {
+		return 1
+	}
+	return 1e9
+}
+
+func TestHostCostModelChoosesVictims(t *testing.T) {
+	for _, cheap := range []string{"sweep-a", "sweep-c"} {
+		cfg := fleet.ReferenceConfig()
+		cfg.Policy.Cost = costByName(cheap)
+		s, err := fleet.New(cfg)
+		require.NoError(t, err)
+		for i := range 64 {
+			require.NoError(t, s.Submit(t0, replica(fmt.Sprintf("inf-%d", i), 8)))
+		}
+		for _, id := range []string{"sweep-a", "sweep-b", "sweep-c"} {
+			require.NoError(t, s.Submit(t0, training(id, 64, fleet.ClassPreemptibleBatch, "batch")))
+		}
+		require.Len(t, s.Schedule(t0).Admit, 67)
+		require.NoError(t, s.Submit(t0.Add(time.Hour), replica("spike", 8)))
+		d := s.Schedule(t0.Add(time.Hour))
+		require.Len(t, d.Drain, 1)
+		assert.Equal(t, cheap, d.Drain[0].ID)
+		assert.Equal(t, "spike", d.Drain[0].Beneficiary)
+		assert.Equal(t, t0.Add(time.Hour+fleet.DefaultGrace), d.Drain[0].Deadline)
+	}
+}
+
+func TestExplainIsData(t *testing.T) {
+	s := newRef(t)
+	for sp := range 4 {
+		_, err := s.SetNodeHealth(t0, fmt.Sprintf("node-%d-3-3", sp), topology.Down)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Submit(t0, training("big", 64, fleet.ClassReservedResearch, "research")))
+	assert.Empty(t, s.Schedule(t0).Admit)
+	x, err := s.Explain("big")
+	require.NoError(t, err)
+	assert.Equal(t, gang.Pending, x.State)
+	require.NotNil(t, x.Quota)
+	assert.True(t, x.Quota.Fits())
+	require.NotNil(t, x.Placement)
+	assert.Equal(t, placement.CauseFragmented, x.Placement.Cause)
+	assert.Equal(t, 2016, x.Placement.FreeGPUs)
+	assert.Contains(t, x.String(), "largest spine block 63 pods")
+
+	// A gang larger than any spine can never run: refused at submission.
+	err = s.Submit(t0, training("huge", 65, fleet.ClassReservedResearch, "research"))
+	assert.ErrorIs(t, err, fleet.ErrNeverFits)
 }
