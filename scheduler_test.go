@@ -12,6 +12,7 @@ import (
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -225,4 +226,50 @@ func TestExplainIsData(t *testing.T) {
 	// A gang larger than any spine can never run: refused at submission.
 	err = s.Submit(t0, training("huge", 65, fleet.ClassReservedResearch, "research"))
 	assert.ErrorIs(t, err, fleet.ErrNeverFits)
+}
+
+func TestStrictFIFOBlocksBehindItsHead(t *testing.T) {
+	for _, strategy := range []quota.Strategy{quota.StrictFIFO, quota.BestEffortFIFO} {
+		cfg := fleet.ReferenceConfig()
+		cfg.Quota.Nodes[2].QueueingStrategy = strategy
+		s, err := fleet.New(cfg)
+		require.NoError(t, err)
+		// Fill all but 8 nodes, then a 16-node head and a 1-node job behind it.
+		require.NoError(t, s.Submit(t0, training("fill", 64, fleet.ClassReservedResearch, "batch")))
+		for i := range 184 {
+			require.NoError(t, s.Submit(t0, replica(fmt.Sprintf("r%d", i), 8)))
+		}
+		s.Schedule(t0)
+		require.NoError(t, s.Submit(t0, training("head", 16, fleet.ClassReservedResearch, "research")))
+		small := training("small", 1, fleet.ClassReservedResearch, "research")
+		require.NoError(t, s.Submit(t0.Add(time.Second), small))
+		d := s.Schedule(t0.Add(time.Second))
+		if strategy == quota.StrictFIFO {
+			assert.Empty(t, d.Admit, "strict FIFO: small waits behind its head")
+		} else {
+			require.Len(t, d.Admit, 1, "best effort: small passes")
+			assert.Equal(t, "small", d.Admit[0].ID)
+		}
+	}
+}
+
+func TestFairSharingOrdersByDominantShare(t *testing.T) {
+	cfg := fleet.ReferenceConfig()
+	cfg.Policy.FairSharing = true
+	// Two borrowing teams of equal priority under one cohort.
+	cfg.Quota.Nodes = append(cfg.Quota.Nodes,
+		quota.NodeSpec{Name: "team-a", Parent: "fleet", Kind: quota.Queue, Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 0}}},
+		quota.NodeSpec{Name: "team-b", Parent: "fleet", Kind: quota.Queue, Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 0}}})
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	// team-a already borrows 512 GPUs; team-b borrows nothing.
+	require.NoError(t, s.Submit(t0, training("a0", 64, fleet.ClassPreemptibleBatch, "team-a")))
+	require.Len(t, s.Schedule(t0).Admit, 1)
+	// Both submit; team-a first. Only one 64-node gang still fits in quota.
+	require.NoError(t, s.Submit(t0.Add(time.Second), training("a1", 64, fleet.ClassPreemptibleBatch, "team-a")))
+	require.NoError(t, s.Submit(t0.Add(2*time.Second), training("b1", 64, fleet.ClassPreemptibleBatch, "team-b")))
+	require.NoError(t, s.Submit(t0.Add(3*time.Second), training("x", 64, fleet.ClassPreemptibleBatch, "batch")))
+	d := s.Schedule(t0.Add(3 * time.Second))
+	require.NotEmpty(t, d.Admit)
+	assert.Equal(t, "b1", d.Admit[0].ID, "the team with the lower dominant share goes first")
 }
