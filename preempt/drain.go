@@ -22,6 +22,10 @@ type Drains struct {
 	victims   map[string]*drainVictim
 	nominated map[topology.NodeID]int // promised: reserved + claims on victims still running
 	reserved  map[topology.NodeID]int // allocated in the topology on behalf of nominations
+	// onNode lists, per node, the tracked victims holding GPUs there, in
+	// ID order: Accept looks up only the victims on the target's nodes
+	// instead of sorting every tracked victim.
+	onNode map[topology.NodeID][]string
 }
 
 type nomination struct {
@@ -53,6 +57,7 @@ func NewDrains() *Drains {
 		victims:   map[string]*drainVictim{},
 		nominated: map[topology.NodeID]int{},
 		reserved:  map[topology.NodeID]int{},
+		onNode:    map[topology.NodeID][]string{},
 	}
 }
 
@@ -73,14 +78,11 @@ func (d *Drains) Accept(plan Plan, now time.Time) ([]placement.NodeGPUs, error) 
 	if _, ok := d.noms[b]; ok {
 		return nil, &DrainError{ID: b, Detail: "already nominated"}
 	}
-	seen := map[string]bool{}
-	for _, v := range plan.Victims {
-		if _, ok := d.victims[v.ID]; ok || seen[v.ID] || v.ID == "" || v.ID == b {
+	for j, v := range plan.Victims {
+		if _, ok := d.victims[v.ID]; ok || v.ID == "" || v.ID == b || repeated(plan.Victims[:j], v.ID) {
 			return nil, &DrainError{ID: v.ID, Detail: "victim already tracked, repeated or invalid"}
 		}
-		seen[v.ID] = true
 	}
-	older := slices.Sorted(maps.Keys(d.victims))
 	nom := &nomination{target: plan.Target.Clone(), readyBy: plan.ReadyBy}
 	fresh := make([]*drainVictim, len(plan.Victims))
 	for j, v := range plan.Victims {
@@ -99,7 +101,9 @@ func (d *Drains) Accept(plan Plan, now time.Time) ([]placement.NodeGPUs, error) 
 				need -= g
 			}
 		}
-		for _, id := range older {
+		// Earlier plans' victims on this node, in ID order (a victim
+		// elsewhere has nothing unclaimed here).
+		for _, id := range d.onNode[x.Node] {
 			if need == 0 {
 				break
 			}
@@ -120,10 +124,53 @@ func (d *Drains) Accept(plan Plan, now time.Time) ([]placement.NodeGPUs, error) 
 	}
 	nom.reserved = slices.Clone(reserve)
 	for j, v := range plan.Victims {
-		d.victims[v.ID] = fresh[j]
+		d.track(v.ID, fresh[j])
 	}
 	d.noms[b] = nom
 	return reserve, nil
+}
+
+func repeated(vs []Victim, id string) bool {
+	for _, v := range vs {
+		if v.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// track starts tracking victim id and indexes it under its nodes.
+func (d *Drains) track(id string, v *drainVictim) {
+	d.victims[id] = v
+	for j, x := range v.nodes {
+		if j > 0 && slices.ContainsFunc(v.nodes[:j], func(y placement.NodeGPUs) bool { return y.Node == x.Node }) {
+			continue
+		}
+		list := d.onNode[x.Node]
+		i, _ := slices.BinarySearch(list, id)
+		d.onNode[x.Node] = slices.Insert(list, i, id)
+	}
+}
+
+// untrack stops tracking victim id and removes it from the node index.
+func (d *Drains) untrack(id string) {
+	v, ok := d.victims[id]
+	if !ok {
+		return
+	}
+	delete(d.victims, id)
+	for _, x := range v.nodes {
+		list := d.onNode[x.Node]
+		i, found := slices.BinarySearch(list, id)
+		if !found {
+			continue // a node listed twice: already removed
+		}
+		if list = slices.Delete(list, i, i+1); len(list) == 0 {
+			delete(d.onNode, x.Node)
+		} else {
+			d.onNode[x.Node] = list
+		}
+	}
 }
 
 func (v *drainVictim) unclaimedOn(n topology.NodeID) int {
@@ -192,7 +239,7 @@ func (d *Drains) VictimExited(victim string) (beneficiary string, ok bool) {
 		nom := d.noms[b]
 		nom.waitOn = slices.DeleteFunc(nom.waitOn, func(id string) bool { return id == victim })
 	}
-	delete(d.victims, victim)
+	d.untrack(victim)
 	return v.primary, true
 }
 
@@ -291,7 +338,7 @@ func (d *Drains) Dissolve(beneficiary string) []placement.NodeGPUs {
 			v.primary = ""
 		}
 		if v.primary == "" && len(v.claims) == 0 {
-			delete(d.victims, id)
+			d.untrack(id)
 		}
 	}
 	delete(d.noms, beneficiary)
