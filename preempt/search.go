@@ -1,6 +1,8 @@
 package preempt
 
 import (
+	"cmp"
+	"math"
 	"slices"
 	"sort"
 
@@ -17,7 +19,13 @@ func (s *Searcher) search(allowBorrow bool) (Plan, bool) {
 	s.buildDomainLists()
 	s.best = s.best[:0]
 	bestD, bestPrio, bestCost := -1, int32(0), 0.0
-	for d := range s.ndom {
+	// Domains go cheapest lower bound first; once a domain's bound cannot
+	// beat the best set found, neither can any later one's.
+	for _, b := range s.domainBounds() {
+		d := b.d
+		if bestD >= 0 && s.bounded && (b.prio > bestPrio || b.prio >= bestPrio && b.cost > bestCost+1e-9*(1+math.Abs(bestCost))) {
+			break
+		}
 		if s.domStart[d] == s.domStart[d+1] && !s.fitsIn(d) {
 			continue
 		}
@@ -26,8 +34,9 @@ func (s *Searcher) search(allowBorrow bool) (Plan, bool) {
 			mp, cost := s.score(s.taken)
 			// The domain whose set is cheapest: lowest highest victim
 			// priority, then lowest cost, then fewest victims, then the
-			// lowest domain ID (the loop order).
-			if bestD < 0 || mp < bestPrio || mp == bestPrio && (cost < bestCost || cost == bestCost && len(s.taken) < len(s.best)) {
+			// lowest domain ID.
+			if bestD < 0 || mp < bestPrio || mp == bestPrio && (cost < bestCost || cost == bestCost &&
+				(len(s.taken) < len(s.best) || len(s.taken) == len(s.best) && d < bestD)) {
 				bestD, bestPrio, bestCost = d, mp, cost
 				s.best = append(s.best[:0], s.taken...)
 			}
@@ -55,6 +64,94 @@ func (s *Searcher) search(allowBorrow bool) (Plan, bool) {
 	s.reacquireAll()
 	s.untakeAll()
 	return plan, true
+}
+
+// domBound is a lower bound on the score of any set that makes the gang
+// fit in domain d: its highest victim priority and its cost.
+type domBound struct {
+	d    int
+	prio int32
+	cost float64
+}
+
+// domainBounds returns the domains to try, by lower bound (then ID), and
+// leaves out those no set of candidates can make fit. Any set that fits
+// the gang in d frees, on d's nodes of the group it lands in, at least
+// pods x k GPUs minus what is free there already; a candidate frees at
+// most its GPUs there. So its highest priority is at least the lowest P
+// such that d's candidates of priority P or less hold that many GPUs, and
+// its cost at least the cheapest fractional cover of them by cost per
+// GPU. Without bounds (a cost model returning negative costs) every
+// domain is tried, in ID order.
+func (s *Searcher) domainBounds() []domBound {
+	s.bounds = s.bounds[:0]
+	if !s.bounded {
+		for d := range s.ndom {
+			s.bounds = append(s.bounds, domBound{d: d})
+		}
+		return s.bounds
+	}
+	f := s.f
+	for d := range s.ndom {
+		need := math.MaxInt
+		for g := range topology.GroupID(f.NumGroups()) {
+			if gi := s.gslot[g]; gi >= 0 {
+				free := f.FreeGPUs(s.dlo+topology.DomainID(d), g) + int(s.goneFree[d*s.ngs+int(gi)])
+				need = min(need, s.pods*s.k-free)
+			}
+		}
+		if need <= 0 {
+			s.bounds = append(s.bounds, domBound{d: d, prio: math.MinInt32})
+			continue
+		}
+		s.items = s.items[:0]
+		total := 0
+		for _, pos := range s.domList[s.domStart[d]:s.domStart[d+1]] {
+			c := &s.cands[s.list[pos]]
+			s.items = append(s.items, boundItem{prio: c.prio, gpus: int32(c.gpus), cost: c.cost, ratio: c.cost / float64(c.gpus)})
+			total += c.gpus
+		}
+		if total < need {
+			continue // even every candidate there is not enough
+		}
+		b := domBound{d: d}
+		slices.SortFunc(s.items, func(a, b boundItem) int { return cmp.Compare(a.prio, b.prio) })
+		left := need
+		for _, it := range s.items {
+			if left -= int(it.gpus); left <= 0 {
+				b.prio = it.prio
+				break
+			}
+		}
+		slices.SortFunc(s.items, func(a, b boundItem) int { return cmp.Compare(a.ratio, b.ratio) })
+		left = need
+		for _, it := range s.items {
+			if int(it.gpus) >= left {
+				b.cost += it.ratio * float64(left)
+				break
+			}
+			b.cost += it.cost
+			left -= int(it.gpus)
+		}
+		s.bounds = append(s.bounds, b)
+	}
+	slices.SortFunc(s.bounds, func(a, b domBound) int {
+		if a.prio != b.prio {
+			return cmp.Compare(a.prio, b.prio)
+		}
+		if a.cost != b.cost {
+			return cmp.Compare(a.cost, b.cost)
+		}
+		return cmp.Compare(a.d, b.d)
+	})
+	return s.bounds
+}
+
+type boundItem struct {
+	prio  int32
+	gpus  int32
+	cost  float64
+	ratio float64
 }
 
 // greedy picks victims for domain d: candidates in order until quota fits

@@ -2,6 +2,7 @@ package preempt
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -29,6 +30,7 @@ type Searcher struct {
 	subm   time.Time
 	adv    int // depth of the hierarchical-advantage node; -1 for none
 	within bool
+	byID   bool // running is sorted by ID: candidate indexes order IDs
 
 	// topology estimate (fast path)
 	fast     bool
@@ -48,6 +50,11 @@ type Searcher struct {
 	list     []int32 // the candidates of the current attempt
 	domStart []int32
 	domList  []int32 // per domain: positions in list of candidates freeing GPUs there
+	goneFree []int32 // per domain x eligible group: GPUs freed by gone workloads
+	bounded  bool    // every cost is 0 or more: domains can be pruned by bounds
+	noBounds bool    // tests: try every domain, as the reference
+	bounds   []domBound
+	items    []boundItem
 	taken    []int32
 	best     []int32
 	gone     []int32 // indexes into running of workloads counted as gone
@@ -276,10 +283,14 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 	// Check every offered workload against the fleet and the tree before
 	// changing anything: GPUs per node within what is allocated, usage per
 	// queue within what is recorded.
+	s.byID = true
 	for i := range running {
 		r := &running[i]
 		if r.W == nil || r.W.ID == "" {
 			return s.noPlan(WhyInvalid, "running workload without spec or ID")
+		}
+		if i > 0 && s.byID && running[i-1].W.ID >= r.W.ID {
+			s.byID = false
 		}
 		if r.Queue < 0 || int(r.Queue) >= t.NumNodes() || r.Flavor < 0 || int(r.Flavor) >= t.NumFlavors() {
 			return s.noPlan(WhyInvalid, "running workload "+r.W.ID+": unknown queue or flavor")
@@ -332,6 +343,14 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 			s.free(x.Node, s.req.Nominations.unclaimed(r.W.ID, x.Node, x.GPUs))
 		}
 	}
+	// What gone workloads free per domain and group, for the bounds.
+	s.goneFree = slices.Grow(s.goneFree[:0], s.ndom*s.ngs)[:s.ndom*s.ngs]
+	clear(s.goneFree)
+	for _, n := range s.touched {
+		if gi := s.gslot[f.NodeGroup(n)]; gi >= 0 && s.fast {
+			s.goneFree[int(f.DomainOf(n, s.lvl)-s.dlo)*s.ngs+int(gi)] += s.freed[n]
+		}
+	}
 	s.adv = s.advantageDepth()
 	inUse, nominal := t.InUse(q, s.fl), t.Nominal(q, s.fl)
 	s.within = inUse+s.need <= nominal
@@ -343,6 +362,12 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 		}
 		if c, ok := s.classify(r); ok {
 			s.cands = append(s.cands, c)
+		}
+	}
+	s.bounded = !s.noBounds
+	for i := range s.cands {
+		if !(s.cands[i].cost >= 0) {
+			s.bounded = false
 		}
 	}
 	// Usage of every candidate must be removable: try it once, per queue.
@@ -489,8 +514,11 @@ func (s *Searcher) sortCandidates() {
 		slices.SortFunc(s.order, func(i, j int32) int { return less(&cs[i], &cs[j]) })
 		return
 	}
-	// Without shares, criteria 1, 2 and 4 pack into one integer, so the
-	// sort compares flat keys instead of chasing pointers.
+	// Without shares, criteria 1, 2 and 4 pack into one integer and the
+	// cost maps to an order-preserving integer, so the sort compares flat
+	// keys instead of chasing pointers. When running came sorted by ID,
+	// candidates are in ID order and their index breaks ties without
+	// comparing strings.
 	s.keys = s.keys[:0]
 	for i := range cs {
 		k := uint64(uint32(cs[i].prio) ^ 1<<31)
@@ -500,17 +528,29 @@ func (s *Searcher) sortCandidates() {
 		if !cs[i].other {
 			k |= 1 << 32
 		}
-		s.keys = append(s.keys, sortKey{k, cs[i].cost, int32(i)})
+		s.keys = append(s.keys, sortKey{k, costKey(cs[i].cost), int32(i)})
 	}
-	slices.SortFunc(s.keys, func(a, b sortKey) int {
-		if a.k != b.k {
-			return cmp.Compare(a.k, b.k)
-		}
-		if c := cmp.Compare(a.cost, b.cost); c != 0 {
-			return c
-		}
-		return cmp.Compare(cs[a.i].id, cs[b.i].id)
-	})
+	if s.byID {
+		slices.SortFunc(s.keys, func(a, b sortKey) int {
+			if a.k != b.k {
+				return cmp.Compare(a.k, b.k)
+			}
+			if a.cost != b.cost {
+				return cmp.Compare(a.cost, b.cost)
+			}
+			return cmp.Compare(a.i, b.i)
+		})
+	} else {
+		slices.SortFunc(s.keys, func(a, b sortKey) int {
+			if a.k != b.k {
+				return cmp.Compare(a.k, b.k)
+			}
+			if a.cost != b.cost {
+				return cmp.Compare(a.cost, b.cost)
+			}
+			return cmp.Compare(cs[a.i].id, cs[b.i].id)
+		})
+	}
 	for _, k := range s.keys {
 		s.order = append(s.order, k.i)
 	}
@@ -518,8 +558,24 @@ func (s *Searcher) sortCandidates() {
 
 type sortKey struct {
 	k    uint64
-	cost float64
+	cost uint64 // costKey
 	i    int32
+}
+
+// costKey maps a cost to an integer in the order cmp.Compare gives
+// floats: NaN first, -0 equal to 0.
+func costKey(c float64) uint64 {
+	switch {
+	case c != c:
+		return 0
+	case c == 0:
+		c = 0
+	}
+	b := math.Float64bits(c)
+	if b&(1<<63) != 0 {
+		return ^b
+	}
+	return b | 1<<63
 }
 
 func less(a, b *cand) int {
