@@ -46,8 +46,10 @@ type Result struct {
 	Completed                         [4]int // by gang.Shape
 
 	// InferenceWaits are the admission waits of inference replicas;
-	// ReclaimWaits those of replicas for which victims were drained.
-	InferenceWaits, ReclaimWaits []time.Duration
+	// ReclaimWaits those of replicas for which victims were drained, and
+	// RestoreTimes, for those, the time from the first drain to admission:
+	// the drain contract bounds it by the grace period plus a cycle.
+	InferenceWaits, ReclaimWaits, RestoreTimes []time.Duration
 	// Waits are the admission waits per queue, sorted by queue name.
 	Waits []QueueWaits
 
@@ -83,16 +85,18 @@ func (r *Result) wait(queue string, d time.Duration) {
 	r.waits[queue] = append(r.waits[queue], d.Seconds())
 }
 
-func (r *Result) inferenceWait(d time.Duration, reclaim bool) {
+func (r *Result) inferenceWait(d time.Duration, reclaim bool, restore time.Duration) {
 	r.InferenceWaits = append(r.InferenceWaits, d)
 	if reclaim {
 		r.ReclaimWaits = append(r.ReclaimWaits, d)
+		r.RestoreTimes = append(r.RestoreTimes, restore)
 	}
 }
 
 func (r *Result) settle() {
 	slices.Sort(r.InferenceWaits)
 	slices.Sort(r.ReclaimWaits)
+	slices.Sort(r.RestoreTimes)
 	r.Waits = r.Waits[:0]
 	for _, q := range slices.Sorted(func(yield func(string) bool) {
 		for k := range r.waits {
@@ -172,6 +176,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	p("inference waits: n=%d p50 %v p99 %v max %v; reclaim n=%d p50 %v p99 %v\n", len(r.InferenceWaits),
 		Quantile(r.InferenceWaits, 0.5), Quantile(r.InferenceWaits, 0.99), Quantile(r.InferenceWaits, 1),
 		len(r.ReclaimWaits), Quantile(r.ReclaimWaits, 0.5), Quantile(r.ReclaimWaits, 0.99))
+	p("restore after drain: p50 %v p99 %v max %v\n", Quantile(r.RestoreTimes, 0.5), Quantile(r.RestoreTimes, 0.99), Quantile(r.RestoreTimes, 1))
 	for _, q := range r.Waits {
 		p("queue %s: %d admissions, wait p50 %v p90 %v p99 %v\n", q.Queue, q.Admissions, q.P50, q.P90, q.P99)
 	}

@@ -62,8 +62,9 @@ type job struct {
 	mfu      float64
 	service  int // inference service, or -1
 	trace    bool
-	reclaim  bool // victims were drained to make room for it
-	live     int  // position in sim.live while it holds GPUs
+	reclaim  bool  // victims were drained to make room for it
+	drainAt  int64 // when the first of them was drained
+	live     int   // position in sim.live while it holds GPUs
 }
 
 type pod struct {
@@ -420,7 +421,7 @@ func (sm *sim) admit(a fleet.Admission) {
 	}
 	sm.res.wait(a.Queue, a.Wait)
 	if j.w.Shape == gang.Inference {
-		sm.res.inferenceWait(a.Wait, j.reclaim)
+		sm.res.inferenceWait(a.Wait, j.reclaim, time.Duration(sm.now-j.drainAt))
 		j.reclaim = false
 	}
 	j.runStart = sm.now
@@ -498,6 +499,7 @@ func (sm *sim) drain(d fleet.Drain) {
 	if b, ok := sm.byID[d.Beneficiary]; ok && sm.jobs[b].w.Shape == gang.Inference {
 		if !sm.jobs[b].reclaim {
 			sm.res.InferenceReclaims++
+			sm.jobs[b].drainAt = sm.now
 		}
 		sm.jobs[b].reclaim = true
 	}
@@ -776,6 +778,13 @@ func (sm *sim) advance(t int64) {
 // sample records a point of the series, the stranded GPUs, and feeds the
 // observer one usage sample per running workload.
 func (sm *sim) sample() {
+	// A cycle first, so every event before now reaches the observer
+	// before the sample does; it runs with or without an observer, so
+	// observing a run does not change it.
+	sm.schedule()
+	if sm.err != nil {
+		return
+	}
 	stranded := 0
 	for n, used := range sm.nodeUsed {
 		if !sm.nodeDown[n] && used > 0 && used < sm.nodeCap[n] {

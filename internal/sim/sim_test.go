@@ -82,10 +82,15 @@ func TestInferenceGetsCapacityBack(t *testing.T) {
 	if r.Drains == 0 {
 		t.Skip("the scheduler drained no victim: it does not preempt for inference")
 	}
-	require.NotEmpty(t, r.ReclaimWaits)
+	require.NotEmpty(t, r.RestoreTimes)
+	// From the drain of its first victim to its admission, a replica
+	// waits at most the grace period plus one cycle.
 	bound := fleet.DefaultGrace + 10*time.Second
-	assert.LessOrEqual(t, Quantile(r.ReclaimWaits, 1), bound,
-		"an inference replica waited longer than the grace period plus one cycle for borrowed capacity")
+	assert.LessOrEqual(t, Quantile(r.RestoreTimes, 1), bound,
+		"an inference replica got borrowed capacity back later than the grace period plus one cycle after the drain")
+	// From its submission it may also wait for victims past their
+	// minimum runtime; the design's target is five minutes.
+	assert.LessOrEqual(t, Quantile(r.ReclaimWaits, 0.99), 5*time.Minute)
 }
 
 func TestConfigRefused(t *testing.T) {
