@@ -7,6 +7,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fleetsched/fleet/internal/shapes"
+	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
 )
 
@@ -39,4 +40,21 @@ func TestBoundsKeepThePlanOnShapes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRefusedCallLeavesSearcherClean reuses one Searcher after a call
+// refused for a bad node entry: the next answer is the same as a fresh
+// Searcher's.
+func TestRefusedCallLeavesSearcherClean(t *testing.T) {
+	v := shapes.Clear(2048, true, 1)
+	want, err := preempt.NewSearcher(preempt.Options{}).Victims(v.Fleet, v.Tree, v.Request, v.Running, nil)
+	require.NoError(t, err)
+	s := preempt.NewSearcher(preempt.Options{})
+	bad := append([]preempt.Running(nil), v.Running...)
+	bad[len(bad)-1].Nodes = []placement.NodeGPUs{{Node: 0, GPUs: 0}}
+	_, err = s.Victims(v.Fleet, v.Tree, v.Request, bad, nil)
+	require.ErrorIs(t, err, preempt.ErrNoPlan)
+	got, err := s.Victims(v.Fleet, v.Tree, v.Request, v.Running, nil)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
 }

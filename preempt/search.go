@@ -115,6 +115,18 @@ func (s *Searcher) domainBounds() []domBound {
 			continue // even every candidate there is not enough
 		}
 		b := domBound{d: d}
+		if total == need {
+			// Every candidate there is needed (a full domain to clear):
+			// the bound is the whole list, no sort.
+			for j, it := range s.items {
+				if j == 0 || it.prio > b.prio {
+					b.prio = it.prio
+				}
+				b.cost += it.cost
+			}
+			s.bounds = append(s.bounds, b)
+			continue
+		}
 		slices.SortFunc(s.items, func(a, b boundItem) int { return cmp.Compare(a.prio, b.prio) })
 		left := need
 		for _, it := range s.items {

@@ -40,8 +40,9 @@ type Searcher struct {
 	k, pods  int
 	gslot    []int32 // per group: its slot among eligible groups, or -1
 	ngs      int
-	freed    []int32 // per node: GPUs freed by gone workloads and taken candidates
-	touched  []topology.NodeID
+	freed    []int32           // per node: GPUs freed by gone workloads and taken candidates
+	touched  []topology.NodeID // nodes with freed GPUs, once each (marked)
+	marked   []bool
 	slots    []int32 // per domain x eligible group: pods that would fit
 	fitCount int     // slots that hold the whole gang
 
@@ -269,6 +270,7 @@ func (s *Searcher) setupTopology() *NoPlan {
 	}
 	if n := f.NumNodes(); len(s.freed) < n {
 		s.freed = make([]int32, n)
+		s.marked = make([]bool, n)
 	}
 	s.touched = s.touched[:0]
 	s.undo = s.undo[:0]
@@ -287,16 +289,19 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 	for i := range running {
 		r := &running[i]
 		if r.W == nil || r.W.ID == "" {
+			s.clearFreed()
 			return s.noPlan(WhyInvalid, "running workload without spec or ID")
 		}
 		if i > 0 && s.byID && running[i-1].W.ID >= r.W.ID {
 			s.byID = false
 		}
 		if r.Queue < 0 || int(r.Queue) >= t.NumNodes() || r.Flavor < 0 || int(r.Flavor) >= t.NumFlavors() {
+			s.clearFreed()
 			return s.noPlan(WhyInvalid, "running workload "+r.W.ID+": unknown queue or flavor")
 		}
 		for _, x := range r.Nodes {
 			if x.Node < 0 || int(x.Node) >= f.NumNodes() || x.GPUs <= 0 {
+				s.clearFreed()
 				return s.noPlan(WhyInvalid, "running workload "+r.W.ID+": bad node entry")
 			}
 			if s.freed[x.Node] == 0 {
@@ -383,6 +388,15 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 	s.addAll()
 	s.sortCandidates()
 	return nil
+}
+
+// clearFreed zeroes the per-node sums of the validation in setup, so that
+// a refused call leaves them clean for the next one.
+func (s *Searcher) clearFreed() {
+	for _, n := range s.touched {
+		s.freed[n] = 0
+	}
+	s.touched = s.touched[:0]
 }
 
 // classify applies the rules that do not change during the search.
@@ -722,7 +736,10 @@ func (s *Searcher) free(n topology.NodeID, x int) {
 	if gi < 0 {
 		return
 	}
-	if s.freed[n] == 0 {
+	if !s.marked[n] {
+		// Marked rather than tested on freed: fill-back frees a node down
+		// to 0 and back many times.
+		s.marked[n] = true
 		s.touched = append(s.touched, n)
 	}
 	old := s.f.Free(n) + int(s.freed[n])
@@ -938,6 +955,7 @@ func (s *Searcher) restore() {
 	s.gone = s.gone[:0]
 	for _, n := range s.touched {
 		s.freed[n] = 0
+		s.marked[n] = false
 	}
 	s.touched = s.touched[:0]
 	s.cands = s.cands[:0]
