@@ -21,7 +21,13 @@
 // with the fleet's per-domain histograms (O(1) per freed node), picks the
 // domain whose cheapest sufficient set is cheapest, fills back, and runs
 // placement once to validate and to produce Plan.Target. It never
-// re-places the gang over the whole fleet per candidate.
+// re-places the gang over the whole fleet per candidate. Domains are tried
+// by a lower bound on their set (GPUs still missing there, covered by the
+// cheapest candidates), and the search stops once no remaining domain's
+// bound can beat the best set found: the answer is the same as trying
+// every domain. Passing running sorted by ID (as a scheduler keeping its
+// candidates in ID order does) spares string compares in the candidate
+// order's tie-break; any order gives the same plan.
 //
 // The cost of a victim is a CostModel (default: GPUs x work since the last
 // checkpoint plus a restart overhead, in GPU-seconds); a host may plug in
