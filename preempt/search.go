@@ -81,11 +81,12 @@ type domBound struct {
 // most its GPUs there. So its highest priority is at least the lowest P
 // such that d's candidates of priority P or less hold that many GPUs, and
 // its cost at least the cheapest fractional cover of them by cost per
-// GPU. Without bounds (a cost model returning negative costs) every
-// domain is tried, in ID order.
+// GPU. Without bounds (a cost model returning negative costs, or a single
+// domain) every domain is tried, in ID order.
 func (s *Searcher) domainBounds() []domBound {
 	s.bounds = s.bounds[:0]
-	if !s.bounded {
+	if !s.bounded || s.ndom == 1 {
+		// One domain (no required level): nothing to prune.
 		for d := range s.ndom {
 			s.bounds = append(s.bounds, domBound{d: d})
 		}
