@@ -56,6 +56,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	s.reserve = nil
 	blocked := map[quota.NodeID]bool{}
 	taken := map[string]bool{}
+	failed := map[failKey]int{}
 	for i, e := range pending {
 		if blocked[e.queue] {
 			continue
@@ -70,7 +71,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 			// It fits, but only in the held domain: it waits, and does not
 			// preempt its way around the reservation either.
 		default:
-			if s.tryPreempt(now, replicas(pending[i:]), taken, &d) {
+			if s.tryPreempt(now, replicas(pending[i:]), taken, failed, &d) {
 				continue
 			}
 		}

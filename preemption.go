@@ -8,6 +8,7 @@ import (
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -46,14 +47,50 @@ func replicable(e *entry) bool {
 // of run (its replicas) when one plan can serve them all, by draining
 // victims not already taken this cycle, and accepts it. It falls back to
 // run[0] alone.
-func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]bool, d *Decisions) bool {
+func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]bool, failed map[failKey]int, d *Decisions) bool {
 	if s.cfg.Policy.NoPreemption {
 		return false
+	}
+	key, keyed := failureKey(run[0])
+	if keyed {
+		if pods, ok := failed[key]; ok && run[0].w.Pods() >= pods {
+			return false // a no larger gang of its class found no plan this cycle
+		}
 	}
 	if len(run) > 1 && s.preemptFor(now, run, taken, d) {
 		return true
 	}
-	return s.preemptFor(now, run[:1], taken, d)
+	if s.preemptFor(now, run[:1], taken, d) {
+		return true
+	}
+	if keyed {
+		if pods, ok := failed[key]; !ok || run[0].w.Pods() < pods {
+			failed[key] = run[0].w.Pods()
+		}
+	}
+	return false
+}
+
+// failKey is a class of pending workloads for which a failed victim search
+// is monotonic within a cycle: same queue, priority, flavor, pools,
+// required level and pod size. Victims are chosen by the queue's rules and
+// the priority, so the candidates are the same (or fewer, for a later
+// submission); if n pods of this size found no plan, more pods cannot.
+type failKey struct {
+	queue    quota.NodeID
+	priority int32
+	flavor   quota.FlavorID
+	required string
+	pools    string
+	gpus     int
+}
+
+func failureKey(e *entry) (failKey, bool) {
+	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) {
+		return failKey{}, false
+	}
+	return failKey{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
+		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod}, true
 }
 
 func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]bool, d *Decisions) bool {
