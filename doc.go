@@ -65,8 +65,9 @@
 // # Packages
 //
 //   - fleet (this package): the Scheduler, the host-facing loop: queues,
-//     ordering, the cycle that asks quota, placement and preempt, drain
-//     bookkeeping, the capacity calendar and Explain.
+//     ordering, the cycle that asks quota, placement and preempt,
+//     nominations while victims drain, reservations that keep large gangs
+//     from starving (with backfill), Explain, Snapshot and the Journal.
 //   - topology: the physical tree (spine > leaf > node, or racks), node
 //     health, per-domain free-capacity aggregates and fragmentation.
 //   - quota: the quota tree of cohorts and queues, borrowing and lending
@@ -74,11 +75,13 @@
 //   - gang: the workload model: pod sets, priority class, topology
 //     request, checkpoint and drain contract, lifecycle states.
 //   - placement: where a gang fits: all-or-nothing search over the
-//     topology, scorers, and the calendar of future bookings.
+//     topology, host scorers, and a structured reason when it does not.
 //   - preempt: who to evict: candidate rules, the cost of lost work,
 //     minimal quota- and topology-aware victim sets, drain deadlines.
 //   - metrics: allocation against real use, queue waits, preemption tax,
 //     stranded GPUs and cost, from the Scheduler's events and snapshots.
+//   - importer/slurm, importer/k8s, importer/kueue: the formats users
+//     already have, kept apart so the core never imports Kubernetes code.
 //
 // Lower packages never import higher ones: topology, gang and quota import
 // nothing of this module; placement imports topology and gang; preempt
