@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/quota"
@@ -55,9 +56,33 @@ type Policy struct {
 	// Cost prices the work a victim loses (see preempt.CostModel); nil
 	// means GPUs x time since its last checkpoint plus RestartOverhead.
 	Cost preempt.CostModel
+	// Order decides which pending workload a cycle visits first; nil
+	// means the default order (see Scheduler.Schedule).
+	Order QueueOrder
 	// RestartOverhead is the work a preempted job redoes on restart,
 	// counted in its cost; 0 means 3 minutes.
 	RestartOverhead time.Duration
+}
+
+// QueueOrder orders pending work for a host that wants its own policy
+// (say, smallest gang first inside a priority). Compare returns a negative
+// number when a goes first, 0 when it has no preference; the scheduler
+// breaks remaining ties by submission order, then ID, so the order is
+// total. It must be deterministic, cheap, and must not modify its
+// arguments.
+type QueueOrder interface {
+	Compare(a, b *Pending) int
+}
+
+// Pending is what a QueueOrder sees of a pending workload. W is the
+// scheduler's copy: read it, never change it.
+type Pending struct {
+	W         *gang.Workload
+	Priority  int32 // resolved from its priority class
+	Submitted time.Time
+	// DominantShare is its queue's fair-sharing share (0 unless the
+	// policy enables fair sharing).
+	DominantShare float64
 }
 
 // Sentinel errors of the scheduler's host-facing calls. Each refused call

@@ -47,6 +47,7 @@ type entry struct {
 	state     gang.State
 	submitted time.Time
 	seq       uint64
+	view      Pending // what a QueueOrder sees, refreshed each cycle
 
 	// Admitted or draining.
 	started   time.Time
@@ -435,22 +436,31 @@ func (e *entry) grace() time.Duration {
 
 // order is the admission order of pending work, in one place: higher
 // priority first; with fair sharing, the queue with the lower dominant
-// share; then earlier submission; then ID.
+// share; then earlier submission; then ID. A host's Policy.Order replaces
+// the first two criteria; submission order and ID still break its ties.
 func (s *Scheduler) order(pending []*entry) {
-	share := map[quota.NodeID]float64{}
-	if s.cfg.Policy.FairSharing {
+	fair, custom := s.cfg.Policy.FairSharing, s.cfg.Policy.Order
+	if fair || custom != nil {
+		share := map[quota.NodeID]float64{}
 		for _, e := range pending {
-			if _, ok := share[e.queue]; !ok {
-				share[e.queue] = s.tree.DominantShare(e.queue).Value()
+			sh, ok := share[e.queue]
+			if !ok && fair {
+				sh = s.tree.DominantShare(e.queue).Value()
+				share[e.queue] = sh
 			}
+			e.view = Pending{W: &e.w, Priority: e.priority, Submitted: e.submitted, DominantShare: sh}
 		}
 	}
 	slices.SortFunc(pending, func(a, b *entry) int {
-		if c := cmp.Compare(b.priority, a.priority); c != 0 {
-			return c
-		}
-		if s.cfg.Policy.FairSharing {
-			if c := cmp.Compare(share[a.queue], share[b.queue]); c != 0 {
+		if custom != nil {
+			if c := custom.Compare(&a.view, &b.view); c != 0 {
+				return c
+			}
+		} else {
+			if c := cmp.Compare(b.priority, a.priority); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.view.DominantShare, b.view.DominantShare); fair && c != 0 {
 				return c
 			}
 		}

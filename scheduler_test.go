@@ -273,3 +273,24 @@ func TestFairSharingOrdersByDominantShare(t *testing.T) {
 	require.NotEmpty(t, d.Admit)
 	assert.Equal(t, "b1", d.Admit[0].ID, "the team with the lower dominant share goes first")
 }
+
+// smallestFirst is a host's own queue order: fewest GPUs first.
+type smallestFirst struct{}
+
+func (smallestFirst) Compare(a, b *fleet.Pending) int { return a.W.GPUs() - b.W.GPUs() }
+
+func TestHostQueueOrder(t *testing.T) {
+	cfg := fleet.ReferenceConfig()
+	cfg.Policy.Order = smallestFirst{}
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Submit(t0, training("big", 64, fleet.ClassReservedResearch, "research")))
+	require.NoError(t, s.Submit(t0, replica("small", 1)))
+	require.NoError(t, s.Submit(t0, training("mid", 2, fleet.ClassPreemptibleBatch, "batch")))
+	d := s.Schedule(t0)
+	var ids []string
+	for _, a := range d.Admit {
+		ids = append(ids, a.ID)
+	}
+	assert.Equal(t, []string{"small", "mid", "big"}, ids)
+}
