@@ -2,11 +2,11 @@ package placement_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/benchlat"
 	"github.com/fleetsched/fleet/internal/shapes"
 	"github.com/fleetsched/fleet/placement"
 )
@@ -48,16 +48,8 @@ func BenchmarkPlace(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				reportP99(b, lat)
+				benchlat.ReportP99(b, lat)
 			})
 		}
 	}
-}
-
-func reportP99(b *testing.B, lat []time.Duration) {
-	if len(lat) == 0 {
-		return
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }

@@ -2,10 +2,10 @@ package preempt_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/fleetsched/fleet/internal/benchlat"
 	"github.com/fleetsched/fleet/internal/shapes"
 	"github.com/fleetsched/fleet/preempt"
 )
@@ -52,17 +52,9 @@ func BenchmarkVictims(b *testing.B) {
 						}
 					}
 					b.StopTimer()
-					reportP99(b, lat)
+					benchlat.ReportP99(b, lat)
 				})
 			}
 		}
 	}
-}
-
-func reportP99(b *testing.B, lat []time.Duration) {
-	if len(lat) == 0 {
-		return
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }

@@ -2,10 +2,10 @@ package quota_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/fleetsched/fleet/internal/benchlat"
 	"github.com/fleetsched/fleet/quota"
 )
 
@@ -75,8 +75,7 @@ func runTimed(b *testing.B, op func()) {
 		lat[i] = time.Since(start)
 	}
 	b.StopTimer()
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	benchlat.ReportP99(b, lat)
 }
 
 type benchShape struct {

@@ -2,10 +2,10 @@ package topology_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/fleetsched/fleet/internal/benchlat"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -49,7 +49,7 @@ func BenchmarkAllocate(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			reportP99(b, lat)
+			benchlat.ReportP99(b, lat)
 		})
 	}
 }
@@ -69,12 +69,4 @@ func BenchmarkClone(b *testing.B) {
 			}
 		})
 	}
-}
-
-func reportP99(b *testing.B, lat []time.Duration) {
-	if len(lat) == 0 {
-		return
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[(len(lat)*99)/100].Nanoseconds()), "p99-ns")
 }

@@ -1,0 +1,21 @@
+// Package benchlat reports the tail latency of benchmarks: every
+// benchmark of the module times its iterations one by one and reports the
+// 99th percentile beside ns/op, so that a rare slow decision is not hidden
+// by the mean.
+package benchlat
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// ReportP99 reports the 99th percentile of lat as the "p99-ns" metric. It
+// sorts lat in place. With no samples it reports nothing.
+func ReportP99(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
