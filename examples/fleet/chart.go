@@ -114,6 +114,8 @@ func strandedChart(path string, r *sim.Result) error {
 	five := plotter.NewFunction(func(float64) float64 { return 0.05 * float64(r.GPUs) })
 	five.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 	pl.Add(sl, dl, five)
+	// Keep the 5% target line in view even when stranding stays below it.
+	pl.Y.Max = max(pl.Y.Max, 0.06*float64(r.GPUs))
 	pl.Legend.Add("stranded", sl)
 	pl.Legend.Add("down (failed nodes)", dl)
 	pl.Legend.Add("5% of the fleet", five)
