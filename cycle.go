@@ -18,7 +18,8 @@ type reservation struct {
 	priority int32
 	group    topology.GroupID
 	domain   topology.DomainID
-	// start is when the domain's running work is expected to end.
+	// start is when the domain's running work is expected to end; zero
+	// when open-ended work there makes it unknown.
 	start time.Time
 }
 
@@ -175,10 +176,17 @@ func (s *Scheduler) admitted(now time.Time, e *entry, d *Decisions) {
 }
 
 // reserveFor holds a domain for a blocked multi-node gang with a required
-// level: the domain of that level (with enough nodes for it) whose running
-// work is expected to end soonest, then the one with the most free whole
-// nodes, then the lowest ID. Work without an expected runtime never ends
-// as far as this estimate knows.
+// level, chosen among the domains of that level with enough nodes for it:
+//
+//  1. the fewest GPUs held by open-ended work the gang cannot evict (no
+//     expected runtime, and not preemptible filler of lower priority):
+//     the domain most likely to empty;
+//  2. then the earliest expected end of the rest of its work: the planned
+//     start, known only when nothing open-ended blocks it;
+//  3. then the most free whole nodes, then the lowest ID.
+//
+// While held, lower-priority work that cannot be evicted enters the
+// domain only if it is expected to end before the planned start.
 func (s *Scheduler) reserveFor(e *entry) {
 	if e.w.Topology.Required == "" || e.w.Pods() < 2 {
 		return
@@ -192,44 +200,60 @@ func (s *Scheduler) reserveFor(e *entry) {
 		return
 	}
 	lo, hi := s.fleet.DomainsAt(l)
-	ends := make([]time.Time, hi-lo) // latest expected end per domain
-	never := make([]bool, hi-lo)
+	type outlook struct {
+		blocked int       // GPUs of open-ended work the gang cannot evict
+		end     time.Time // latest expected end of the other work
+	}
+	view := make([]outlook, hi-lo)
+	// Sums and maxima do not depend on the map's order.
 	for _, x := range s.work {
 		if !x.state.HoldsGPUs() {
 			continue
 		}
+		evictable := x.w.Drain.Preemptible && x.priority < e.priority
 		for _, ng := range x.nodes {
-			i := s.fleet.DomainOf(ng.Node, l) - lo
+			o := &view[s.fleet.DomainOf(ng.Node, l)-lo]
 			switch end := x.started.Add(x.w.ExpectedRuntime); {
-			case x.w.ExpectedRuntime <= 0:
-				never[i] = true
-			case end.After(ends[i]):
-				ends[i] = end
+			case x.w.ExpectedRuntime > 0:
+				if end.After(o.end) {
+					o.end = end
+				}
+			case !evictable:
+				o.blocked += ng.GPUs
 			}
 		}
 	}
 	best := topology.DomainID(-1)
 	for d := lo; d < hi; d++ {
-		i := d - lo
-		if never[i] || s.fleet.Stats(d, g).HealthyNodes < e.w.Pods() {
+		if s.fleet.Stats(d, g).HealthyNodes < e.w.Pods() {
 			continue
 		}
 		if best < 0 {
 			best = d
 			continue
 		}
-		b := best - lo
+		o, b := view[d-lo], view[best-lo]
 		switch {
-		case ends[i].Before(ends[b]):
-			best = d
-		case ends[i].Equal(ends[b]) && s.fleet.FreeNodes(d, g) > s.fleet.FreeNodes(best, g):
+		case o.blocked != b.blocked:
+			if o.blocked < b.blocked {
+				best = d
+			}
+		case !o.end.Equal(b.end):
+			if o.end.Before(b.end) {
+				best = d
+			}
+		case s.fleet.FreeNodes(d, g) > s.fleet.FreeNodes(best, g):
 			best = d
 		}
 	}
 	if best < 0 {
-		return // every domain runs open-ended work: no start can be planned
+		return
 	}
-	s.reserve = &reservation{id: e.w.ID, priority: e.priority, group: g, domain: best, start: ends[best-lo]}
+	r := &reservation{id: e.w.ID, priority: e.priority, group: g, domain: best}
+	if view[best-lo].blocked == 0 {
+		r.start = view[best-lo].end
+	}
+	s.reserve = r
 }
 
 // groupOf is the first fleet group of e's flavor and pools.
@@ -242,15 +266,16 @@ func (s *Scheduler) groupOf(e *entry) (topology.GroupID, bool) {
 	return 0, false
 }
 
-// blockedByReservation: lower-priority work may use the reserved domain
-// only if it is preemptible filler, or expected to end before the
-// domain's running work does (so it cannot delay the reserved gang).
+// blockedByReservation: work of the reserved gang's priority or lower may
+// use the reserved domain only if it is preemptible filler of lower
+// priority (the gang can evict it when its turn comes), or expected to end
+// before the planned start (backfill: it cannot delay the gang).
 func (s *Scheduler) blockedByReservation(now time.Time, e *entry, a placement.Assignment) bool {
 	r := s.reserve
-	if r == nil || e.w.ID == r.id || e.priority > r.priority || e.w.Drain.Preemptible {
+	if r == nil || e.w.ID == r.id || e.priority > r.priority || e.w.Drain.Preemptible && e.priority < r.priority {
 		return false
 	}
-	if e.w.ExpectedRuntime > 0 && !now.Add(e.w.ExpectedRuntime).After(r.start) {
+	if !r.start.IsZero() && e.w.ExpectedRuntime > 0 && !now.Add(e.w.ExpectedRuntime).After(r.start) {
 		return false
 	}
 	lo, hi := s.fleet.Nodes(r.domain)

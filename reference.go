@@ -19,8 +19,11 @@ const (
 // prod-inference is guaranteed 1,200 GPUs and lends up to 700 of them
 // while idle, research has 848 reserved, and batch has no guarantee and
 // borrows what is left. Priority: prod-inference > reserved-research >
-// preemptible-batch, with the 120 s drain contract.
+// preemptible-batch, with the 120 s drain contract. Research may also
+// evict batch while it borrows (Kueue's borrowWithinCohort with a
+// threshold at batch's priority).
 func ReferenceConfig() Config {
+	batchPriority := int32(100)
 	return Config{
 		Topology: topology.Reference(),
 		Quota: quota.Spec{
@@ -31,8 +34,12 @@ func ReferenceConfig() Config {
 					Quotas:     []quota.FlavorQuota{{Flavor: "H100", Nominal: 1200, LendingLimit: quota.LimitOf(700)}},
 					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimAny}},
 				{Name: "research", Parent: "fleet", Kind: quota.Queue,
-					Quotas:     []quota.FlavorQuota{{Flavor: "H100", Nominal: 848}},
-					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority}},
+					Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 848}},
+					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
+						// A large gang that must borrow to start may still
+						// evict preemptible batch filler (priority 100 or
+						// less), so borrowed filler cannot starve it.
+						BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &batchPriority}}},
 				{Name: "batch", Parent: "fleet", Kind: quota.Queue,
 					Quotas:     []quota.FlavorQuota{{Flavor: "H100", Nominal: 0}},
 					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}},

@@ -232,6 +232,7 @@ func TestStrictFIFOBlocksBehindItsHead(t *testing.T) {
 	for _, strategy := range []quota.Strategy{quota.StrictFIFO, quota.BestEffortFIFO} {
 		cfg := fleet.ReferenceConfig()
 		cfg.Quota.Nodes[2].QueueingStrategy = strategy
+		cfg.Policy.NoReservation = true // the queueing strategy alone decides here
 		s, err := fleet.New(cfg)
 		require.NoError(t, err)
 		// Fill all but 8 nodes, then a 16-node head and a 1-node job behind it.
