@@ -134,6 +134,9 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 			return nil, refuse(op, w.ID, ErrUnknownClass, "%q", w.PriorityClass)
 		}
 		e.class, e.priority = c, c.Value
+		// The lower packages read the priority from the spec (preempt's
+		// rules and victim order): it carries the class's value.
+		e.w.Priority = c.Value
 	}
 	// The flavor it is charged for: its own, or the first flavor its queue
 	// serves that the fleet has.

@@ -1,0 +1,59 @@
+package fleet_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+)
+
+// Research's borrowWithinCohort lets a research gang that must borrow
+// evict batch filler of priority 100 or less: the rule compares the
+// workloads' class priorities (reserved-research 500, preemptible-batch
+// 100).
+func TestBorrowWithinCohortComparesClassPriorities(t *testing.T) {
+	s := newRef(t)
+	full := training("full", 106, fleet.ClassReservedResearch, "research")
+	full.Topology = gang.TopologyRequest{}
+	require.NoError(t, s.Submit(t0, full))
+	borrow := training("borrow", 87, fleet.ClassPreemptibleBatch, "batch")
+	borrow.Topology = gang.TopologyRequest{}
+	require.NoError(t, s.Submit(t0, borrow))
+	require.Len(t, s.Schedule(t0).Admit, 2)
+
+	more := training("more", 8, fleet.ClassReservedResearch, "research")
+	more.Topology = gang.TopologyRequest{}
+	require.NoError(t, s.Submit(t0.Add(time.Hour), more))
+	d := s.Schedule(t0.Add(time.Hour))
+	require.Len(t, d.Drain, 1, "research evicts borrowed batch filler while it borrows")
+	assert.Equal(t, "borrow", d.Drain[0].ID)
+	assert.Equal(t, "reclaim-while-borrowing", d.Drain[0].Reason)
+}
+
+// Within a queue, WithinQueueLowerPriority compares the workloads' class
+// priorities: a reserved-research gang preempts a preemptible-batch gang
+// charged to the same queue.
+func TestInQueuePreemptionComparesClassPriorities(t *testing.T) {
+	s := newRef(t)
+	low := training("low", 106, fleet.ClassPreemptibleBatch, "research")
+	low.Topology.Required, low.Topology.Preferred = "", ""
+	require.NoError(t, s.Submit(t0, low))
+	for i := range 150 {
+		require.NoError(t, s.Submit(t0, replica(fmt.Sprintf("inf-%d", i), 8)))
+	}
+	require.Len(t, s.Schedule(t0).Admit, 151)
+	require.Zero(t, s.Snapshot().Fleet.FreeGPUs, "inference at its nominal quota lends nothing")
+
+	high := training("high", 8, fleet.ClassReservedResearch, "research")
+	high.Topology.Required, high.Topology.Preferred = "", ""
+	require.NoError(t, s.Submit(t0.Add(time.Hour), high))
+	d := s.Schedule(t0.Add(time.Hour))
+	require.Len(t, d.Drain, 1, "a higher class preempts a lower one in its own queue")
+	assert.Equal(t, "low", d.Drain[0].ID)
+	assert.Equal(t, "in-queue", d.Drain[0].Reason)
+}
