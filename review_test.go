@@ -57,3 +57,20 @@ func TestInQueuePreemptionComparesClassPriorities(t *testing.T) {
 	assert.Equal(t, "low", d.Drain[0].ID)
 	assert.Equal(t, "in-queue", d.Drain[0].Reason)
 }
+
+// Adopt refuses an assignment that names one pod twice (and so leaves
+// another pod unplaced), or a pod index the spec does not have.
+func TestAdoptRefusesPodsThatDoNotMatchTheSpec(t *testing.T) {
+	w := training("job", 2, fleet.ClassReservedResearch, "research")
+	for name, pods := range map[string][]fleet.PodAssignment{
+		"same pod twice": {{PodSet: "workers", Index: 0, Node: "node-0-0-0", GPUs: 8}, {PodSet: "workers", Index: 0, Node: "node-0-0-1", GPUs: 8}},
+		"index too high": {{PodSet: "workers", Index: 0, Node: "node-0-0-0", GPUs: 8}, {PodSet: "workers", Index: 2, Node: "node-0-0-1", GPUs: 8}},
+		"negative index": {{PodSet: "workers", Index: -1, Node: "node-0-0-0", GPUs: 8}, {PodSet: "workers", Index: 1, Node: "node-0-0-1", GPUs: 8}},
+	} {
+		s := newRef(t)
+		before := s.Snapshot()
+		err := s.Adopt(t0, w, t0, pods)
+		assert.ErrorIs(t, err, fleet.ErrInvalid, name)
+		assert.Equal(t, before, s.Snapshot(), name)
+	}
+}

@@ -367,15 +367,18 @@ func (s *Scheduler) Adopt(now time.Time, w gang.Workload, started time.Time, pod
 	for i, ps := range w.PodSets {
 		byName[ps.Name] = i
 	}
+	seen := map[[2]int]bool{} // pod set and index: each pod once
 	for _, p := range pods {
 		n, ok := s.fleet.Node(p.Node)
 		if !ok {
 			return refuse("adopt", w.ID, ErrUnknownNode, "%q", p.Node)
 		}
 		ps, ok := byName[p.PodSet]
-		if !ok || p.GPUs != w.PodSets[ps].GPUsPerPod {
+		if !ok || p.GPUs != w.PodSets[ps].GPUsPerPod || p.Index < 0 || p.Index >= w.PodSets[ps].Count ||
+			seen[[2]int{ps, p.Index}] {
 			return refuse("adopt", w.ID, ErrInvalid, "pod %s[%d] does not match the spec", p.PodSet, p.Index)
 		}
+		seen[[2]int{ps, p.Index}] = true
 		a.Pods = append(a.Pods, placement.Pod{PodSet: ps, Index: p.Index, Node: n, GPUs: p.GPUs})
 	}
 	if len(a.Pods) != w.Pods() {
