@@ -74,3 +74,30 @@ func TestAdoptRefusesPodsThatDoNotMatchTheSpec(t *testing.T) {
 		assert.Equal(t, before, s.Snapshot(), name)
 	}
 }
+
+// Adopt refuses pods on nodes of another GPU flavor than the one the
+// workload is charged for: quota would count H100s while B200s are held.
+func TestAdoptRefusesNodesOfAnotherFlavor(t *testing.T) {
+	cfg := smallConfig()
+	for i := range cfg.Topology.Nodes {
+		if cfg.Topology.Nodes[i].Path[0] == "spine-1" {
+			cfg.Topology.Nodes[i].Flavor = "B200"
+		}
+	}
+	cfg.Quota.Flavors = append(cfg.Quota.Flavors, "B200")
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	before := s.Snapshot()
+	w := training("job", 1, fleet.ClassReservedResearch, "research")
+	w.Topology = gang.TopologyRequest{}
+	node := ""
+	for _, n := range cfg.Topology.Nodes {
+		if n.Flavor == "B200" {
+			node = n.Name
+			break
+		}
+	}
+	err = s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "workers", Index: 0, Node: node, GPUs: 8}})
+	assert.ErrorIs(t, err, fleet.ErrInvalid)
+	assert.Equal(t, before, s.Snapshot())
+}

@@ -373,6 +373,11 @@ func (s *Scheduler) Adopt(now time.Time, w gang.Workload, started time.Time, pod
 		if !ok {
 			return refuse("adopt", w.ID, ErrUnknownNode, "%q", p.Node)
 		}
+		// The node must be one the workload may use: quota is charged for
+		// its flavor.
+		if g := s.fleet.NodeGroup(n); s.fleet.GroupFlavor(g) != e.w.Flavor || len(w.Pools) > 0 && !slices.Contains(w.Pools, s.fleet.GroupPool(g)) {
+			return refuse("adopt", w.ID, ErrInvalid, "node %q is not of flavor %q or of its pools", p.Node, e.w.Flavor)
+		}
 		ps, ok := byName[p.PodSet]
 		if !ok || p.GPUs != w.PodSets[ps].GPUsPerPod || p.Index < 0 || p.Index >= w.PodSets[ps].Count ||
 			seen[[2]int{ps, p.Index}] {
