@@ -57,13 +57,19 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 			return false // a no larger gang of its class found no plan this cycle
 		}
 	}
-	if len(run) > 1 && s.preemptFor(now, run, taken, d) {
+	if len(run) > 1 {
+		if ok, _ := s.preemptFor(now, run, taken, d); ok {
+			return true
+		}
+	}
+	ok, found := s.preemptFor(now, run[:1], taken, d)
+	if ok {
 		return true
 	}
-	if s.preemptFor(now, run[:1], taken, d) {
-		return true
-	}
-	if keyed {
+	// Only a search that found no plan says anything of larger gangs of
+	// the class: a plan refused for a reservation, or one that needs no
+	// victim, does not.
+	if keyed && !found {
 		if pods, ok := failed[key]; !ok || run[0].w.Pods() < pods {
 			failed[key] = run[0].w.Pods()
 		}
@@ -93,7 +99,9 @@ func failureKey(e *entry) (failKey, bool) {
 		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod}, true
 }
 
-func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]bool, d *Decisions) bool {
+// preemptFor reports whether it accepted a plan, and whether the search
+// found one at all.
+func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]bool, d *Decisions) (ok, found bool) {
 	e := run[0]
 	w := &e.w
 	if len(run) > 1 {
@@ -104,10 +112,15 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 	req := preempt.Request{W: w, Queue: e.queue, Flavor: e.flavor, Now: now,
 		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Nominations: s.drains}
 	plan, err := s.searcher.Victims(s.fleet, s.tree, req, s.cands, taken)
-	// A plan without victims means it fits already, which tryAdmit has
-	// ruled out for a reason preempt does not see (a reservation).
-	if err != nil || len(plan.Victims) == 0 || s.blockedByReservation(now, e, plan.Target) {
-		return false
+	if err != nil {
+		return false, false
+	}
+	// A plan without victims fits once victims already draining are gone.
+	// It is nominated when its target takes GPUs they hold and nobody
+	// claims; one that fits on free GPUs alone waits instead (tryAdmit
+	// refused it for their quota, or for a reservation).
+	if len(plan.Victims) == 0 && !s.onHeldGPUs(plan.Target) || s.blockedByReservation(now, e, plan.Target) {
+		return false, true
 	}
 	// Each replica takes its share of the target, in order; the first one
 	// carries the victims, the others claim what they free beyond it.
@@ -119,7 +132,7 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 		}
 		if !s.nominate(now, x, part, d) {
 			if i == 0 {
-				return false
+				return false, true
 			}
 			break // the rest stay pending for the next cycle
 		}
@@ -127,7 +140,18 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 	for _, v := range plan.Victims {
 		taken[v.ID] = true
 	}
-	return true
+	return true, true
+}
+
+// onHeldGPUs reports whether a target needs more GPUs on some node than
+// are free there now.
+func (s *Scheduler) onHeldGPUs(a placement.Assignment) bool {
+	for _, x := range a.NodeGPUs() {
+		if x.GPUs > s.fleet.Free(x.Node) {
+			return true
+		}
+	}
+	return false
 }
 
 // share cuts pods [from, from+n) of a joint target into one replica's

@@ -101,3 +101,39 @@ func TestAdoptRefusesNodesOfAnotherFlavor(t *testing.T) {
 	assert.ErrorIs(t, err, fleet.ErrInvalid)
 	assert.Equal(t, before, s.Snapshot())
 }
+
+// GPUs a draining victim holds beyond what its beneficiary claims are
+// nominated for the next workload that needs them (a plan that needs no
+// new victim), and such a plan does not stop a larger workload of the same
+// class from finding victims of its own in the same cycle.
+func TestUnclaimedGPUsOfDrainingVictimsAreNominated(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	for i := range 7 {
+		w := training(fmt.Sprintf("batch-%d", i), 1, fleet.ClassPreemptibleBatch, "batch")
+		w.Topology = gang.TopologyRequest{}
+		require.NoError(t, s.Submit(t0, w))
+	}
+	require.NoError(t, s.Submit(t0, replica("base", 8)))
+	require.Len(t, s.Schedule(t0).Admit, 8)
+
+	t1 := t0.Add(time.Hour)
+	require.NoError(t, s.Submit(t1, replica("a", 4)))
+	d := s.Schedule(t1)
+	require.Len(t, d.Drain, 1, "a drains one batch node and claims half of it")
+
+	t2 := t1.Add(time.Second)
+	require.NoError(t, s.Submit(t2, replica("b", 4)))
+	c := replica("c", 4)
+	c.PodSets[0].Count = 2
+	require.NoError(t, s.Submit(t2, c))
+	d = s.Schedule(t2)
+	require.Len(t, d.Drain, 1, "c finds a victim of its own")
+	assert.Equal(t, "c", d.Drain[0].Beneficiary)
+	nominated := map[string]bool{}
+	for _, p := range s.Snapshot().Pending {
+		nominated[p.ID] = p.Nominated
+	}
+	assert.Equal(t, map[string]bool{"a": true, "b": true, "c": true}, nominated,
+		"b waits on the half of a's victim nobody claimed")
+}
