@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/topology"
 )
 
 // Research's borrowWithinCohort lets a research gang that must borrow
@@ -136,4 +137,25 @@ func TestUnclaimedGPUsOfDrainingVictimsAreNominated(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{"a": true, "b": true, "c": true}, nominated,
 		"b waits on the half of a's victim nobody claimed")
+}
+
+// The IDs SetNodeHealth returns belong to the host: changing them does
+// not rewrite the node-down event the next cycle reports.
+func TestSetNodeHealthResultIsTheHosts(t *testing.T) {
+	s := newRef(t)
+	require.NoError(t, s.Submit(t0, training("job", 16, fleet.ClassReservedResearch, "research")))
+	d := s.Schedule(t0)
+	require.Len(t, d.Admit, 1)
+	affected, err := s.SetNodeHealth(t0, d.Admit[0].Pods[0].Node, topology.Down)
+	require.NoError(t, err)
+	require.Equal(t, []string{"job"}, affected)
+	affected[0] = "changed by the host"
+	var down []fleet.Event
+	for _, e := range s.Schedule(t0).Events {
+		if e.Kind == fleet.EventNodeDown {
+			down = append(down, e)
+		}
+	}
+	require.Len(t, down, 1)
+	assert.Equal(t, []string{"job"}, down[0].Affected)
 }

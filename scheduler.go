@@ -336,7 +336,7 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	if h != topology.Healthy {
 		kind = EventNodeDown
 	}
-	s.emit(Event{Kind: kind, Time: now, Node: node, Affected: affected, Reason: h.String()})
+	s.emit(Event{Kind: kind, Time: now, Node: node, Affected: slices.Clone(affected), Reason: h.String()})
 	return affected, nil
 }
 
