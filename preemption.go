@@ -122,6 +122,7 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 	if len(plan.Victims) == 0 && !s.onHeldGPUs(plan.Target) || s.blockedByReservation(now, e, plan.Target) {
 		return false, true
 	}
+	s.keepDeadlines(now, &plan)
 	// Each replica takes its share of the target, in order; the first one
 	// carries the victims, the others claim what they free beyond it.
 	per := e.w.PodSets[0].Count
@@ -141,6 +142,43 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 		taken[v.ID] = true
 	}
 	return true, true
+}
+
+// keepDeadlines gives a victim already draining the deadline it was
+// given when first drained (preempt only knows grace periods), and sets
+// the plan's ReadyBy to the latest deadline it waits for: its victims',
+// and, where they and free GPUs do not cover a target node, those of the
+// workloads already draining there.
+func (s *Scheduler) keepDeadlines(now time.Time, plan *preempt.Plan) {
+	plan.Victims = slices.Clone(plan.Victims)
+	plan.ReadyBy = now
+	for i := range plan.Victims {
+		v := &plan.Victims[i]
+		if x := s.work[v.ID]; x.state == gang.Draining {
+			v.Deadline = x.deadline
+		}
+		if v.Deadline.After(plan.ReadyBy) {
+			plan.ReadyBy = v.Deadline
+		}
+	}
+	for _, ng := range plan.Target.NodeGPUs() {
+		own := 0
+		for _, v := range plan.Victims {
+			for _, x := range v.Nodes {
+				if x.Node == ng.Node {
+					own += x.GPUs
+				}
+			}
+		}
+		if ng.GPUs <= s.fleet.Free(ng.Node)+own {
+			continue // free GPUs and its own victims' cover this node
+		}
+		for _, x := range s.draining { // a maximum: map order does not matter
+			if x.onNode(ng.Node) && x.deadline.After(plan.ReadyBy) {
+				plan.ReadyBy = x.deadline
+			}
+		}
+	}
 }
 
 // onHeldGPUs reports whether a target needs more GPUs on some node than

@@ -137,6 +137,10 @@ func TestUnclaimedGPUsOfDrainingVictimsAreNominated(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{"a": true, "b": true, "c": true}, nominated,
 		"b waits on the half of a's victim nobody claimed")
+	x, err := s.Explain("b")
+	require.NoError(t, err)
+	assert.Equal(t, 1, x.VictimsLeft)
+	assert.Equal(t, t1.Add(fleet.DefaultGrace), x.ReadyBy, "b's capacity is back by the deadline of a's victim")
 }
 
 // The IDs SetNodeHealth returns belong to the host: changing them does
@@ -158,4 +162,37 @@ func TestSetNodeHealthResultIsTheHosts(t *testing.T) {
 	}
 	require.Len(t, down, 1)
 	assert.Equal(t, []string{"job"}, down[0].Affected)
+}
+
+// A victim chosen again after its first beneficiary left keeps its
+// deadline, and the new beneficiary's wait ends by that deadline.
+func TestRechosenVictimKeepsItsDeadline(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	for i := range 7 {
+		w := training(fmt.Sprintf("batch-%d", i), 1, fleet.ClassPreemptibleBatch, "batch")
+		w.Topology = gang.TopologyRequest{}
+		require.NoError(t, s.Submit(t0, w))
+	}
+	require.NoError(t, s.Submit(t0, replica("base", 8)))
+	require.Len(t, s.Schedule(t0).Admit, 8)
+
+	t1 := t0.Add(time.Hour)
+	require.NoError(t, s.Submit(t1, replica("a", 8)))
+	d := s.Schedule(t1)
+	require.Len(t, d.Drain, 1)
+	victim, deadline := d.Drain[0].ID, d.Drain[0].Deadline
+	require.NoError(t, s.Cancel(t1.Add(time.Second), "a"))
+
+	t2 := t1.Add(time.Minute)
+	require.NoError(t, s.Submit(t2, replica("b", 8)))
+	d = s.Schedule(t2)
+	assert.Empty(t, d.Drain, "the draining victim serves b; nobody new is drained")
+	x, err := s.Explain("b")
+	require.NoError(t, err)
+	assert.Equal(t, 1, x.VictimsLeft)
+	assert.Equal(t, deadline, x.ReadyBy, "b waits for %s until its deadline", victim)
+	d = s.Schedule(deadline)
+	require.Len(t, d.Kill, 1)
+	assert.Equal(t, victim, d.Kill[0].ID)
 }
