@@ -176,7 +176,8 @@ func (s *Scheduler) admitted(now time.Time, e *entry, d *Decisions) {
 }
 
 // reserveFor holds a domain for a blocked multi-node gang with a required
-// level, chosen among the domains of that level with enough nodes for it:
+// level, chosen among the domains of that level with enough healthy GPUs
+// for it:
 //
 //  1. the fewest GPUs held by open-ended work the gang cannot evict (no
 //     expected runtime, and not preemptible filler of lower priority):
@@ -225,7 +226,7 @@ func (s *Scheduler) reserveFor(e *entry) {
 	}
 	best := topology.DomainID(-1)
 	for d := lo; d < hi; d++ {
-		if s.fleet.Stats(d, g).HealthyNodes < e.w.Pods() {
+		if s.fleet.Stats(d, g).HealthyGPUs < e.gpus() {
 			continue
 		}
 		if best < 0 {
