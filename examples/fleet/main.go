@@ -7,7 +7,7 @@
 // table of the economics beside the published estimates:
 //
 //	go run ./examples/fleet
-//	go run ./examples/fleet -days 7 -policy borrow -out /tmp/fleet
+//	go run ./examples/fleet -days 7 -policy borrow -out out
 //	go run ./examples/fleet -trace philly.csv   # Philly arrivals for training and batch
 //
 // With -out it also writes, per policy, the monthly review of the metrics
