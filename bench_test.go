@@ -10,20 +10,8 @@ import (
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/internal/traces"
-	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
-
-// scaledConfig is the reference configuration grown to gpus GPUs, quotas
-// in the same proportions (inference 1,200/2,048, research 848/2,048).
-func scaledConfig(gpus int) fleet.Config {
-	cfg := fleet.ReferenceConfig()
-	cfg.Topology = topology.Scaled(gpus)
-	scale := func(n int64) int64 { return n * int64(gpus) / 2048 }
-	cfg.Quota.Nodes[1].Quotas = []quota.FlavorQuota{{Flavor: "H100", Nominal: scale(1200), LendingLimit: quota.LimitOf(scale(700))}}
-	cfg.Quota.Nodes[2].Quotas = []quota.FlavorQuota{{Flavor: "H100", Nominal: scale(848)}}
-	return cfg
-}
 
 // mixedWork draws one workload of the "mixed" shape: the Philly job-size
 // mix for research and batch (whole nodes above 8 GPUs, one pod up to 8),
@@ -55,7 +43,7 @@ func mixedWork(r *rand.Rand, sizes *traces.Sampler, id string) gang.Workload {
 // mixedScheduler fills a scheduler to about 85% allocated with the mixed
 // shape, seeded.
 func mixedScheduler(b *testing.B, gpus int, now time.Time) (*fleet.Scheduler, *rand.Rand, *traces.Sampler) {
-	s, err := fleet.New(scaledConfig(gpus))
+	s, err := fleet.New(fleet.ReferenceConfigFor(topology.Scaled(gpus)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -170,7 +158,7 @@ func reportLatency(b *testing.B, lat []time.Duration, decisions int) {
 // of it is lent. Then an hour passes and half the jobs checkpoint, so
 // victims differ in cost.
 func spikeScheduler(b *testing.B, gpus int, now time.Time) (*fleet.Scheduler, time.Time) {
-	s, err := fleet.New(scaledConfig(gpus))
+	s, err := fleet.New(fleet.ReferenceConfigFor(topology.Scaled(gpus)))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"math"
 	"time"
 
 	"github.com/fleetsched/fleet/quota"
@@ -51,4 +52,30 @@ func ReferenceConfig() Config {
 			{Name: ClassPreemptibleBatch, Value: 100, Grace: DefaultGrace, MinRuntime: time.Minute},
 		},
 	}
+}
+
+// ReferenceConfigFor is the reference configuration on another fleet:
+// the same classes and rules, and quotas in the reference proportions of
+// the spec's GPUs (inference guaranteed 1,200/2,048 of them and lending up
+// to 700/2,048, research the rest). It serves benchmarks and simulations
+// at 16,384 and 131,072 GPUs, and small fleets in tests.
+func ReferenceConfigFor(spec topology.Spec) Config {
+	cfg := ReferenceConfig()
+	cfg.Topology = spec
+	total := 0
+	for _, n := range spec.Nodes {
+		total += n.GPUs
+	}
+	share := func(n float64) int64 { return int64(math.Round(n * float64(total) / 2048)) }
+	inference := share(1200)
+	for i := range cfg.Quota.Nodes {
+		q := &cfg.Quota.Nodes[i].Quotas
+		switch cfg.Quota.Nodes[i].Name {
+		case "prod-inference":
+			(*q)[0].Nominal, (*q)[0].LendingLimit = inference, quota.LimitOf(share(700))
+		case "research":
+			(*q)[0].Nominal = int64(total) - inference
+		}
+	}
+	return cfg
 }

@@ -3,7 +3,6 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/fleetsched/fleet"
@@ -61,35 +60,22 @@ func FleetSpec(gpus int) topology.Spec {
 	})
 }
 
-// InferenceNominal is the inference guarantee of a fleet of gpus GPUs:
-// 1,200 of 2,048, scaled.
-func InferenceNominal(gpus int) int64 { return int64(math.Round(1200 * float64(gpus) / 2048)) }
-
 // FleetConfig is the scheduler configuration of policy p on a fleet of
 // about gpus GPUs. Borrow on 2,048 GPUs is fleet.ReferenceConfig.
 func FleetConfig(gpus int, p Policy) fleet.Config {
-	cfg := fleet.ReferenceConfig()
-	cfg.Topology = FleetSpec(gpus)
-	total := 0
-	for _, n := range cfg.Topology.Nodes {
-		total += n.GPUs
-	}
-	inf := InferenceNominal(total)
-	lend := int64(math.Round(700 * float64(total) / 2048))
-	research := int64(total) - inf
+	cfg := fleet.ReferenceConfigFor(FleetSpec(gpus))
+	inf := int64(0)
 	nodes := cfg.Quota.Nodes
 	for i := range nodes {
 		q := &nodes[i].Quotas
 		switch nodes[i].Name {
 		case QueueInference:
-			(*q)[0].Nominal = inf
-			(*q)[0].LendingLimit = quota.LimitOf(lend)
+			inf = (*q)[0].Nominal
 			if p == Static {
 				(*q)[0].LendingLimit = quota.LimitOf(0)
 				(*q)[0].BorrowingLimit = quota.LimitOf(0)
 			}
 		case QueueResearch:
-			(*q)[0].Nominal = research
 			if p == Static {
 				(*q)[0].BorrowingLimit = quota.LimitOf(0)
 			}
