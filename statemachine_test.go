@@ -12,14 +12,19 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
 // smallConfig is a 64-GPU fleet (2 spines x 2 leaves x 2 nodes x 8 GPUs)
 // with the reference quota shape scaled down.
 func smallConfig() fleet.Config {
-	return fleet.ReferenceConfigFor(topology.Uniform(topology.UniformSpec{Levels: []string{"spine", "leaf", "node"},
-		Fanout: []int{2, 2, 2}, GPUsPerNode: 8, Flavor: "H100"}))
+	cfg := fleet.ReferenceConfig()
+	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"spine", "leaf", "node"},
+		Fanout: []int{2, 2, 2}, GPUsPerNode: 8, Flavor: "H100"})
+	cfg.Quota.Nodes[1].Quotas = []quota.FlavorQuota{{Flavor: "H100", Nominal: 32, LendingLimit: quota.LimitOf(24)}}
+	cfg.Quota.Nodes[2].Quotas = []quota.FlavorQuota{{Flavor: "H100", Nominal: 32}}
+	return cfg
 }
 
 // host is the test's model of a host: what it started, what it was told
