@@ -173,6 +173,14 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 		if p.spreadLevel, ok = level(w.Spread.Level, 0); !ok || p.spreadLevel == 0 {
 			return 0, 0, invalid("unknown spread level " + w.Spread.Level)
 		}
+		if p.spreadLevel == p.deep {
+			// A limit per node-level domain is a limit per node: the
+			// per-domain accounting only counts domains above the nodes.
+			if p.maxPerNode == 0 || p.maxPerDom < p.maxPerNode {
+				p.maxPerNode = p.maxPerDom
+			}
+			p.spreadLevel, p.maxPerDom = 0, 0
+		}
 	}
 	if len(w.PodSets) == 0 {
 		return 0, 0, invalid("no pods")
