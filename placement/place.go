@@ -362,6 +362,26 @@ func (p *Placer) placePodSet(d topology.DomainID) bool {
 func (p *Placer) placeSegments(d topology.DomainID, size, n int) bool {
 	lo, hi := p.descendants(d, p.segLevel)
 	base, total := len(p.caps), 0
+	if p.spreadLevel > 0 && p.spreadLevel < p.segLevel {
+		// Segment domains share their spread domain's limit, so every unit
+		// placed lowers what its siblings can take: count again before
+		// each choice. Taking all a domain can hold never wastes a shared
+		// limit, so this finds room whenever there is some.
+		defer func() { p.caps = p.caps[:base] }()
+		for n > 0 {
+			p.caps = p.caps[:base]
+			for e := lo; e < hi; e++ {
+				p.caps = append(p.caps, p.capacity(e)/size)
+			}
+			i, units := p.pick(base, n)
+			if i < 0 {
+				return false
+			}
+			p.fill(lo+topology.DomainID(i), units*size)
+			n -= units
+		}
+		return true
+	}
 	for e := lo; e < hi; e++ {
 		c := p.capacity(e) / size
 		p.caps = append(p.caps, c)
@@ -386,30 +406,38 @@ func (p *Placer) descendants(d topology.DomainID, l topology.Level) (lo, hi topo
 // takes it; otherwise the one that holds the most (lowest ID on ties)
 // takes all it can, and so on.
 func (p *Placer) distribute(base int, lo topology.DomainID, need int, take func(topology.DomainID, int)) {
-	n := len(p.caps) - base
 	for need > 0 {
-		fit, most := -1, -1
-		for i := range n {
-			c := p.caps[base+i]
-			if c >= need && (fit < 0 || c < p.caps[base+fit]) {
-				fit = i
-			}
-			if c > 0 && (most < 0 || c > p.caps[base+most]) {
-				most = i
-			}
-		}
-		if fit >= 0 {
-			take(lo+topology.DomainID(fit), need)
-			return
-		}
-		if most < 0 {
+		i, c := p.pick(base, need)
+		if i < 0 {
 			panic("placement: capacity accounting broken")
 		}
-		c := p.caps[base+most]
-		p.caps[base+most] = 0
-		take(lo+topology.DomainID(most), c)
+		p.caps[base+i] -= c
+		take(lo+topology.DomainID(i), c)
 		need -= c
 	}
+}
+
+// pick chooses among the capacities at p.caps[base:] who takes next, and
+// how much: the best-fitting one that holds all of need, else the one
+// that holds the most (lowest index on ties), all it can; -1 when none
+// holds anything.
+func (p *Placer) pick(base, need int) (i, take int) {
+	fit, most := -1, -1
+	for i, c := range p.caps[base:] {
+		if c >= need && (fit < 0 || c < p.caps[base+fit]) {
+			fit = i
+		}
+		if c > 0 && (most < 0 || c > p.caps[base+most]) {
+			most = i
+		}
+	}
+	switch {
+	case fit >= 0:
+		return fit, need
+	case most >= 0:
+		return most, p.caps[base+most]
+	}
+	return -1, 0
 }
 
 // fill places need pods of the current pod set inside d; the caller has

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/topology"
 )
 
 // A spread limit counted per node-level domain is a per-node limit.
@@ -22,4 +23,29 @@ func TestSpreadAtNodeLevelLimitsPodsPerNode(t *testing.T) {
 	a, err := placement.Place(f, w, placement.Options{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"node-0-0-0=1", "node-0-0-1=1"}, nodesOf(f, a))
+}
+
+// Segments confined to leaves still respect a per-spine spread limit.
+func TestSegmentsRespectSpreadPerDomain(t *testing.T) {
+	f := fleet(t, 2, 2, 2)
+	w := work("s", 4, 1, "", "")
+	w.Topology.Segment = gang.Segment{Size: 2, Level: "leaf"}
+	w.Spread = gang.Spread{MaxPerDomain: 2, Level: "spine"}
+	require.NoError(t, w.ValidateFor(f.Levels(), 8))
+	a, err := placement.Place(f, w, placement.Options{})
+	require.NoError(t, err)
+	per := map[topology.DomainID]int{}
+	spine, _ := f.Level("spine")
+	for _, p := range a.Pods {
+		per[f.DomainOf(p.Node, spine)]++
+	}
+	for d, n := range per {
+		require.LessOrEqual(t, n, 2, "spine %s holds %d pods", f.DomainName(d), n)
+	}
+	checkValid(t, f, w, a)
+
+	// One spine only: four pods at two per spine cannot fit.
+	f1 := fleet(t, 1, 2, 2)
+	_, err = placement.Place(f1, w, placement.Options{})
+	require.ErrorIs(t, err, placement.ErrNoFit)
 }
