@@ -209,11 +209,13 @@ func (s *Scheduler) share(t placement.Assignment, id string, from, n int) placem
 	return a
 }
 
-// The victim candidates are every running workload, kept sorted by ID and
-// updated as workloads start, drain and end, so that a cycle that needs a
-// preemption does not rebuild and sort them. The rules that decide who may
-// really be evicted live in preempt; a candidate only carries the
-// class-dependent fields resolved.
+// The victim candidates are every running workload, in a slice updated in
+// O(1) as workloads start, drain and end (each entry knows its position),
+// so that neither an admission nor a preemption rebuilds it. Its order
+// follows the history of calls, so it is deterministic; preempt's own
+// candidate order ends with an ID tie-break and does not depend on it.
+// The rules that decide who may really be evicted live in preempt; a
+// candidate only carries the class-dependent fields resolved.
 
 func (s *Scheduler) candidate(e *entry) preempt.Running {
 	return preempt.Running{
@@ -227,29 +229,35 @@ func (s *Scheduler) candidate(e *entry) preempt.Running {
 	}
 }
 
-func (s *Scheduler) findCandidate(id string) (int, bool) {
-	return slices.BinarySearchFunc(s.cands, id, func(r preempt.Running, id string) int { return strings.Compare(r.W.ID, id) })
-}
-
-// started adds a newly running workload to the candidates.
+// startedRunning adds a newly running workload to the candidates.
 func (s *Scheduler) startedRunning(e *entry) {
-	i, found := s.findCandidate(e.w.ID)
-	if found {
+	if e.cand >= 0 {
 		panic("fleet: workload started twice: " + e.w.ID)
 	}
-	s.cands = slices.Insert(s.cands, i, s.candidate(e))
+	e.cand = len(s.cands)
+	s.cands = append(s.cands, s.candidate(e))
 }
 
 // updateCandidate refreshes e's candidate after its state changed.
 func (s *Scheduler) updateCandidate(e *entry) {
-	if i, ok := s.findCandidate(e.w.ID); ok {
-		s.cands[i] = s.candidate(e)
+	if e.cand >= 0 {
+		s.cands[e.cand] = s.candidate(e)
 	}
 }
 
-// stoppedRunning removes e from the candidates.
+// stoppedRunning removes e from the candidates: the last one takes its
+// place.
 func (s *Scheduler) stoppedRunning(e *entry) {
-	if i, ok := s.findCandidate(e.w.ID); ok {
-		s.cands = slices.Delete(s.cands, i, i+1)
+	i := e.cand
+	if i < 0 {
+		return
 	}
+	last := len(s.cands) - 1
+	if i != last {
+		s.cands[i] = s.cands[last]
+		s.work[s.cands[i].W.ID].cand = i
+	}
+	s.cands[last] = preempt.Running{}
+	s.cands = s.cands[:last]
+	e.cand = -1
 }

@@ -34,7 +34,7 @@ type Scheduler struct {
 	drains   *preempt.Drains
 	searcher *preempt.Searcher
 	targets  map[string]placement.Assignment // nominated beneficiaries' targets
-	cands    []preempt.Running               // running workloads by ID: victim candidates
+	cands    []preempt.Running               // running workloads: victim candidates
 }
 
 // entry is the scheduler's record of one workload.
@@ -48,6 +48,7 @@ type entry struct {
 	submitted time.Time
 	seq       uint64
 	view      Pending // what a QueueOrder sees, refreshed each cycle
+	cand      int     // position in Scheduler.cands while running, else -1
 
 	// Admitted or draining.
 	started   time.Time
@@ -127,7 +128,7 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	if !ok || !s.tree.IsQueue(q) {
 		return nil, refuse(op, w.ID, ErrUnknownQueue, "%q is not a queue of the quota tree", w.Queue)
 	}
-	e := &entry{w: w.Clone(), queue: q, priority: w.Priority}
+	e := &entry{w: w.Clone(), queue: q, priority: w.Priority, cand: -1}
 	if w.PriorityClass != "" {
 		c, ok := s.classes[w.PriorityClass]
 		if !ok {
