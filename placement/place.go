@@ -636,6 +636,11 @@ func (p *Placer) noFit(req, pref topology.Level) *NoFit {
 		t := LevelTry{Level: f.LevelName(l)}
 		if p.opt.Explain {
 			p.g = bestG
+			if p.used != nil {
+				// The last failed trial's pods are not on the fleet.
+				clear(p.used)
+				clear(p.usedDom)
+			}
 			p.setPodSet(p.order[0])
 			lo, hi := f.DomainsAt(l)
 			for d := lo; d < hi; d++ {

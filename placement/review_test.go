@@ -49,3 +49,20 @@ func TestSegmentsRespectSpreadPerDomain(t *testing.T) {
 	_, err = placement.Place(f1, w, placement.Options{})
 	require.ErrorIs(t, err, placement.ErrNoFit)
 }
+
+// NoFit's largest blocks describe the fleet as it is, not the pods of a
+// trial that failed.
+func TestExplainIgnoresFailedTrial(t *testing.T) {
+	f := fleet(t, 1, 1, 2)
+	w := &gang.Workload{ID: "m", Queue: "q", Shape: gang.Inference,
+		PodSets: []gang.PodSet{{Name: "a", Count: 2, GPUsPerPod: 2}, {Name: "b", Count: 1, GPUsPerPod: 1}},
+		Spread:  gang.Spread{MaxPerNode: 1}}
+	_, err := placement.Place(f, w, placement.Options{Explain: true})
+	var nf *placement.NoFit
+	require.ErrorAs(t, err, &nf)
+	var largest []int
+	for _, tr := range nf.Tried {
+		largest = append(largest, tr.Largest)
+	}
+	require.Equal(t, []int{1, 2, 2, 2}, largest, "node, leaf, spine, fleet")
+}
