@@ -195,6 +195,13 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 		}
 		p.order = append(p.order, i)
 	}
+	if seg := w.Topology.Segment; seg.Size > 0 {
+		// Placement fills whole segments only: a remainder or an unknown
+		// pod set would leave pods unplaced or segments ignored.
+		if i := w.SegmentedPodSet(); i < 0 || w.PodSets[i].Count%seg.Size != 0 {
+			return 0, 0, invalid("segments must split one pod set into whole groups")
+		}
+	}
 	slices.SortStableFunc(p.order, func(a, b int) int {
 		return cmp.Compare(w.PodSets[b].GPUsPerPod, w.PodSets[a].GPUsPerPod)
 	})

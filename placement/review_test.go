@@ -66,3 +66,18 @@ func TestExplainIgnoresFailedTrial(t *testing.T) {
 	}
 	require.Equal(t, []int{1, 2, 2, 2}, largest, "node, leaf, spine, fleet")
 }
+
+// A request whose segments cannot be whole is refused, never placed short
+// of pods.
+func TestSegmentsThatDoNotDivideAreRefused(t *testing.T) {
+	f := fleet(t, 1, 2, 2)
+	for _, seg := range []gang.Segment{
+		{Size: 2, Level: "leaf"},                  // 3 pods
+		{Size: 1, Level: "leaf", PodSet: "other"}, // no such pod set
+	} {
+		w := work("s", 3, 8, "", "")
+		w.Topology.Segment = seg
+		a, err := placement.Place(f, w, placement.Options{})
+		require.ErrorIs(t, err, placement.ErrInvalid, "%+v placed %d pods", seg, len(a.Pods))
+	}
+}
