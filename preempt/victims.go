@@ -119,9 +119,10 @@ type attempt struct {
 //   - in another queue: reclaimWithinCohort is not Never, its queue and
 //     every cohort between it and the lowest common ancestor with the
 //     preemptor borrow (checked again before each pick, so a tenant stops
-//     losing work once it is back within quota), and either the preemptor
-//     has hierarchical advantage over it or the policy's priority rule
-//     holds (LowerPriority: strictly lower; Any);
+//     losing work once it is back within quota), and the policy's
+//     priority rule holds (LowerPriority: strictly lower; Any), with or
+//     without hierarchical advantage (as in Kueue, advantage exempts only
+//     from borrowWithinCohort's threshold);
 //   - hierarchical advantage: the preemptor's usage plus the request fits
 //     its own nominal quota plus the own quotas of the cohorts on its path
 //     up to some cohort A; it then has advantage over borrowers whose
@@ -443,7 +444,7 @@ func (s *Searcher) classify(r *Running) (cand, bool) {
 			c.hier = false
 			c.share = t.DominantShare(c.cSide)
 		}
-		if !c.hier && !prioOK {
+		if !prioOK {
 			return cand{}, false
 		}
 		if !s.borrowing(&c) {

@@ -152,11 +152,14 @@ func TestBorrowWithinCohortThreshold(t *testing.T) {
 func TestHierarchicalAdvantage(t *testing.T) {
 	// a is idle and within its nominal quota: it has hierarchical
 	// advantage over b, which borrows from another branch, even though b's
-	// priority is higher.
+	// priority is above a's borrowWithinCohort threshold.
+	th := int32(10)
+	rules := reclaimLP
+	rules.BorrowWithinCohort = quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}
 	e := newEnv(t, 1, 1, 1, 8, cohort("root", "", 0), cohort("left", "root", 0), cohort("right", "root", 0),
-		queue("a", "left", 8, reclaimLP), queue("b", "right", 0, lower))
+		queue("a", "left", 8, rules), queue("b", "right", 0, lower))
 	e.run("b1", "b", 50, time.Hour, []int{0}, []int{8})
-	p, err := victims(t, e, e.req("new", "a", 1, 1, 8, ""), nil)
+	p, err := victims(t, e, e.req("new", "a", 100, 1, 8, ""), nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b1"}, ids(p))
 	assert.Equal(t, preempt.Reclaim, p.Victims[0].Reason)
