@@ -188,7 +188,8 @@ func (f *Fleet) Histogram(d DomainID, g GroupID) []int32 {
 // GPUs, in O(GPUs per node).
 func (f *Fleet) NodesWithAtLeast(d DomainID, g GroupID, k int) int {
 	n := 0
-	for _, c := range f.Histogram(d, g)[max(k, 0):] {
+	h := f.Histogram(d, g)
+	for _, c := range h[min(max(k, 0), len(h)):] {
 		n += int(c)
 	}
 	return n
