@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsched/fleet/preempt"
@@ -18,4 +19,19 @@ func TestHierarchicalAdvantageKeepsReclaimPriorityRule(t *testing.T) {
 	e.run("b1", "b", 50, time.Hour, []int{0}, []int{8})
 	_, err := victims(t, e, e.req("new", "a", 1, 1, 8, ""), nil)
 	require.ErrorIs(t, err, preempt.ErrNoPlan)
+}
+
+// Hierarchical advantage is decided on subtree quotas and usage as Kueue
+// does: a's cohort c holds a's usage plus the request (b lends it 4), so a
+// has advantage over d, which borrows that quota from outside c.
+func TestHierarchicalAdvantageFromSubtreeQuota(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 4, cohort("r", "", 0), cohort("c", "r", 0),
+		queue("a", "c", 4, reclaimAny), queue("b", "c", 4, lower), queue("d", "r", 0, lower))
+	e.run("a1", "a", 100, time.Hour, []int{0}, []int{4})
+	e.run("d1", "d", 50, time.Hour, []int{1}, []int{4})
+	p, err := victims(t, e, e.req("new", "a", 10, 1, 4, ""), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"d1"}, ids(p))
+	assert.Equal(t, preempt.Reclaim, p.Victims[0].Reason)
+	assert.True(t, p.Borrowing)
 }

@@ -123,10 +123,10 @@ type attempt struct {
 //     priority rule holds (LowerPriority: strictly lower; Any), with or
 //     without hierarchical advantage (as in Kueue, advantage exempts only
 //     from borrowWithinCohort's threshold);
-//   - hierarchical advantage: the preemptor's usage plus the request fits
-//     its own nominal quota plus the own quotas of the cohorts on its path
-//     up to some cohort A; it then has advantage over borrowers whose
-//     common ancestor with it is above A;
+//   - hierarchical advantage: the request fits, without borrowing, in the
+//     subtree quota of some node A on the preemptor's path (its queue or a
+//     cohort), counting A's usage as Kueue does; it then has advantage
+//     over borrowers whose common ancestor with it is above A;
 //   - borrowWithinCohort: when it is LowerPriority and the preemptor is
 //     not below its nominal quota, other queues' candidates must have
 //     hierarchical advantage or a priority lower than the preemptor's and
@@ -455,24 +455,24 @@ func (s *Searcher) classify(r *Running) (cand, bool) {
 	return c, true
 }
 
-// advantageDepth is the depth of the lowest ancestor A of the preemptor's
-// queue such that its usage plus the request fits the nominal quota of the
-// queue and of the cohorts below A on its path; the preemptor then has
-// hierarchical advantage over borrowers whose common ancestor with it is
-// A or above. -1 when there is none.
+// advantageDepth is the depth of the parent of the lowest node A on the
+// preemptor's path (its queue included) whose subtree quota holds A's
+// usage plus what the request adds there (Kueue's QuantitiesFitInQuota
+// walk: each node passes up what its unused local quota does not cover);
+// the preemptor then has hierarchical advantage over borrowers whose
+// common ancestor with it is above A. -1 when there is none.
 func (s *Searcher) advantageDepth() int {
 	t, q := s.t, s.req.Queue
-	excess := t.InUse(q, s.fl) + s.need - t.Nominal(q, s.fl)
-	n := q
-	for {
+	rest := s.need
+	for n := q; ; {
 		p, ok := t.Parent(n)
 		if !ok {
 			return -1
 		}
-		if excess <= 0 {
+		if t.Usage(n, s.fl)+rest <= t.SubtreeQuota(n, s.fl) {
 			return t.Depth(p)
 		}
-		excess -= t.Nominal(p, s.fl)
+		rest -= max(0, t.LocalQuota(n, s.fl)-t.Usage(n, s.fl))
 		n = p
 	}
 }
