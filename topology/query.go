@@ -252,7 +252,7 @@ func (f *Fleet) LargestFreeBlock(l Level, g GroupID) (nodes int, d DomainID) {
 // nodes of it, in increasing order of that count and then of ID, until fn
 // returns false: the best-fit order for whole-node gangs.
 func (f *Fleet) AscendDomainsByFreeNodes(l Level, g GroupID, min int, fn func(d DomainID, freeNodes int) bool) {
-	f.byFreeNodes[l][g].AscendGreaterOrEqual(key(int32(min), 0), func(k uint64) bool {
+	f.byFreeNodes[l][g].AscendGreaterOrEqual(key(int32(max(min, 0)), 0), func(k uint64) bool {
 		return fn(DomainID(uint32(k)), int(k>>32))
 	})
 }
@@ -260,7 +260,7 @@ func (f *Fleet) AscendDomainsByFreeNodes(l Level, g GroupID, min int, fn func(d 
 // AscendDomainsByFreeGPUs is AscendDomainsByFreeNodes ordered by free GPUs
 // on healthy nodes: the best-fit order for gangs of sub-node pods.
 func (f *Fleet) AscendDomainsByFreeGPUs(l Level, g GroupID, min int, fn func(d DomainID, freeGPUs int) bool) {
-	f.byFreeGPUs[l][g].AscendGreaterOrEqual(key(int32(min), 0), func(k uint64) bool {
+	f.byFreeGPUs[l][g].AscendGreaterOrEqual(key(int32(max(min, 0)), 0), func(k uint64) bool {
 		return fn(DomainID(uint32(k)), int(k>>32))
 	})
 }

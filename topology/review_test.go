@@ -14,3 +14,18 @@ func TestNodesWithAtLeastAboveNodeSize(t *testing.T) {
 	require.Equal(t, 0, f.NodesWithAtLeast(Root, 0, 9))
 	require.Equal(t, 0, f.NodesWithAtLeast(Root, 0, 10))
 }
+
+// A negative minimum asks for every domain, as zero does.
+func TestAscendDomainsNegativeMinimum(t *testing.T) {
+	f, err := New(Uniform(UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{3, 2}, GPUsPerNode: 8}))
+	require.NoError(t, err)
+	count := func(asc func(Level, GroupID, int, func(DomainID, int) bool), min int) int {
+		n := 0
+		asc(1, 0, min, func(DomainID, int) bool { n++; return true })
+		return n
+	}
+	for _, min := range []int{0, -1} {
+		require.Equal(t, 3, count(f.AscendDomainsByFreeNodes, min), "by free nodes, min %d", min)
+		require.Equal(t, 3, count(f.AscendDomainsByFreeGPUs, min), "by free GPUs, min %d", min)
+	}
+}
