@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
 )
 
 // Hierarchical advantage exempts a candidate from borrowWithinCohort's
@@ -34,4 +35,19 @@ func TestHierarchicalAdvantageFromSubtreeQuota(t *testing.T) {
 	assert.Equal(t, []string{"d1"}, ids(p))
 	assert.Equal(t, preempt.Reclaim, p.Victims[0].Reason)
 	assert.True(t, p.Borrowing)
+}
+
+// Below its nominal quota but borrowing once admitted, a preemptor with
+// borrowWithinCohort may take other queues' work only below the
+// threshold; work above it is taken only if the preemptor then stays
+// within its quota, which it cannot here.
+func TestBorrowWithinCohortThresholdWhenBelowNominal(t *testing.T) {
+	th := int32(10)
+	rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimAny,
+		BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
+	e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0), queue("a", "c", 4, rules), queue("b", "c", 4, lower))
+	e.run("a1", "a", 100, time.Hour, []int{0}, []int{2})
+	e.run("b1", "b", 20, time.Hour, []int{0, 1}, []int{2, 4})
+	_, err := victims(t, e, e.req("new", "a", 50, 1, 4, ""), nil)
+	require.ErrorIs(t, err, preempt.ErrNoPlan)
 }

@@ -127,10 +127,11 @@ type attempt struct {
 //     subtree quota of some node A on the preemptor's path (its queue or a
 //     cohort), counting A's usage as Kueue does; it then has advantage
 //     over borrowers whose common ancestor with it is above A;
-//   - borrowWithinCohort: when it is LowerPriority and the preemptor is
-//     not below its nominal quota, other queues' candidates must have
-//     hierarchical advantage or a priority lower than the preemptor's and
-//     at most the threshold; the preemptor may end up borrowing. When it is
+//   - borrowWithinCohort: when it is LowerPriority, other queues'
+//     candidates must have hierarchical advantage or a priority lower
+//     than the preemptor's and at most the threshold, and the preemptor
+//     may end up borrowing; failing that, every candidate is tried in an
+//     attempt where the preemptor ends within its quota. When it is
 //     Never, other queues' work is taken only in an attempt where the
 //     preemptor ends within its quota (tried first when it is below its
 //     nominal quota), then in a borrowing attempt restricted to its own
@@ -632,10 +633,9 @@ func (s *Searcher) attempts() []attempt {
 	case !other:
 		return []attempt{{true, all}}
 	case s.rules.BorrowWithinCohort.Policy == quota.BorrowLowerPriority:
-		if under {
-			return []attempt{{true, all}}
-		}
-		return []attempt{{true, func(c *cand) bool { return !c.other || c.hier || c.whileB }}}
+		// Work above the threshold may go only if the preemptor then
+		// stays within its quota: a second attempt that forbids borrowing.
+		return []attempt{{true, func(c *cand) bool { return !c.other || c.hier || c.whileB }}, {false, all}}
 	case under:
 		return []attempt{{false, all}, {true, func(c *cand) bool { return !c.other || c.hier }}}
 	}
