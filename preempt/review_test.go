@@ -51,3 +51,23 @@ func TestBorrowWithinCohortThresholdWhenBelowNominal(t *testing.T) {
 	_, err := victims(t, e, e.req("new", "a", 50, 1, 4, ""), nil)
 	require.ErrorIs(t, err, preempt.ErrNoPlan)
 }
+
+// Under fair sharing the preemptor's share after admission is that of its
+// side of the tree with the request added at its queue and carried up
+// through the lending limits (Kueue simulates the usage at the queue):
+// a keeps 2 GPUs local, so its cohort p borrows 2, not 4, and 2 <= the 3
+// that q still borrows after losing b1.
+func TestFairSharingPreemptorShareThroughLendingLimit(t *testing.T) {
+	a := queue("a", "p", 4, reclaimAny)
+	a.Quotas[0].LendingLimit = quota.LimitOf(2)
+	e := newEnv(t, 1, 1, 2, 8, cohort("r", "", 5), cohort("p", "r", 0), a,
+		cohort("q", "r", 0), queue("b", "q", 2, lower))
+	e.run("b1", "b", 0, time.Hour, []int{0}, []int{2})
+	e.run("b2", "b", 1, time.Hour, []int{1}, []int{5})
+	r := e.req("new", "a", 10, 1, 6, "")
+	r.FairSharing = true
+	p, err := victims(t, e, r, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b1"}, ids(p))
+	assert.Equal(t, preempt.FairSharing, p.Victims[0].Reason)
+}

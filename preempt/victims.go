@@ -705,8 +705,16 @@ func (s *Searcher) valid(c *cand) bool {
 	}
 	if s.req.FairSharing && !s.within {
 		// S2-a: the preemptor's share after admission must stay at or
-		// below the target's share after the eviction.
-		ps := s.t.DominantShareWith(c.pSide, s.fl, s.need)
+		// below the target's share after the eviction. The request is
+		// added at the preemptor's queue, so that what reaches its side
+		// of the tree passes the lending limits in between.
+		if s.t.AddUsage(s.req.Queue, s.fl, s.need) != nil {
+			return false // beyond MaxAmount: it cannot fit anyway
+		}
+		ps := s.t.DominantShare(c.pSide)
+		if err := s.t.RemoveUsage(s.req.Queue, s.fl, s.need); err != nil {
+			panic("preempt: undoing the request: " + err.Error())
+		}
 		s.mustRemove(c)
 		ts := s.t.DominantShare(c.cSide)
 		s.mustAdd(c)
