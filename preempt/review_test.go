@@ -71,3 +71,18 @@ func TestFairSharingPreemptorShareThroughLendingLimit(t *testing.T) {
 	assert.Equal(t, []string{"b1"}, ids(p))
 	assert.Equal(t, preempt.FairSharing, p.Victims[0].Reason)
 }
+
+// borrowWithinCohort Never, below nominal, with hierarchical-advantage
+// candidates: Kueue tries the borrowing attempt (own queue and advantage
+// candidates) first, so d1 alone goes and a1 is spared.
+func TestBorrowNeverTriesAdvantageFirst(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 4, cohort("r", "", 0), cohort("c", "r", 0),
+		queue("a", "c", 4, reclaimAny), queue("b", "c", 4, lower), queue("d", "r", 0, lower))
+	e.run("a1", "a", 0, time.Hour, []int{0}, []int{2})
+	e.run("b1", "b", 0, time.Hour, []int{0}, []int{2})
+	e.run("d1", "d", 0, time.Hour, []int{1}, []int{4})
+	p, err := victims(t, e, e.req("new", "a", 50, 1, 4, ""), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"d1"}, ids(p))
+	assert.True(t, p.Borrowing)
+}

@@ -133,9 +133,10 @@ type attempt struct {
 //     may end up borrowing; failing that, every candidate is tried in an
 //     attempt where the preemptor ends within its quota. When it is
 //     Never, other queues' work is taken only in an attempt where the
-//     preemptor ends within its quota (tried first when it is below its
-//     nominal quota), then in a borrowing attempt restricted to its own
-//     queue and hierarchical-advantage candidates (Kueue's order);
+//     preemptor ends within its quota (when it is below its nominal
+//     quota) or in a borrowing attempt restricted to its own queue and
+//     hierarchical-advantage candidates; the borrowing attempt goes first
+//     when there are advantage candidates (Kueue's order);
 //   - fair sharing (req.FairSharing): its own queue by withinQueue, other
 //     borrowing queues by reclaimWithinCohort's priority rule, taken from
 //     the highest dominant share first, and only while the preemptor's
@@ -624,9 +625,10 @@ func (s *Searcher) attempts() []attempt {
 	if s.req.FairSharing {
 		return []attempt{{true, all}}
 	}
-	other := false
+	other, hier := false, false
 	for i := range s.cands {
 		other = other || s.cands[i].other
+		hier = hier || s.cands[i].hier
 	}
 	under := s.t.InUse(s.req.Queue, s.fl) < s.t.Nominal(s.req.Queue, s.fl)
 	switch {
@@ -636,8 +638,10 @@ func (s *Searcher) attempts() []attempt {
 		// Work above the threshold may go only if the preemptor then
 		// stays within its quota: a second attempt that forbids borrowing.
 		return []attempt{{true, func(c *cand) bool { return !c.other || c.hier || c.whileB }}, {false, all}}
-	case under:
+	case under && !hier:
 		return []attempt{{false, all}, {true, func(c *cand) bool { return !c.other || c.hier }}}
+	case under:
+		return []attempt{{true, func(c *cand) bool { return !c.other || c.hier }}, {false, all}}
 	}
 	return []attempt{{true, func(c *cand) bool { return !c.other || c.hier }}}
 }
