@@ -7,8 +7,9 @@ import (
 )
 
 // Sentinel errors. A failed Place returns a *NoFit, which matches ErrNoFit;
-// a request that names levels or flavors the fleet lacks matches
-// ErrInvalid as well.
+// a request this fleet can never meet (a level it lacks, a pod larger than
+// any node, a malformed segment or spread) matches ErrInvalid as well. A
+// flavor or pool without healthy nodes is CauseNoNodes: nodes may come.
 var (
 	ErrNoFit   = errors.New("placement: does not fit")
 	ErrInvalid = errors.New("placement: invalid request")

@@ -53,6 +53,8 @@ type Placer struct {
 	pods    []Pod
 	caps    []int
 	cands   []candidate
+	doms    []topology.DomainID // candidate domains, when trials mutate
+	nodes   []candidate         // candidate nodes, when trials mutate
 	groups  []topology.GroupID
 	order   []int
 	undo    []NodeGPUs
@@ -269,13 +271,38 @@ func (p *Placer) tryLevel(l topology.Level) (topology.DomainID, bool) {
 		}
 		return true
 	}
+	if p.trialsMutate() {
+		// Trials of several pod sets allocate on the fleet, which must not
+		// happen inside a walk of its indexes: list the candidates first.
+		p.doms = p.doms[:0]
+		try = func(d topology.DomainID, _ int) bool {
+			p.doms = append(p.doms, d)
+			return true
+		}
+	}
 	if p.wholeNodes() {
 		f.AscendDomainsByFreeNodes(l, p.g, p.w.Pods(), try)
 	} else {
 		f.AscendDomainsByFreeGPUs(l, p.g, need, try)
 	}
+	if p.trialsMutate() {
+		for _, d := range p.doms {
+			if p.tryDomain(d) {
+				return d, true
+			}
+		}
+	}
 	return found, ok
 }
+
+// trialsMutate reports whether tryDomain allocates on the fleet for its
+// trial (a gang of several pod sets).
+func (p *Placer) trialsMutate() bool { return len(p.order) > 1 }
+
+// maxNodeTrials bounds the nodes tried for a gang of several pod sets that
+// must share one node: any node with enough free GPUs holds it unless a
+// spread limit forbids, which then forbids it on every node.
+const maxNodeTrials = 64
 
 // tryNodes places the whole gang on one node: the healthy node with the
 // fewest free GPUs that holds it, Scorer breaking ties among up to
@@ -283,7 +310,7 @@ func (p *Placer) tryLevel(l topology.Level) (topology.DomainID, bool) {
 func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
 	f := p.f
 	best, bestFree, bestScore, seen := topology.NodeID(-1), 0, 0, 0
-	f.AscendNodesByFree(p.g, need, func(n topology.NodeID, free int) bool {
+	consider := func(n topology.NodeID, free int) bool {
 		if best >= 0 && (free != bestFree || p.opt.Scorer == nil || seen >= p.opt.MaxScored) {
 			return false
 		}
@@ -300,7 +327,22 @@ func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
 			best, bestFree, bestScore = n, free, score
 		}
 		return true
-	})
+	}
+	if p.trialsMutate() {
+		// As in tryLevel: no trial allocates inside the index walk.
+		p.nodes = p.nodes[:0]
+		f.AscendNodesByFree(p.g, need, func(n topology.NodeID, free int) bool {
+			p.nodes = append(p.nodes, candidate{n: n, free: free})
+			return len(p.nodes) < maxNodeTrials
+		})
+		for _, c := range p.nodes {
+			if !consider(c.n, c.free) {
+				break
+			}
+		}
+	} else {
+		f.AscendNodesByFree(p.g, need, consider)
+	}
 	if best < 0 {
 		return 0, false
 	}
