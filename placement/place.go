@@ -255,7 +255,9 @@ func (p *Placer) tryLevel(l topology.Level) (topology.DomainID, bool) {
 	need := p.w.GPUs()
 	switch {
 	case l == p.deep:
-		if need > f.MaxGPUsPerNode() {
+		// One node cannot hold more GPUs than the largest node, nor more
+		// pods than a per-node spread allows: no node needs trying.
+		if need > f.MaxGPUsPerNode() || p.maxPerNode > 0 && p.w.Pods() > p.maxPerNode {
 			return 0, false
 		}
 		return p.tryNodes(need)
