@@ -83,11 +83,15 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 			blocked[e.queue] = true
 		}
 	}
+	clear(pending) // the buffer must not keep ended workloads alive
 	d.Events, s.events = s.events, nil
 	return d
 }
 
 func (s *Scheduler) kills(now time.Time, d *Decisions) {
+	if len(s.draining) == 0 {
+		return
+	}
 	for _, id := range slices.Sorted(mapKeys(s.draining)) {
 		e := s.draining[id]
 		if !e.killAsked && !now.Before(e.deadline) {
@@ -101,6 +105,9 @@ func (s *Scheduler) kills(now time.Time, d *Decisions) {
 }
 
 func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
+	if len(s.targets) == 0 {
+		return
+	}
 	for _, b := range s.drains.Nominations() {
 		if !s.drains.Ready(b) {
 			continue
@@ -120,13 +127,16 @@ func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
 	}
 }
 
+// pending lists the pending workloads without a nomination, in a buffer
+// reused from cycle to cycle.
 func (s *Scheduler) pending() []*entry {
-	out := make([]*entry, 0, len(s.queued))
+	out := s.pendingBuf[:0]
 	for _, e := range s.queued {
 		if _, nominated := s.targets[e.w.ID]; !nominated {
 			out = append(out, e)
 		}
 	}
+	s.pendingBuf = out
 	return out
 }
 

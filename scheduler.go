@@ -24,17 +24,18 @@ type Scheduler struct {
 	placer  *placement.Placer
 	classes map[string]PriorityClass
 
-	work     map[string]*entry // every workload not yet ended
-	queued   map[string]*entry // pending ones, so a cycle never scans running work
-	draining map[string]*entry // draining victims, for kills
-	seq      uint64
-	now      time.Time
-	events   []Event
-	reserve  *reservation
-	drains   *preempt.Drains
-	searcher *preempt.Searcher
-	targets  map[string]placement.Assignment // nominated beneficiaries' targets
-	cands    []preempt.Running               // running workloads: victim candidates
+	work       map[string]*entry // every workload not yet ended
+	queued     map[string]*entry // pending ones, so a cycle never scans running work
+	draining   map[string]*entry // draining victims, for kills
+	seq        uint64
+	now        time.Time
+	events     []Event
+	reserve    *reservation
+	drains     *preempt.Drains
+	searcher   *preempt.Searcher
+	targets    map[string]placement.Assignment // nominated beneficiaries' targets
+	cands      []preempt.Running               // running workloads: victim candidates
+	pendingBuf []*entry                        // scratch of Schedule
 }
 
 // entry is the scheduler's record of one workload.
