@@ -169,16 +169,17 @@ func (w *Workload) ValidateFor(levels []string, gpusPerNode int) error {
 	}
 	t, sp := w.Topology, w.Spread
 	req, pref, seg, spr := depth(t.Required), depth(t.Preferred), depth(t.Segment.Level), depth(sp.Level)
-	known := fmt.Sprintf("the fleet's levels are %q", levels)
+	// Formatted only on refusal: a valid workload costs no allocation here.
+	known := func() string { return fmt.Sprintf("the fleet's levels are %q", levels) }
 	switch {
 	case req == -2:
-		return fail("topology.required", t.Required, known, ErrUnknownLevel)
+		return fail("topology.required", t.Required, known(), ErrUnknownLevel)
 	case pref == -2:
-		return fail("topology.preferred", t.Preferred, known, ErrUnknownLevel)
+		return fail("topology.preferred", t.Preferred, known(), ErrUnknownLevel)
 	case seg == -2:
-		return fail("topology.segment.level", t.Segment.Level, known, ErrUnknownLevel)
+		return fail("topology.segment.level", t.Segment.Level, known(), ErrUnknownLevel)
 	case spr == -2:
-		return fail("spread.level", sp.Level, known, ErrUnknownLevel)
+		return fail("spread.level", sp.Level, known(), ErrUnknownLevel)
 	case pref >= 0 && pref < req:
 		return fail("topology.preferred", t.Preferred,
 			fmt.Sprintf("must be at or below the required level %q", t.Required), ErrInvalid)
