@@ -475,7 +475,10 @@ func (sm *sim) checkpoint(e event) {
 	if j.gen != e.gen || (j.state != jsRunning && j.state != jsDraining) {
 		return
 	}
+	// The saved work includes the run time so far, so the run restarts
+	// counting from now: progress is done plus run time since runStart.
 	j.done = sm.progress(j)
+	j.runStart = max(j.runStart, sm.now)
 	if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID); err != nil {
 		sm.fail(err)
 		return
