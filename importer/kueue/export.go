@@ -26,10 +26,20 @@ type ExportOptions struct {
 // (namespaceSelector: {}), as fleet's queues are not namespaced.
 //
 // It refuses a Spec that quota.New refuses (ErrCannotExport wrapping the
-// quota error).
+// quota error) and a queue that Kueue would refuse: borrowWithinCohort
+// with reclaimWithinCohort Never (ErrCannotExport).
 func Export(w io.Writer, spec quota.Spec, opts ExportOptions) error {
 	if _, err := quota.New(spec); err != nil {
 		return &ObjectError{Detail: err.Error(), Err: fmt.Errorf("%w: %w", ErrCannotExport, err)}
+	}
+	for _, n := range spec.Nodes {
+		// Kueue's CEL rule, which Parse mirrors: borrowWithinCohort needs
+		// reclaimWithinCohort other than Never.
+		r := n.Preemption
+		if r.ReclaimWithinCohort == quota.ReclaimNever && r.BorrowWithinCohort.Policy != quota.BorrowNever {
+			return &ObjectError{Kind: "ClusterQueue", Name: n.Name, Field: "spec.preemption.borrowWithinCohort.policy",
+				Detail: "reclaimWithinCohort Never forbids borrowWithinCohort", Err: ErrCannotExport}
+		}
 	}
 	res := opts.Resource
 	if res == "" {
