@@ -24,9 +24,9 @@ const emptyValue = "-"
 // semantics: a node must carry every level label to be placed (otherwise
 // it is left out with WarnMissingLabel, or refused with Strict), and a
 // domain is identified by the path of label values from the top, written
-// with '/' between values. GPUs come from Node.GPUs or the
-// nvidia.com/gpu.count label; nodes without GPUs are left out
-// (WarnNoGPUs). Node order is the input order.
+// with '/' between values. GPUs come from Node.GPUs or, when the node's
+// status did not give them, the nvidia.com/gpu.count label; nodes without
+// GPUs are left out (WarnNoGPUs). Node order is the input order.
 func Import(nodes []Node, opts Options) (*Result, error) {
 	levels := slices.Clone(opts.Levels)
 	if n := len(levels); n > 0 && levels[n-1].Label == HostnameLabel {
@@ -70,7 +70,7 @@ nodes:
 			}
 		}
 		gpus := n.GPUs
-		if gpus == 0 {
+		if gpus == 0 && !n.fromStatus {
 			if v, ok := n.Labels[CountLabel]; ok {
 				c, ok := countLabel(v)
 				if !ok {

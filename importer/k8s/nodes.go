@@ -17,8 +17,12 @@ type Node struct {
 	Name   string            `json:"name"`
 	Labels map[string]string `json:"labels,omitempty"`
 	// GPUs is the node's allocatable GPUs; 0 means "read the count label"
-	// (nvidia.com/gpu.count).
+	// (nvidia.com/gpu.count), except for a node ParseNodes read from a
+	// core/v1 Node whose status gave the resource: its 0 is a count.
 	GPUs int `json:"gpus,omitempty"`
+	// fromStatus is set when GPUs came from status.allocatable or
+	// status.capacity, so a 0 there is not replaced by the label.
+	fromStatus bool
 }
 
 // kubeNode is the part of a core/v1 Node that ParseNodes reads.
@@ -113,7 +117,7 @@ func decodeKube(js []byte, resourceName string) ([]Node, error) {
 			if err != nil {
 				return nil, &Error{Node: n.Name, Index: i, Detail: err.Error(), Err: ErrBadGPUs}
 			}
-			n.GPUs = g
+			n.GPUs, n.fromStatus = g, true
 		}
 		out[i] = n
 	}
