@@ -11,7 +11,7 @@ import (
 // without bound.
 const (
 	MaxRange    = 1 << 16 // hosts in one lo-hi range
-	MaxPrefixes = 1 << 16 // expanded prefixes of one bracketed name
+	MaxPrefixes = 1 << 16 // values of one bracket group before the last
 	MaxHosts    = 1 << 20 // hosts of one expression
 )
 
@@ -35,7 +35,9 @@ const maxDigits = 18
 //
 // It refuses, with a *HostlistError wrapping ErrHostlist: an unclosed or
 // empty bracket, an empty, signed or non-numeric bound ("n[-1]"), lo > hi,
-// a range of more than MaxRange hosts, more than MaxPrefixes prefixes; and
+// a range of more than MaxRange hosts, a bracket group before the last
+// with more than MaxPrefixes values (Slurm counts each group, not their
+// product); and
 // with ErrTooManyHosts an expression of more than MaxHosts hosts.
 func ExpandHostlist(expr string) ([]string, error) {
 	var out []string
@@ -158,8 +160,14 @@ func expandHead(head string) ([]string, *HostlistError) {
 	for _, r := range rs {
 		n += int(r.hi - r.lo + 1)
 	}
-	if n > 0 && len(prefixes) > MaxPrefixes/n {
-		return nil, &HostlistError{Detail: "more than 65536 prefixes", Err: ErrHostlist}
+	// Slurm bounds the values of each group (prefix_cnt in
+	// _push_range_list), not their product; the product is bounded by
+	// MaxHosts, as every prefix gives at least one host.
+	if n > MaxPrefixes {
+		return nil, &HostlistError{Detail: "a bracket group of more than 65536 prefixes", Err: ErrHostlist}
+	}
+	if len(prefixes) > MaxHosts/n {
+		return nil, &HostlistError{Detail: "more than 1048576 hosts", Err: ErrTooManyHosts}
 	}
 	out := make([]string, 0, n*len(prefixes))
 	for _, r := range rs {
