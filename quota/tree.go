@@ -292,6 +292,11 @@ func checkRules(n NodeSpec) error {
 		return &SpecError{Node: n.Name, Field: "preemption.borrowWithinCohort.policy", Detail: r.BorrowWithinCohort.Policy.String(), Err: ErrInvalidSpec}
 	case int(n.QueueingStrategy) >= len(strategyNames()):
 		return &SpecError{Node: n.Name, Field: "queueingStrategy", Detail: n.QueueingStrategy.String(), Err: ErrInvalidSpec}
+	case r.BorrowWithinCohort.Policy != BorrowNever && r.ReclaimWithinCohort == ReclaimNever:
+		// Kueue refuses it too: borrowing by preemption is a form of
+		// reclaiming, so it needs reclaimWithinCohort.
+		return &SpecError{Node: n.Name, Field: "preemption.borrowWithinCohort.policy",
+			Detail: "needs reclaimWithinCohort other than Never", Err: ErrInvalidSpec}
 	}
 	return nil
 }

@@ -22,8 +22,10 @@ func TestExportRefusesBorrowWithinCohortWithoutReclaim(t *testing.T) {
 				Preemption: quota.Rules{BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority}}},
 		},
 	}
+	// The quota tree refuses it too; Export still guards a spec that was
+	// never validated.
 	_, err := quota.New(spec)
-	require.NoError(t, err, "the quota tree accepts it")
+	require.ErrorIs(t, err, quota.ErrInvalidSpec)
 	var buf bytes.Buffer
 	err = kueue.Export(&buf, spec, kueue.ExportOptions{})
 	if err == nil {
