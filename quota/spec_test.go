@@ -91,7 +91,7 @@ func TestAccessors(t *testing.T) {
 		cohort("top", ""),
 		cohort("mid", "top"),
 		quota.NodeSpec{Name: "q1", Parent: "mid", Kind: quota.Queue, QueueingStrategy: quota.StrictFIFO,
-			Preemption: quota.Rules{BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}},
+			Preemption: quota.Rules{ReclaimWithinCohort: quota.ReclaimLowerPriority, BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}},
 		queue("q2", "top"),
 	)
 	tr := f.tree
