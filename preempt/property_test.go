@@ -24,7 +24,8 @@ func instance(t *rapid.T, single bool) (*env, preempt.Request, map[string]bool) 
 		WithinQueue:         quota.WithinQueue(rapid.IntRange(0, 2).Draw(t, "within")),
 		ReclaimWithinCohort: quota.ReclaimWithinCohort(rapid.IntRange(0, 2).Draw(t, "reclaim")),
 	}
-	if rapid.Bool().Draw(t, "bwc") {
+	// borrowWithinCohort needs reclaimWithinCohort, as in Kueue.
+	if rapid.Bool().Draw(t, "bwc") && rules.ReclaimWithinCohort != quota.ReclaimNever {
 		th := int32(rapid.IntRange(0, 5).Draw(t, "threshold"))
 		rules.BorrowWithinCohort = quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}
 	}
