@@ -159,7 +159,8 @@ func reportLatency(b *testing.B, lat []time.Duration, decisions int) {
 // borrowing what inference lends, so the fleet is full and about 700/2,048
 // of it is lent. Then an hour passes and half the jobs checkpoint, so
 // victims differ in cost.
-func spikeScheduler(b *testing.B, gpus int, now time.Time) (*fleet.Scheduler, time.Time) {
+func spikeScheduler(b *testing.B, gpus int, now time.Time) (*fleet.Scheduler, map[string]gang.Workload, time.Time) {
+	specs := map[string]gang.Workload{}
 	s, err := fleet.New(fleet.ReferenceConfigFor(topology.Scaled(gpus)))
 	if err != nil {
 		b.Fatal(err)
@@ -188,6 +189,7 @@ func spikeScheduler(b *testing.B, gpus int, now time.Time) (*fleet.Scheduler, ti
 				_ = s.Cancel(now, w.ID)
 				continue
 			}
+			specs[w.ID] = w
 			used += w.GPUs()
 		}
 	}
@@ -200,7 +202,7 @@ func spikeScheduler(b *testing.B, gpus int, now time.Time) (*fleet.Scheduler, ti
 			_ = s.Checkpointed(now.Add(-time.Duration(i%50)*time.Minute), run.ID)
 		}
 	}
-	return s, now
+	return s, specs, now
 }
 
 // BenchmarkScheduleSpike times the cycle in which inference jumps by
@@ -211,7 +213,7 @@ func BenchmarkScheduleSpike(b *testing.B) {
 	for _, gpus := range []int{2048, 16384, 131072} {
 		b.Run(fmt.Sprintf("gpus=%d/spike=inference", gpus), func(b *testing.B) {
 			start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-			s, now := spikeScheduler(b, gpus, start)
+			s, specs, now := spikeScheduler(b, gpus, start)
 			replicas := gpus * 200 / 2048 / 8
 			lat := make([]time.Duration, 0, min(b.N, 1<<20))
 			drains := 0
@@ -238,8 +240,8 @@ func BenchmarkScheduleSpike(b *testing.B) {
 					b.Fatalf("the spike drained nothing: %d admitted", len(d.Admit))
 				}
 				drains += len(d.Drain)
-				// Back to the start state: the victims leave and come back
-				// as new jobs of the same shape, the replicas leave.
+				// Back to the start state: the replicas leave, the victims
+				// leave and come back as new jobs of the same shapes.
 				for _, x := range d.Drain {
 					if err := s.Exited(now, x.ID, gang.ExitDrained); err != nil {
 						b.Fatal(err)
@@ -248,10 +250,7 @@ func BenchmarkScheduleSpike(b *testing.B) {
 				for _, id := range ids {
 					_ = s.Cancel(now, id)
 				}
-				for _, x := range d.Drain {
-					_ = x
-				}
-				refill(b, s, now, d.Drain, i)
+				refill(b, s, specs, now, d.Drain, i)
 				b.StartTimer()
 			}
 			b.StopTimer()
@@ -261,23 +260,20 @@ func BenchmarkScheduleSpike(b *testing.B) {
 	}
 }
 
-// refill resubmits batch work of the drained victims' sizes so that the
-// next iteration starts from an equally full fleet.
-func refill(b *testing.B, s *fleet.Scheduler, now time.Time, drained []fleet.Drain, iter int) {
-	snap := s.Snapshot()
-	free := snap.Fleet.FreeGPUs
-	for j := 0; free >= 8; j++ {
-		w := gang.Workload{ID: fmt.Sprintf("refill-%d-%d", iter, j), Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch,
-			Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}},
-			Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 20 * time.Minute}}
-		if s.Submit(now, w) != nil {
-			break
+// refill resubmits the drained victims' workloads under new names, so that
+// the next iteration starts from a fleet as full, with work of the same
+// shapes.
+func refill(b *testing.B, s *fleet.Scheduler, specs map[string]gang.Workload, now time.Time, drained []fleet.Drain, iter int) {
+	for j, x := range drained {
+		w, ok := specs[x.ID]
+		if !ok {
+			b.Fatalf("unknown victim %s", x.ID)
 		}
-		if len(s.Schedule(now).Admit) == 0 {
-			_ = s.Cancel(now, w.ID)
-			break
+		w.ID = fmt.Sprintf("refill-%d-%d", iter, j)
+		if err := s.Submit(now, w); err != nil {
+			b.Fatal(err)
 		}
-		free -= 8
+		specs[w.ID] = w
 	}
-	_ = drained
+	s.Schedule(now)
 }
