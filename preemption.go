@@ -114,7 +114,7 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 	}
 	req := preempt.Request{W: w, Queue: e.queue, Flavor: e.flavor, Now: now,
 		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Nominations: s.drains}
-	plan, err := s.searcher.Victims(s.fleet, s.tree, req, s.cands, taken)
+	plan, err := s.searcher.Victims(s.fleet, s.tree, req, s.candidates(), taken)
 	if err != nil {
 		return false, false
 	}
@@ -209,13 +209,13 @@ func (s *Scheduler) share(t placement.Assignment, id string, from, n int) placem
 	return a
 }
 
-// The victim candidates are every running workload, in a slice updated in
-// O(1) as workloads start, drain and end (each entry knows its position),
-// so that neither an admission nor a preemption rebuilds it. Its order
-// follows the history of calls, so it is deterministic; preempt's own
-// candidate order ends with an ID tie-break and does not depend on it.
-// The rules that decide who may really be evicted live in preempt; a
-// candidate only carries the class-dependent fields resolved.
+// The victim candidates are every running workload. An ordered index by
+// ID is updated in O(log n) as workloads start and end; the slice handed
+// to preempt is rebuilt from it, in ID order, only when a cycle needs a
+// victim search and something changed since the last one. ID order lets
+// preempt break ties by position instead of comparing strings. The rules
+// that decide who may really be evicted live in preempt; a candidate only
+// carries the class-dependent fields resolved.
 
 func (s *Scheduler) candidate(e *entry) preempt.Running {
 	return preempt.Running{
@@ -231,33 +231,33 @@ func (s *Scheduler) candidate(e *entry) preempt.Running {
 
 // startedRunning adds a newly running workload to the candidates.
 func (s *Scheduler) startedRunning(e *entry) {
-	if e.cand >= 0 {
+	if _, dup := s.running.ReplaceOrInsert(e); dup {
 		panic("fleet: workload started twice: " + e.w.ID)
 	}
-	e.cand = len(s.cands)
-	s.cands = append(s.cands, s.candidate(e))
+	s.candsStale = true
 }
 
-// updateCandidate refreshes e's candidate after its state changed.
-func (s *Scheduler) updateCandidate(e *entry) {
-	if e.cand >= 0 {
-		s.cands[e.cand] = s.candidate(e)
-	}
-}
+// updateCandidate notes that e's candidate changed (it started draining).
+func (s *Scheduler) updateCandidate(*entry) { s.candsStale = true }
 
-// stoppedRunning removes e from the candidates: the last one takes its
-// place.
+// stoppedRunning removes e from the candidates.
 func (s *Scheduler) stoppedRunning(e *entry) {
-	i := e.cand
-	if i < 0 {
-		return
+	if _, ok := s.running.Delete(e); ok {
+		s.candsStale = true
 	}
-	last := len(s.cands) - 1
-	if i != last {
-		s.cands[i] = s.cands[last]
-		s.work[s.cands[i].W.ID].cand = i
+}
+
+// candidates returns every running workload as a victim candidate, in ID
+// order, rebuilding the slice only if something changed.
+func (s *Scheduler) candidates() []preempt.Running {
+	if s.candsStale {
+		clear(s.cands)
+		s.cands = s.cands[:0]
+		s.running.Ascend(func(e *entry) bool {
+			s.cands = append(s.cands, s.candidate(e))
+			return true
+		})
+		s.candsStale = false
 	}
-	s.cands[last] = preempt.Running{}
-	s.cands = s.cands[:last]
-	e.cand = -1
+	return s.cands
 }

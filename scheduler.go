@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/btree"
+
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
@@ -34,7 +36,9 @@ type Scheduler struct {
 	drains     *preempt.Drains
 	searcher   *preempt.Searcher
 	targets    map[string]placement.Assignment // nominated beneficiaries' targets
-	cands      []preempt.Running               // running workloads: victim candidates
+	running    *btree.BTreeG[*entry]           // running workloads by ID
+	cands      []preempt.Running               // victim candidates, built from running
+	candsStale bool                            // running changed since cands was built
 	pendingBuf []*entry                        // scratch of Schedule
 }
 
@@ -49,7 +53,6 @@ type entry struct {
 	submitted time.Time
 	seq       uint64
 	view      Pending // what a QueueOrder sees, refreshed each cycle
-	cand      int     // position in Scheduler.cands while running, else -1
 
 	// Admitted or draining.
 	started   time.Time
@@ -97,6 +100,7 @@ func New(cfg Config) (*Scheduler, error) {
 		placer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
 		work:   map[string]*entry{}, queued: map[string]*entry{}, draining: map[string]*entry{},
 		drains: preempt.NewDrains(), targets: map[string]placement.Assignment{},
+		running: btree.NewG(16, func(a, b *entry) bool { return a.w.ID < b.w.ID }),
 		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead, Cost: cfg.Policy.Cost,
 			Placement: placement.Options{Scorer: cfg.Policy.Scorer}}),
 	}, nil
@@ -129,7 +133,7 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	if !ok || !s.tree.IsQueue(q) {
 		return nil, refuse(op, w.ID, ErrUnknownQueue, "%q is not a queue of the quota tree", w.Queue)
 	}
-	e := &entry{w: w.Clone(), queue: q, priority: w.Priority, cand: -1}
+	e := &entry{w: w.Clone(), queue: q, priority: w.Priority}
 	if w.PriorityClass != "" {
 		c, ok := s.classes[w.PriorityClass]
 		if !ok {
