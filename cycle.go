@@ -38,11 +38,15 @@ type reservation struct {
 //     their first workload that does not fit; BestEffortFIFO queues let
 //     later, smaller work pass.
 //  4. A workload that does not fit asks for a preemption plan; an accepted
-//     plan drains its victims and nominates their GPUs for it.
+//     plan drains its victims and nominates their GPUs for it at once. A
+//     run of identical replicas (an inference spike) shares one victim
+//     search; a class of workloads whose search found nothing is not
+//     searched again for larger members in the same cycle. Victims of one
+//     cycle's plans are disjoint.
 //  5. The highest-priority gang that can neither start nor preempt gets a
-//     reservation: the domain where it fits soonest is held, and later,
-//     lower-priority work may use it only if it is preemptible filler or
-//     expected to end before the domain frees up (backfill).
+//     reservation (see reserveFor): one domain is held for it, and
+//     lower-priority work may use it only if the gang can evict it or it
+//     is expected to end before the planned start (backfill).
 func (s *Scheduler) Schedule(now time.Time) Decisions {
 	if now.Before(s.now) {
 		now = s.now
