@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -96,7 +97,7 @@ func (s *Scheduler) kills(now time.Time, d *Decisions) {
 	if len(s.draining) == 0 {
 		return
 	}
-	for _, id := range slices.Sorted(mapKeys(s.draining)) {
+	for _, id := range slices.Sorted(maps.Keys(s.draining)) {
 		e := s.draining[id]
 		if !e.killAsked && !now.Before(e.deadline) {
 			e.killAsked = true

@@ -3,6 +3,7 @@ package fleet
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -329,7 +330,7 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	if h != topology.Healthy {
 		// A beneficiary must not start on a node that takes no new work:
 		// its nomination dissolves and it queues again.
-		for _, b := range slices.Sorted(mapKeys(s.targets)) {
+		for _, b := range slices.Sorted(maps.Keys(s.targets)) {
 			if targetOnNode(s.targets[b], n) {
 				s.dissolve(now, b, "nominated node "+node+" "+h.String())
 			}
@@ -428,17 +429,7 @@ func (s *Scheduler) admitEntry(e *entry, a placement.Assignment) {
 	s.startedRunning(e)
 }
 
-func (s *Scheduler) sortedIDs() []string { return slices.Sorted(mapKeys(s.work)) }
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
+func (s *Scheduler) sortedIDs() []string { return slices.Sorted(maps.Keys(s.work)) }
 
 // grace is the drain deadline length of a victim.
 func (e *entry) grace() time.Duration {
