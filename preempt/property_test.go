@@ -249,3 +249,34 @@ func TestVictimsAgainstBruteForce(t *testing.T) {
 			"ours (%d, %.0f) worse than greedy (%d, %.0f)", oMax, p.LostGPUSeconds, gMax, gCost)
 	})
 }
+
+// TestSortKeysAgainstComparison checks the candidate order's radix sort
+// against a comparison sort, on sizes on both sides of its threshold and
+// on keys that share many bytes (few priorities, integral costs) or none.
+func TestSortKeysAgainstComparison(t *testing.T) {
+	s := preempt.NewSearcher(preempt.Options{})
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 600).Draw(t, "n")
+		k, cost := make([]uint64, n), make([]uint64, n)
+		kBits := rapid.SampledFrom([]uint64{1, 4, 1 << 34, 1<<64 - 1}).Draw(t, "kRange")
+		cBits := rapid.SampledFrom([]uint64{3, 1 << 20, 1<<64 - 1}).Draw(t, "costRange")
+		for i := range n {
+			k[i] = rapid.Uint64Range(0, kBits).Draw(t, "k")
+			cost[i] = rapid.Uint64Range(0, cBits).Draw(t, "cost") << rapid.SampledFrom([]int{0, 0, 40}).Draw(t, "shift")
+		}
+		want := make([]int32, n)
+		for i := range want {
+			want[i] = int32(i)
+		}
+		slices.SortFunc(want, func(a, b int32) int {
+			if c := cmp.Compare(k[a], k[b]); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(cost[a], cost[b]); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+		require.Equal(t, want, preempt.SortKeys(s, k, cost))
+	})
+}

@@ -62,6 +62,8 @@ type Searcher struct {
 	running  []Running
 	perQ     []int64
 	keys     []sortKey
+	keys2    []sortKey      // radixSortKeys' other buffer
+	radix    [16][256]int32 // radixSortKeys' byte histograms
 	undo     []placement.NodeGPUs
 }
 
@@ -535,7 +537,8 @@ func (s *Searcher) sortCandidates() {
 	// cost maps to an order-preserving integer, so the sort compares flat
 	// keys instead of chasing pointers. When running came sorted by ID,
 	// candidates are in ID order and their index breaks ties without
-	// comparing strings.
+	// comparing strings; otherwise only runs of equal keys are sorted by
+	// ID afterwards.
 	s.keys = s.keys[:0]
 	for i := range cs {
 		k := uint64(uint32(cs[i].prio) ^ 1<<31)
@@ -547,26 +550,19 @@ func (s *Searcher) sortCandidates() {
 		}
 		s.keys = append(s.keys, sortKey{k, costKey(cs[i].cost), int32(i)})
 	}
-	if s.byID {
-		slices.SortFunc(s.keys, func(a, b sortKey) int {
-			if a.k != b.k {
-				return cmp.Compare(a.k, b.k)
+	s.keys = s.radixSortKeys(s.keys)
+	if !s.byID {
+		byID := func(a, b sortKey) int { return cmp.Or(cmp.Compare(cs[a.i].id, cs[b.i].id), cmp.Compare(a.i, b.i)) }
+		for lo := 0; lo < len(s.keys); {
+			hi := lo + 1
+			for hi < len(s.keys) && s.keys[hi].k == s.keys[lo].k && s.keys[hi].cost == s.keys[lo].cost {
+				hi++
 			}
-			if a.cost != b.cost {
-				return cmp.Compare(a.cost, b.cost)
+			if hi-lo > 1 {
+				slices.SortFunc(s.keys[lo:hi], byID)
 			}
-			return cmp.Compare(a.i, b.i)
-		})
-	} else {
-		slices.SortFunc(s.keys, func(a, b sortKey) int {
-			if a.k != b.k {
-				return cmp.Compare(a.k, b.k)
-			}
-			if a.cost != b.cost {
-				return cmp.Compare(a.cost, b.cost)
-			}
-			return cmp.Compare(cs[a.i].id, cs[b.i].id)
-		})
+			lo = hi
+		}
 	}
 	for _, k := range s.keys {
 		s.order = append(s.order, k.i)
@@ -577,6 +573,100 @@ type sortKey struct {
 	k    uint64
 	cost uint64 // costKey
 	i    int32
+}
+
+// radixMin is the number of keys from which radixSortKeys counts rather
+// than compares: small searches keep the comparison sort, which has no
+// histograms to clear and no second buffer to fill.
+const radixMin = 192
+
+// radixSortKeys sorts keys appended in index order by (k, cost, i) and
+// returns the sorted slice (keys itself or the other scratch buffer). It
+// is a stable least-significant-byte-first radix sort over the 16 bytes
+// of k and cost, so equal keys keep their index order, and bytes where
+// every key has the same value (most of k, and often the low bytes of
+// integral costs) take no pass: O(n) per byte that varies instead of
+// O(n log n) comparisons, which is most of setting up a search over a
+// large fleet.
+func (s *Searcher) radixSortKeys(keys []sortKey) []sortKey {
+	n := len(keys)
+	if n < radixMin {
+		slices.SortFunc(keys, func(a, b sortKey) int {
+			if a.k != b.k {
+				return cmp.Compare(a.k, b.k)
+			}
+			if a.cost != b.cost {
+				return cmp.Compare(a.cost, b.cost)
+			}
+			return cmp.Compare(a.i, b.i)
+		})
+		return keys
+	}
+	// The bytes where some key differs from the first: only those take a
+	// pass.
+	var diffCost, diffK uint64
+	for _, x := range keys {
+		diffCost |= x.cost ^ keys[0].cost
+		diffK |= x.k ^ keys[0].k
+	}
+	h := &s.radix
+	for d := range 16 {
+		if diffOf(d, diffCost, diffK) {
+			clear(h[d][:])
+		}
+	}
+	for _, x := range keys {
+		for b := range 8 {
+			if diffCost>>(8*b)&0xff != 0 {
+				h[b][byte(x.cost>>(8*b))]++
+			}
+		}
+		for b := range 8 {
+			if diffK>>(8*b)&0xff != 0 {
+				h[8+b][byte(x.k>>(8*b))]++
+			}
+		}
+	}
+	s.keys2 = slices.Grow(s.keys2[:0], n)[:n]
+	src, dst := keys, s.keys2
+	for d := range 16 {
+		if !diffOf(d, diffCost, diffK) {
+			continue // every key has the same byte here
+		}
+		shift := 8 * (d % 8)
+		var at [256]int32
+		sum := int32(0)
+		for v, c := range h[d] {
+			at[v] = sum
+			sum += c
+		}
+		if d < 8 {
+			for _, x := range src {
+				v := byte(x.cost >> shift)
+				dst[at[v]] = x
+				at[v]++
+			}
+		} else {
+			for _, x := range src {
+				v := byte(x.k >> shift)
+				dst[at[v]] = x
+				at[v]++
+			}
+		}
+		src, dst = dst, src
+	}
+	// Keep both buffers for the next call, whichever holds the result.
+	s.keys2 = dst[:0]
+	return src
+}
+
+// diffOf reports whether byte d of the radix key (0-7: cost, 8-15: k,
+// least significant first) differs between keys.
+func diffOf(d int, diffCost, diffK uint64) bool {
+	if d < 8 {
+		return diffCost>>(8*d)&0xff != 0
+	}
+	return diffK>>(8*(d-8))&0xff != 0
 }
 
 // costKey maps a cost to an integer in the order cmp.Compare gives

@@ -3,6 +3,8 @@ package preempt_test
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -248,4 +250,41 @@ func TestExcludeGivesDisjointJointlyFittingPlans(t *testing.T) {
 	}
 	assert.Len(t, p2.Victims, 2)
 	assert.NotEqual(t, e.f.DomainOf(p1.Target.Pods[0].Node, 2), e.f.DomainOf(p2.Target.Pods[0].Node, 2))
+}
+
+// perGPU prices every GPU alike, so that many candidates tie on cost and
+// the ID tie-break decides their order.
+type perGPU struct{}
+
+func (perGPU) Cost(r *preempt.Running, _ time.Time) float64 {
+	g := 0
+	for _, x := range r.Nodes {
+		g += x.GPUs
+	}
+	return float64(g)
+}
+
+// TestRunningOrderKeepsThePlan passes the same running workloads as
+// built, sorted by ID and reversed: the candidate order, and so the plan,
+// does not depend on it, with distinct costs and with costs that tie.
+func TestRunningOrderKeepsThePlan(t *testing.T) {
+	for _, build := range []func(int, bool, uint64) *shapes.Victim{shapes.Clear, shapes.Spike, shapes.Reclaim} {
+		for _, mixed := range []bool{false, true} {
+			for _, opt := range []preempt.Options{{}, {Cost: perGPU{}}} {
+				v := build(2048, mixed, 1)
+				want, err := preempt.NewSearcher(opt).Victims(v.Fleet, v.Tree, v.Request, v.Running, nil)
+				require.NoError(t, err)
+				sorted := slices.Clone(v.Running)
+				slices.SortFunc(sorted, func(a, b preempt.Running) int { return strings.Compare(a.W.ID, b.W.ID) })
+				reversed := slices.Clone(sorted)
+				slices.Reverse(reversed)
+				s := preempt.NewSearcher(opt)
+				for _, running := range [][]preempt.Running{sorted, reversed, v.Running} {
+					got, err := s.Victims(v.Fleet, v.Tree, v.Request, running, nil)
+					require.NoError(t, err)
+					require.Equal(t, want, got)
+				}
+			}
+		}
+	}
 }
