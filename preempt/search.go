@@ -200,44 +200,54 @@ func (s *Searcher) greedy(d int, allowBorrow bool) bool {
 }
 
 // buildDomainLists indexes, per domain of the required level, the
-// positions in list of the candidates that free usable GPUs there.
+// positions in list of the candidates that free usable GPUs there. The
+// candidates' nodes are walked once: the (position, domain) pairs are
+// kept, then placed by a counting sort on the domain, which keeps them in
+// list order within each domain.
 func (s *Searcher) buildDomainLists() {
+	f := s.f
 	s.domStart = slices.Grow(s.domStart[:0], s.ndom+1)[:s.ndom+1]
 	clear(s.domStart)
-	s.eachDomain(func(_ int, d int) { s.domStart[d+1]++ })
+	s.hits = s.hits[:0]
+	for pos, i := range s.list {
+		prev := int32(-1)
+		for _, x := range s.cands[i].r.Nodes {
+			if f.Health(x.Node) != topology.Healthy || s.gslot[f.NodeGroup(x.Node)] < 0 {
+				continue
+			}
+			// Once per run of nodes in the same domain.
+			if d := int32(f.DomainOf(x.Node, s.lvl) - s.dlo); d != prev {
+				s.hits = append(s.hits, domHit{pos: int32(pos), d: d})
+				s.domStart[d+1]++
+				prev = d
+			}
+		}
+	}
 	for d := range s.ndom {
 		s.domStart[d+1] += s.domStart[d]
 	}
-	total := int(s.domStart[s.ndom])
-	s.domList = slices.Grow(s.domList[:0], total)[:total]
+	s.domList = slices.Grow(s.domList[:0], len(s.hits))[:len(s.hits)]
+	if s.ndom == 1 {
+		for j, h := range s.hits {
+			s.domList[j] = h.pos
+		}
+		return
+	}
 	// Fill using domStart as moving cursors, then shift back.
-	s.eachDomain(func(pos int, d int) {
-		s.domList[s.domStart[d]] = int32(pos)
-		s.domStart[d]++
-	})
+	for _, h := range s.hits {
+		s.domList[s.domStart[h.d]] = h.pos
+		s.domStart[h.d]++
+	}
 	for d := s.ndom; d > 0; d-- {
 		s.domStart[d] = s.domStart[d-1]
 	}
 	s.domStart[0] = 0
 }
 
-// eachDomain calls fn(position, domain) for each candidate of list and
-// each domain where it holds GPUs on healthy eligible nodes, once per run
-// of nodes in the same domain.
-func (s *Searcher) eachDomain(fn func(pos, d int)) {
-	f := s.f
-	for pos, i := range s.list {
-		prev := -1
-		for _, x := range s.cands[i].r.Nodes {
-			if f.Health(x.Node) != topology.Healthy || s.gslot[f.NodeGroup(x.Node)] < 0 {
-				continue
-			}
-			if d := int(f.DomainOf(x.Node, s.lvl) - s.dlo); d != prev {
-				fn(pos, d)
-				prev = d
-			}
-		}
-	}
+// domHit says that the candidate at position pos of list frees usable
+// GPUs in domain d.
+type domHit struct {
+	pos, d int32
 }
 
 func (s *Searcher) score(set []int32) (maxPrio int32, cost float64) {

@@ -51,6 +51,7 @@ type Searcher struct {
 	list     []int32 // the candidates of the current attempt
 	domStart []int32
 	domList  []int32 // per domain: positions in list of candidates freeing GPUs there
+	hits     []domHit
 	goneFree []int32 // per domain x eligible group: GPUs freed by gone workloads
 	bounded  bool    // every cost is 0 or more: domains can be pruned by bounds
 	noBounds bool    // tests: try every domain, as the reference
