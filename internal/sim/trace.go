@@ -55,10 +55,17 @@ func ReadPhilly(r io.Reader) ([]TraceJob, error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
+			// A malformed record has no fields to ask positions of: the
+			// CSV error carries its line.
+			line := 0
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				line = pe.StartLine
+			}
 			return nil, &TraceError{Line: line, Detail: err.Error()}
 		}
+		line, _ := cr.FieldPos(0)
 		if header {
 			header = false
 			if len(rec) > 0 && rec[0] == "timestamp" {
