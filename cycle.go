@@ -89,6 +89,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 		}
 	}
 	clear(pending) // the buffer must not keep ended workloads alive
+	s.lastEvents = len(s.events)
 	d.Events, s.events = s.events, nil
 	return d
 }

@@ -40,6 +40,7 @@ type Scheduler struct {
 	running    *btree.BTreeG[*entry]           // running workloads by ID
 	cands      []preempt.Running               // victim candidates, built from running
 	candsStale bool                            // running changed since cands was built
+	lastEvents int                             // events of the last cycle, to size the next
 	pendingBuf []*entry                        // scratch of Schedule
 }
 
@@ -114,7 +115,14 @@ func (s *Scheduler) tick(op string, now time.Time) error {
 	return nil
 }
 
-func (s *Scheduler) emit(e Event) { s.events = append(s.events, e) }
+func (s *Scheduler) emit(e Event) {
+	if s.events == nil {
+		// The slice goes to the host with the cycle's Decisions; size the
+		// next one like the last, so a busy cycle does not regrow it.
+		s.events = make([]Event, 0, max(16, s.lastEvents))
+	}
+	s.events = append(s.events, e)
+}
 
 func (s *Scheduler) event(kind EventKind, now time.Time, e *entry) Event {
 	return Event{Kind: kind, Time: now, Workload: e.w.ID, Queue: e.w.Queue, Shape: e.w.Shape,
