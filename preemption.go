@@ -247,14 +247,18 @@ func (s *Scheduler) stoppedRunning(e *entry) {
 	}
 }
 
-// candidates returns every running workload as a victim candidate, in ID
+// candidates returns the running workloads that may be evicted, in ID
 // order, rebuilding the slice only if something changed.
 func (s *Scheduler) candidates() []preempt.Running {
 	if s.candsStale {
 		clear(s.cands)
 		s.cands = s.cands[:0]
 		s.running.Ascend(func(e *entry) bool {
-			s.cands = append(s.cands, s.candidate(e))
+			// Work that may not be evicted (the drain contract) is never a
+			// victim, so it is not offered: preempt need not classify it.
+			if c := s.candidate(e); c.Preemptible || c.Draining {
+				s.cands = append(s.cands, c)
+			}
 			return true
 		})
 		s.candsStale = false
