@@ -108,15 +108,7 @@ func TestAdoptRefusesNodesOfAnotherFlavor(t *testing.T) {
 // new victim), and such a plan does not stop a larger workload of the same
 // class from finding victims of its own in the same cycle.
 func TestUnclaimedGPUsOfDrainingVictimsAreNominated(t *testing.T) {
-	s, err := fleet.New(smallConfig())
-	require.NoError(t, err)
-	for i := range 7 {
-		w := training(fmt.Sprintf("batch-%d", i), 1, fleet.ClassPreemptibleBatch, "batch")
-		w.Topology = gang.TopologyRequest{}
-		require.NoError(t, s.Submit(t0, w))
-	}
-	require.NoError(t, s.Submit(t0, replica("base", 8)))
-	require.Len(t, s.Schedule(t0).Admit, 8)
+	s := fullOfBatch(t)
 
 	t1 := t0.Add(time.Hour)
 	require.NoError(t, s.Submit(t1, replica("a", 4)))
@@ -167,15 +159,7 @@ func TestSetNodeHealthResultIsTheHosts(t *testing.T) {
 // A victim chosen again after its first beneficiary left keeps its
 // deadline, and the new beneficiary's wait ends by that deadline.
 func TestRechosenVictimKeepsItsDeadline(t *testing.T) {
-	s, err := fleet.New(smallConfig())
-	require.NoError(t, err)
-	for i := range 7 {
-		w := training(fmt.Sprintf("batch-%d", i), 1, fleet.ClassPreemptibleBatch, "batch")
-		w.Topology = gang.TopologyRequest{}
-		require.NoError(t, s.Submit(t0, w))
-	}
-	require.NoError(t, s.Submit(t0, replica("base", 8)))
-	require.Len(t, s.Schedule(t0).Admit, 8)
+	s := fullOfBatch(t)
 
 	t1 := t0.Add(time.Hour)
 	require.NoError(t, s.Submit(t1, replica("a", 8)))
@@ -195,4 +179,20 @@ func TestRechosenVictimKeepsItsDeadline(t *testing.T) {
 	d = s.Schedule(deadline)
 	require.Len(t, d.Kill, 1)
 	assert.Equal(t, victim, d.Kill[0].ID)
+}
+
+// fullOfBatch is the small fleet with one inference replica on one node
+// and a 1-node preemptible batch job on each of the other seven.
+func fullOfBatch(t *testing.T) *fleet.Scheduler {
+	t.Helper()
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	for i := range 7 {
+		w := training(fmt.Sprintf("batch-%d", i), 1, fleet.ClassPreemptibleBatch, "batch")
+		w.Topology = gang.TopologyRequest{}
+		require.NoError(t, s.Submit(t0, w))
+	}
+	require.NoError(t, s.Submit(t0, replica("base", 8)))
+	require.Len(t, s.Schedule(t0).Admit, 8)
+	return s
 }
