@@ -433,12 +433,9 @@ func (b *treeBuilder) clusterQueue(version string, spec obj) {
 	}
 	n.Quotas = b.resourceGroups(spec, n.Parent != "")
 	if v, ok := spec.take("queueingStrategy"); ok {
-		switch v {
-		case "StrictFIFO":
-			n.QueueingStrategy = quota.StrictFIFO
-		case "BestEffortFIFO":
-			n.QueueingStrategy = quota.BestEffortFIFO
-		default:
+		// quota spells Kueue's names; an empty or unknown one is refused.
+		str, isStr := v.(string)
+		if !isStr || str == "" || n.QueueingStrategy.UnmarshalText([]byte(str)) != nil {
 			p.fail("spec.queueingStrategy", ErrInvalid, "%v", v)
 		}
 	}
@@ -501,31 +498,16 @@ func (b *treeBuilder) fairSharing(spec obj) *float64 {
 func (b *treeBuilder) preemption(o obj) quota.Rules {
 	p := b.p
 	var r quota.Rules
-	switch v := p.str(o, "withinClusterQueue", "spec.preemption."); v {
-	case "", "Never":
-	case "LowerPriority":
-		r.WithinQueue = quota.WithinQueueLowerPriority
-	case "LowerOrNewerEqualPriority":
-		r.WithinQueue = quota.WithinQueueLowerOrNewerEqualPriority
-	default:
+	// quota spells Kueue's names for these rules; "" is Kueue's default.
+	if v := p.str(o, "withinClusterQueue", "spec.preemption."); r.WithinQueue.UnmarshalText([]byte(v)) != nil {
 		p.fail("spec.preemption.withinClusterQueue", ErrInvalid, "%q (Never, LowerPriority or LowerOrNewerEqualPriority)", v)
 	}
-	switch v := p.str(o, "reclaimWithinCohort", "spec.preemption."); v {
-	case "", "Never":
-	case "LowerPriority":
-		r.ReclaimWithinCohort = quota.ReclaimLowerPriority
-	case "Any":
-		r.ReclaimWithinCohort = quota.ReclaimAny
-	default:
+	if v := p.str(o, "reclaimWithinCohort", "spec.preemption."); r.ReclaimWithinCohort.UnmarshalText([]byte(v)) != nil {
 		p.fail("spec.preemption.reclaimWithinCohort", ErrInvalid, "%q (Never, LowerPriority or Any)", v)
 	}
 	if v, ok := o.take("borrowWithinCohort"); ok {
 		bo := p.object(v, "spec.preemption.borrowWithinCohort")
-		switch pol := p.str(bo, "policy", "spec.preemption.borrowWithinCohort."); pol {
-		case "", "Never":
-		case "LowerPriority":
-			r.BorrowWithinCohort.Policy = quota.BorrowLowerPriority
-		default:
+		if pol := p.str(bo, "policy", "spec.preemption.borrowWithinCohort."); r.BorrowWithinCohort.Policy.UnmarshalText([]byte(pol)) != nil {
 			p.fail("spec.preemption.borrowWithinCohort.policy", ErrInvalid, "%q (Never or LowerPriority)", pol)
 		}
 		if t, ok := bo.take("maxPriorityThreshold"); ok {
