@@ -199,7 +199,7 @@ func spikeScheduler(b *testing.B, gpus int, now time.Time) (*fleet.Scheduler, ma
 	now = now.Add(time.Hour)
 	for i, run := range s.Snapshot().Running {
 		if run.Queue != "prod-inference" && i%2 == 0 {
-			_ = s.Checkpointed(now.Add(-time.Duration(i%50)*time.Minute), run.ID)
+			_ = s.Checkpointed(now, run.ID, now.Add(-time.Duration(i%50)*time.Minute))
 		}
 	}
 	return s, specs, now

@@ -99,6 +99,7 @@ var (
 	ErrNeverFits     = errors.New("fleet: workload can never fit the fleet")
 	ErrBadState      = errors.New("fleet: call not allowed in the workload's state")
 	ErrTimeReversed  = errors.New("fleet: time moved backwards")
+	ErrInvalidHealth = errors.New("fleet: invalid node health")
 )
 
 // Error carries the details of a refused call.

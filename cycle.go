@@ -1,12 +1,12 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
-	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
@@ -30,10 +30,14 @@ type reservation struct {
 //
 // The cycle, in order:
 //
-//  1. Victims past their drain deadline are listed in Kill.
-//  2. Beneficiaries whose victims are all gone are admitted onto the GPUs
-//     nominated for them.
-//  3. Pending workloads are visited in admission order (see order): each
+//  1. Victims past their drain deadline are listed in Kill, every cycle
+//     until they exit, with how overdue they are.
+//  2. Beneficiaries whose own victims are gone are admitted onto the GPUs
+//     nominated for them: a replica starts as soon as the victims on its
+//     nodes have exited, whatever the other replicas of its run wait for.
+//  3. Pending workloads are visited in admission order (higher priority
+//     first; under fair sharing the queue with the lower dominant share;
+//     a host's Policy.Order replaces both; then submission, then ID): each
 //     that fits in quota and on the fleet is admitted at once, so many
 //     are admitted per cycle, not one per queue. StrictFIFO queues stop at
 //     their first workload that does not fit; BestEffortFIFO queues let
@@ -45,14 +49,15 @@ type reservation struct {
 //     searched again for larger members in the same cycle. Victims of one
 //     cycle's plans are disjoint.
 //  5. The highest-priority gang that can neither start nor preempt gets a
-//     reservation (see reserveFor): one domain is held for it, and
+//     reservation: the domain of its required level with the fewest GPUs
+//     held by open-ended work it cannot evict, then the earliest expected
+//     end of the rest, then the most free nodes, is held for it, and
 //     lower-priority work may use it only if the gang can evict it or it
 //     is expected to end before the planned start (backfill).
 func (s *Scheduler) Schedule(now time.Time) Decisions {
-	if now.Before(s.now) {
-		now = s.now
-	}
-	s.now = now
+	s.advance(now)
+	now = s.now
+	s.cycles++
 	var d Decisions
 	s.kills(now, &d)
 	s.admitReady(now, &d)
@@ -60,14 +65,16 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	pending := s.pending()
 	s.order(pending)
 	s.reserve = nil
-	blocked := map[quota.NodeID]bool{}
+	blocked := map[quota.NodeID]string{} // StrictFIFO queue -> its blocked head
 	taken := map[string]bool{}
 	failed := map[failKey]int{}
 	for i, e := range pending {
-		if blocked[e.queue] {
+		e.wait = waitVerdict{cycle: s.cycles, at: now}
+		if head, ok := blocked[e.queue]; ok {
+			e.wait.reason, e.wait.behind = WaitHeadOfQueue, head
 			continue
 		}
-		if _, nominated := s.targets[e.w.ID]; nominated {
+		if _, nominated := s.books.Nomination(e.w.ID); nominated {
 			continue // nominated with replicas of an earlier workload
 		}
 		switch s.tryAdmit(now, e, &d) {
@@ -76,6 +83,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 		case reserved:
 			// It fits, but only in the held domain: it waits, and does not
 			// preempt its way around the reservation either.
+			e.wait.reason, e.wait.behind = WaitReservation, s.reserve.id
 		default:
 			if s.tryPreempt(now, replicas(pending[i:]), taken, failed, &d) {
 				continue
@@ -85,7 +93,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 			s.reserveFor(e)
 		}
 		if s.tree.Strategy(e.queue) == quota.StrictFIFO {
-			blocked[e.queue] = true
+			blocked[e.queue] = e.w.ID
 		}
 	}
 	clear(pending) // the buffer must not keep ended workloads alive
@@ -94,53 +102,50 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	return d
 }
 
+// kills asks the host to kill every victim past its deadline, every cycle
+// until it exits, saying how overdue it is. The event is recorded once.
 func (s *Scheduler) kills(now time.Time, d *Decisions) {
-	if len(s.draining) == 0 {
+	if s.books.NumDraining() == 0 {
 		return
 	}
-	for _, id := range slices.Sorted(maps.Keys(s.draining)) {
-		e := s.draining[id]
-		if !e.killAsked && !now.Before(e.deadline) {
-			e.killAsked = true
-			d.Kill = append(d.Kill, Kill{ID: id, Deadline: e.deadline})
-			ev := s.event(EventKilled, now, e)
-			ev.Deadline, ev.Reason, ev.Beneficiary = e.deadline, e.reason, e.beneficiary
+	for _, o := range s.books.Due(now) {
+		r := o.Record
+		d.Kill = append(d.Kill, Kill{ID: r.W.ID, Deadline: r.Drain.Deadline, Overdue: o.By, Reason: r.Drain.Reason})
+		if o.First {
+			ev := s.event(EventKilled, now, s.work[r.W.ID])
+			ev.Deadline, ev.Reason, ev.Beneficiaries = r.Drain.Deadline, r.Drain.Reason.String(), slices.Clone(r.Drain.Beneficiaries)
 			s.emit(ev)
 		}
 	}
 }
 
+// admitReady starts every beneficiary whose own victims are gone: the
+// GPUs of its target are already its own.
 func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
-	if len(s.targets) == 0 {
+	if s.books.NumNominations() == 0 {
 		return
 	}
-	for _, b := range s.drains.Nominations() {
-		if !s.drains.Ready(b) {
-			continue
-		}
-		a, err := s.drains.Complete(b)
-		if err != nil {
-			panic(fmt.Sprintf("fleet: completing a ready nomination: %v", err))
+	for _, b := range s.books.Ready() {
+		if _, err := s.books.Start(b, now); err != nil {
+			panic(fmt.Sprintf("fleet: starting a ready nomination: %v", err))
 		}
 		e := s.work[b]
-		delete(s.targets, b)
-		// Quota was charged and GPUs allocated as the victims left.
-		e.borrowing = s.tree.Borrowed(e.queue, e.flavor) > 0
-		e.assign, e.nodes, e.state, e.started = a, a.NodeGPUs(), gang.Admitted, now
 		delete(s.queued, b)
-		s.startedRunning(e)
 		s.admitted(now, e, d)
 	}
 }
 
 // pending lists the pending workloads without a nomination, in a buffer
-// reused from cycle to cycle.
+// reused from cycle to cycle. Nominated ones record that they wait for
+// their victims.
 func (s *Scheduler) pending() []*entry {
 	out := s.pendingBuf[:0]
 	for _, e := range s.queued {
-		if _, nominated := s.targets[e.w.ID]; !nominated {
-			out = append(out, e)
+		if _, nominated := s.books.Nomination(e.w.ID); nominated {
+			e.wait = waitVerdict{cycle: s.cycles, at: s.now, reason: WaitVictims}
+			continue
 		}
+		out = append(out, e)
 	}
 	s.pendingBuf = out
 	return out
@@ -154,38 +159,48 @@ const (
 	reserved // it fits, but only in a domain held for another gang
 )
 
-// tryAdmit admits e now if its quota and a placement allow.
+// tryAdmit admits e now if its quota and a placement allow, and records
+// the verdicts in e.wait otherwise.
 func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult {
-	if !s.tree.Fits(e.queue, e.flavor, int64(e.gpus())).Fits() {
+	v := s.tree.Fits(e.queue, e.flavor, int64(e.gpus()))
+	e.wait.quota = v
+	if !v.Fits() {
+		e.wait.reason = WaitQuota
 		return notAdmitted
 	}
 	a, err := s.placer.Place(s.fleet, &e.w)
 	if err != nil {
+		e.wait.reason = WaitTopology
+		var nf *placement.NoFit
+		if _, xerr := s.explainer.Place(s.fleet, &e.w); errors.As(xerr, &nf) {
+			c := *nf
+			e.wait.noFit = &c
+		}
 		return notAdmitted
 	}
 	if s.blockedByReservation(now, e, a) {
 		return reserved
 	}
-	a = a.Clone()
-	if err := placement.Apply(s.fleet, a); err != nil {
-		panic(fmt.Sprintf("fleet: applying a fresh placement: %v", err))
+	if err := s.books.Admit(e.w.ID, a.Clone(), now); err != nil {
+		panic(fmt.Sprintf("fleet: admitting a fresh placement: %v", err))
 	}
-	e.started = now
-	s.admitEntry(e, a)
+	delete(s.queued, e.w.ID)
 	s.admitted(now, e, d)
 	return admitted
 }
 
 // admitted reports an admission to the host and the event stream.
 func (s *Scheduler) admitted(now time.Time, e *entry, d *Decisions) {
-	a := e.assign
-	adm := Admission{ID: e.w.ID, Queue: e.w.Queue, Wait: now.Sub(e.submitted), Span: s.fleet.LevelName(a.Span), Borrowing: e.borrowing}
+	e.wait = waitVerdict{}
+	r := e.rec
+	a := r.Assign
+	adm := Admission{ID: e.w.ID, Queue: e.w.Queue, Wait: now.Sub(e.submitted), Span: s.fleet.LevelName(a.Span), Borrowing: r.Borrowing}
 	for _, p := range a.Pods {
 		adm.Pods = append(adm.Pods, PodAssignment{PodSet: e.w.PodSets[p.PodSet].Name, Index: p.Index, Node: s.fleet.NodeName(p.Node), GPUs: p.GPUs})
 	}
 	d.Admit = append(d.Admit, adm)
 	ev := s.event(EventAdmitted, now, e)
-	ev.Wait, ev.Span, ev.Borrowing = adm.Wait, adm.Span, e.borrowing
+	ev.Wait, ev.Span, ev.Borrowing = adm.Wait, adm.Span, r.Borrowing
 	ev.BorrowedGPUs = int(min(s.tree.Borrowed(e.queue, e.flavor), int64(e.gpus())))
 	ev.CrossesSpines = s.fleet.Depth() >= 2 && a.Span == 0
 	s.emit(ev)
@@ -222,16 +237,12 @@ func (s *Scheduler) reserveFor(e *entry) {
 		end     time.Time // latest expected end of the other work
 	}
 	view := make([]outlook, hi-lo)
-	// Sums and maxima do not depend on the map's order.
-	for _, x := range s.work {
-		if !x.state.HoldsGPUs() {
-			continue
-		}
-		evictable := x.w.Drain.Preemptible && x.priority < e.priority
-		for _, ng := range x.nodes {
+	s.books.Holders(func(r *ledger.Record) bool {
+		evictable := r.W.Drain.Preemptible && r.W.Priority < e.priority
+		for _, ng := range r.Nodes {
 			o := &view[s.fleet.DomainOf(ng.Node, l)-lo]
-			switch end := x.started.Add(x.w.ExpectedRuntime); {
-			case x.w.ExpectedRuntime > 0:
+			switch end := r.Started.Add(r.W.ExpectedRuntime); {
+			case r.W.ExpectedRuntime > 0:
 				if end.After(o.end) {
 					o.end = end
 				}
@@ -239,7 +250,8 @@ func (s *Scheduler) reserveFor(e *entry) {
 				o.blocked += ng.GPUs
 			}
 		}
-	}
+		return true
+	})
 	best := topology.DomainID(-1)
 	for d := lo; d < hi; d++ {
 		if s.fleet.Stats(d, g).HealthyGPUs < e.gpus() {

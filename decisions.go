@@ -54,18 +54,25 @@ type PodAssignment struct {
 
 // Drain asks the host to stop a victim gracefully.
 type Drain struct {
-	ID          string
-	Deadline    time.Time
-	Reason      string // in-queue, reclaim, reclaim-while-borrowing, fair-sharing, node-failure
-	Beneficiary string // the workload its GPUs are nominated for
+	ID       string
+	Deadline time.Time
+	Reason   gang.DrainReason
+	// Beneficiaries are the workloads it makes room for, in the order
+	// their plan listed them: those its GPUs are nominated for, or, for a
+	// victim that frees quota only, every beneficiary of its plan.
+	Beneficiaries []string
 	// LostGPUSeconds estimates the work lost (since the last checkpoint).
 	LostGPUSeconds float64
 }
 
-// Kill asks the host to force-stop a victim whose deadline passed.
+// Kill asks the host to force-stop a victim whose deadline passed. A
+// victim that has not exited is listed again every cycle, with how overdue
+// it is, until the host reports its exit.
 type Kill struct {
 	ID       string
 	Deadline time.Time
+	Overdue  time.Duration // how far past its deadline it is now
+	Reason   gang.DrainReason
 }
 
 // EventKind names what an Event records.
@@ -131,11 +138,16 @@ type Event struct {
 	BorrowedGPUs  int
 	CrossesSpines bool
 
-	// Drain started / killed: reason, beneficiary, deadline, lost work.
+	// Drain started / killed: reason, beneficiaries, deadline, lost work.
+	// Exited: the drain reason of a victim. Node events: the health.
+	// Nomination dissolved: why.
 	Reason         string
-	Beneficiary    string
+	Beneficiaries  []string
 	Deadline       time.Time
 	LostGPUSeconds float64
+
+	// Checkpointed: when the checkpoint was taken (at most Time).
+	Checkpoint time.Time
 
 	// Exited: how it ended and how long it ran.
 	Exit    gang.ExitReason

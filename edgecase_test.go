@@ -33,7 +33,7 @@ func TestBorrowWithinCohortComparesClassPriorities(t *testing.T) {
 	d := s.Schedule(t0.Add(time.Hour))
 	require.Len(t, d.Drain, 1, "research evicts borrowed batch filler while it borrows")
 	assert.Equal(t, "borrow", d.Drain[0].ID)
-	assert.Equal(t, "reclaim-while-borrowing", d.Drain[0].Reason)
+	assert.Equal(t, gang.DrainReclaimWhileBorrowing, d.Drain[0].Reason)
 }
 
 // Within a queue, WithinQueueLowerPriority compares the workloads' class
@@ -56,7 +56,7 @@ func TestInQueuePreemptionComparesClassPriorities(t *testing.T) {
 	d := s.Schedule(t0.Add(time.Hour))
 	require.Len(t, d.Drain, 1, "a higher class preempts a lower one in its own queue")
 	assert.Equal(t, "low", d.Drain[0].ID)
-	assert.Equal(t, "in-queue", d.Drain[0].Reason)
+	assert.Equal(t, gang.DrainInQueue, d.Drain[0].Reason)
 }
 
 // Adopt refuses an assignment that names one pod twice (and so leaves
@@ -122,7 +122,7 @@ func TestUnclaimedGPUsOfDrainingVictimsAreNominated(t *testing.T) {
 	require.NoError(t, s.Submit(t2, c))
 	d = s.Schedule(t2)
 	require.Len(t, d.Drain, 1, "c finds a victim of its own")
-	assert.Equal(t, "c", d.Drain[0].Beneficiary)
+	assert.Equal(t, []string{"c"}, d.Drain[0].Beneficiaries)
 	nominated := map[string]bool{}
 	for _, p := range s.Snapshot().Pending {
 		nominated[p.ID] = p.Nominated

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,138 +8,192 @@ import (
 
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/quota"
-	"github.com/fleetsched/fleet/topology"
 )
 
+// WaitReason says why the last cycle left a pending workload pending.
+type WaitReason uint8
+
+// The wait reasons.
+const (
+	// WaitUnscheduled: no cycle has run since it was submitted.
+	WaitUnscheduled WaitReason = iota
+	// WaitQuota: its queue's quota does not fit it (Quota says which limit
+	// bites), and preemption could not help (Preemption says why) or is off.
+	WaitQuota
+	// WaitTopology: quota fits but no placement does (Placement says why),
+	// and preemption could not help.
+	WaitTopology
+	// WaitHeadOfQueue: its StrictFIFO queue waits for its head (Behind).
+	WaitHeadOfQueue
+	// WaitReservation: it fits only in a domain held for the gang Behind.
+	WaitReservation
+	// WaitMemo: a gang of its class no larger than it found no victims
+	// earlier in the same cycle, so none was searched for it.
+	WaitMemo
+	// WaitVictims: victims are draining for it; it starts when those on
+	// its nodes have exited.
+	WaitVictims
+)
+
+func (w WaitReason) String() string {
+	switch w {
+	case WaitUnscheduled:
+		return "unscheduled"
+	case WaitQuota:
+		return "quota"
+	case WaitTopology:
+		return "topology"
+	case WaitHeadOfQueue:
+		return "head-of-queue"
+	case WaitReservation:
+		return "reservation"
+	case WaitMemo:
+		return "memo"
+	case WaitVictims:
+		return "victims"
+	}
+	return fmt.Sprintf("WaitReason(%d)", uint8(w))
+}
+
+// waitVerdict is what a cycle decided for a pending workload: Explain
+// reads it instead of deciding again.
+type waitVerdict struct {
+	cycle  uint64 // 0: no cycle has seen it
+	at     time.Time
+	reason WaitReason
+	quota  quota.Verdict
+	noFit  *placement.NoFit
+	noPlan *preempt.NoPlan
+	behind string
+}
+
 // Explanation says why a workload is where it is, as data with a rendered
-// sentence, so a host can show it or act on it.
+// sentence, so a host can show it or act on it. For a pending workload it
+// is what the last cycle decided, not a new decision: Explain and
+// Schedule never disagree.
 type Explanation struct {
 	ID    string
 	State gang.State
-	// Quota is the quota verdict for the workload now (pending only).
+	// Waiting is why the last cycle (at Cycle) left it pending.
+	Waiting WaitReason
+	Cycle   time.Time
+	// Quota is that cycle's quota verdict (nil when it was not asked).
 	Quota *quota.Verdict
-	// Placement is the topology's answer when it does not fit physically.
+	// Placement is the topology's answer when it did not fit physically.
 	Placement *placement.NoFit
-	// VictimsLeft and ReadyBy describe a drain in progress for it.
+	// Preemption says why no victims could make room, when a search ran.
+	Preemption *preempt.NoPlan
+	// Behind names the queue head it waits for, or the gang whose held
+	// domain it may not use.
+	Behind string
+	// A nominated workload: the victims it still waits for and the time
+	// by which their deadlines are all past.
 	VictimsLeft int
+	Victims     []string
 	ReadyBy     time.Time
-	// BehindReservation names the gang whose reserved domain it may not use.
-	BehindReservation string
-	// Draining victim: its deadline and beneficiary.
-	Deadline    time.Time
-	Beneficiary string
-	Message     string
+	// A draining victim: its drain, every beneficiary, and how overdue
+	// it is if its deadline passed.
+	Reason        gang.DrainReason
+	Deadline      time.Time
+	Beneficiaries []string
+	Overdue       time.Duration
+	Message       string
 }
 
 func (x Explanation) String() string { return x.Message }
 
-// Explain says why workload id is pending (which quota limit bites and by
-// how much, which topology level failed and the largest free block, the
-// drain in progress for it, the reservation it is behind), or what it is
-// doing if it runs. It does not change the scheduler.
+// Explain says why workload id is where it is: for a pending one, what the
+// last cycle found (which quota limit bites and by how much, which
+// topology level failed, why preemption could not help, the queue head or
+// held domain it is behind, the drain in progress for it); for a running
+// one, where; for a draining one, its deadline and beneficiaries, and how
+// overdue it is. It reads the books and changes nothing, so it may be
+// called as often as a dashboard likes.
 func (s *Scheduler) Explain(id string) (Explanation, error) {
 	e, ok := s.work[id]
 	if !ok {
 		return Explanation{}, refuse("explain", id, ErrUnknownID, "")
 	}
-	x := Explanation{ID: id, State: e.state}
+	r := e.rec
+	x := Explanation{ID: id, State: r.State}
 	var msg []string
-	switch e.state {
+	switch r.State {
 	case gang.Admitted:
-		msg = append(msg, fmt.Sprintf("running since %s on %s", e.started.Format(time.TimeOnly), e.assign.Format(s.fleet)))
-		if e.borrowing {
+		msg = append(msg, fmt.Sprintf("running since %s on %s", r.Started.Format(time.TimeOnly), r.Assign.Format(s.fleet)))
+		if r.Borrowing {
 			msg = append(msg, "borrowing quota, so reclaimable by preemption")
 		}
 	case gang.Draining:
-		x.Deadline, x.Beneficiary = e.deadline, e.beneficiary
-		msg = append(msg, fmt.Sprintf("draining (%s) by %s", e.reason, e.deadline.Format(time.TimeOnly)))
-		if e.beneficiary != "" {
-			msg = append(msg, "for "+e.beneficiary)
+		d := r.Drain
+		x.Reason, x.Deadline, x.Beneficiaries = d.Reason, d.Deadline, slices.Clone(d.Beneficiaries)
+		if s.now.After(d.Deadline) {
+			x.Overdue = s.now.Sub(d.Deadline)
+			msg = append(msg, fmt.Sprintf("draining (%s), overdue by %s: deadline was %s, kill asked", d.Reason, x.Overdue, d.Deadline.Format(time.DateTime)))
+		} else {
+			msg = append(msg, fmt.Sprintf("draining (%s) by %s", d.Reason, d.Deadline.Format(time.TimeOnly)))
+		}
+		if len(d.Beneficiaries) > 0 {
+			msg = append(msg, "for "+strings.Join(d.Beneficiaries, ", "))
 		}
 	case gang.Pending:
-		if _, ok := s.targets[id]; ok {
-			x.VictimsLeft, x.ReadyBy = s.drains.Pending(id)
+		if n, ok := s.books.Nomination(id); ok {
+			x.Waiting, x.Cycle = WaitVictims, e.wait.at
+			x.Victims, x.VictimsLeft, x.ReadyBy = slices.Clone(n.WaitOn), len(n.WaitOn), n.ReadyBy
 			msg = append(msg, fmt.Sprintf("waiting for %d victims to drain, capacity back by %s", x.VictimsLeft, x.ReadyBy.Format(time.TimeOnly)))
 			break
 		}
-		v := s.tree.Fits(e.queue, e.flavor, int64(e.gpus()))
-		x.Quota = &v
-		if !v.Fits() {
-			msg = append(msg, "quota: "+v.String())
-		}
-		p := placement.NewPlacer(placement.Options{Explain: true, Scorer: s.cfg.Policy.Scorer})
-		a, err := p.Place(s.fleet, &e.w)
-		var nf *placement.NoFit
-		switch {
-		case errors.As(err, &nf):
-			x.Placement = nf
-			msg = append(msg, "topology: "+nf.Error())
-		case err == nil && s.reserve != nil && s.blockedByReservation(s.now, e, a):
-			x.BehindReservation = s.reserve.id
-			msg = append(msg, fmt.Sprintf("behind a reservation of %s for gang %s", s.fleet.DomainName(s.reserve.domain), s.reserve.id))
-		case err == nil && v.Fits():
-			msg = append(msg, "fits now: admitted at the next cycle")
-		}
+		msg = s.explainWait(e, &x)
 	}
 	x.Message = id + ": " + strings.Join(msg, "; ")
 	return x, nil
 }
 
-// Snapshot returns a deep, read-only view of the scheduler's state.
-func (s *Scheduler) Snapshot() Snapshot {
-	f := s.fleet
-	st := f.Stats(topology.Root, topology.AllGroups)
-	snap := Snapshot{Time: s.now, Fleet: FleetView{
-		GPUs: st.GPUs, HealthyGPUs: st.HealthyGPUs, FreeGPUs: st.FreeGPUs, AllocatedGPUs: st.Allocated,
-		Nodes: st.Nodes, HealthyNodes: st.HealthyNodes, FreeNodes: st.FreeNodes, StrandedGPUs: st.Stranded,
-		Occupancy: f.String(),
-	}}
-	for l := topology.Level(1); l < topology.Level(f.Depth()); l++ {
-		n, d := f.LargestFreeBlock(l, topology.AllGroups)
-		snap.Fleet.LargestFreeBlock = append(snap.Fleet.LargestFreeBlock, LevelBlock{Level: f.LevelName(l), Domain: f.DomainName(d), Nodes: n})
+// explainWait renders what the last cycle stored for a pending workload.
+func (s *Scheduler) explainWait(e *entry, x *Explanation) []string {
+	w := e.wait
+	x.Waiting, x.Behind = w.reason, w.behind
+	if w.cycle == 0 {
+		return []string{"not yet considered: submitted after the last cycle"}
 	}
-	pendingBy, runningBy := map[quota.NodeID]int{}, map[quota.NodeID]int{}
-	for _, id := range s.sortedIDs() {
-		e := s.work[id]
-		switch {
-		case e.state == gang.Pending:
-			pendingBy[e.queue]++
-			_, nom := s.targets[id]
-			snap.Pending = append(snap.Pending, PendingView{ID: id, Queue: e.w.Queue, Shape: e.w.Shape, Priority: e.priority,
-				GPUs: e.gpus(), Submitted: e.submitted, Nominated: nom})
-		case e.state.HoldsGPUs():
-			runningBy[e.queue]++
-			r := RunningView{ID: id, Queue: e.w.Queue, Shape: e.w.Shape, Class: e.class.Name, Priority: e.priority,
-				Flavor: e.w.Flavor, GPUs: e.gpus(), Started: e.started, Draining: e.state == gang.Draining,
-				Span: f.LevelName(e.assign.Span), Borrowing: e.borrowing}
-			if r.Draining {
-				r.Deadline = e.deadline
-			}
-			for _, ng := range e.assign.NodeGPUs() {
-				r.Nodes = append(r.Nodes, NodeGPUs{Node: f.NodeName(ng.Node), GPUs: ng.GPUs})
-			}
-			snap.Running = append(snap.Running, r)
-		}
+	x.Cycle = w.at
+	var msg []string
+	if w.reason == WaitQuota || w.reason == WaitTopology {
+		q := w.quota
+		x.Quota = &q
 	}
-	snap.Nominated = s.nominatedGPUs()
-	t := s.tree
-	for n := range quota.NodeID(t.NumNodes()) {
-		qv := QueueView{Name: t.Name(n), IsQueue: t.IsQueue(n), Weight: t.Weight(n),
-			DominantShare: t.DominantShare(n).Value(), Pending: pendingBy[n], Running: runningBy[n]}
-		if p, ok := t.Parent(n); ok {
-			qv.Parent = t.Name(p)
-		}
-		for fl := range quota.FlavorID(t.NumFlavors()) {
-			if !t.Serves(n, fl) && t.InUse(n, fl) == 0 {
-				continue
-			}
-			nom, use := t.Nominal(n, fl), t.InUse(n, fl)
-			qv.Flavors = append(qv.Flavors, FlavorView{Flavor: t.FlavorName(fl), Nominal: nom, InUse: use,
-				Borrowed: t.Borrowed(n, fl), Lendable: max(0, nom-use)})
-		}
-		snap.Queues = append(snap.Queues, qv)
+	if w.noFit != nil {
+		nf := *w.noFit
+		x.Placement = &nf
 	}
-	slices.SortStableFunc(snap.Queues, func(a, b QueueView) int { return strings.Compare(a.Name, b.Name) })
-	return snap
+	if w.noPlan != nil {
+		np := *w.noPlan
+		x.Preemption = &np
+	}
+	switch w.reason {
+	case WaitQuota:
+		msg = append(msg, "quota: "+w.quota.String())
+	case WaitTopology:
+		if x.Placement != nil {
+			msg = append(msg, "topology: "+x.Placement.Error())
+		} else {
+			msg = append(msg, "topology: no placement")
+		}
+	case WaitHeadOfQueue:
+		msg = append(msg, "behind "+w.behind+", the head of its StrictFIFO queue")
+	case WaitReservation:
+		msg = append(msg, "fits only in a domain held for gang "+w.behind)
+	case WaitMemo:
+		msg = append(msg, "no preemption searched: a gang of its class no larger found no victims this cycle")
+	}
+	switch {
+	case s.cfg.Policy.NoPreemption && (w.reason == WaitQuota || w.reason == WaitTopology):
+		msg = append(msg, "preemption is off")
+	case x.Preemption != nil:
+		msg = append(msg, "preemption cannot help: "+x.Preemption.Error())
+	}
+	msg = append(msg, "as of the cycle at "+w.at.Format(time.TimeOnly))
+	return msg
 }
+

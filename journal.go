@@ -21,16 +21,26 @@ type Call struct {
 	Node     string          `json:"node,omitempty"`
 	Health   topology.Health `json:"health,omitempty"`
 	Started  time.Time       `json:"started,omitzero"`
+	At       time.Time       `json:"at,omitzero"` // checkpointed: when it was taken
 	Pods     []PodAssignment `json:"pods,omitempty"`
 }
 
 // Journal wraps a Scheduler and records every call, before making it, as a
 // JSON line. Because the Scheduler is deterministic, Replay of the journal
 // gives the same decisions, byte for byte: a bug report is a journal.
+// Its methods have the Scheduler's signatures. A call whose line cannot be
+// written is not made (it returns the write error); Schedule, which has no
+// error to return, still runs the cycle and keeps the write error for Err,
+// since the host must act on the decisions either way.
 type Journal struct {
 	s   *Scheduler
 	enc *json.Encoder
+	err error // the first write error of a Schedule line
 }
+
+// Err returns the first error writing a Schedule line, if any: the
+// journal is then incomplete and will not replay this run.
+func (j *Journal) Err() error { return j.err }
 
 // NewJournal records the calls made through it to w.
 func NewJournal(s *Scheduler, w io.Writer) *Journal { return &Journal{s: s, enc: json.NewEncoder(w)} }
@@ -55,8 +65,8 @@ func (j *Journal) Exited(now time.Time, id string, how gang.ExitReason) error {
 }
 
 // Checkpointed records and forwards Scheduler.Checkpointed.
-func (j *Journal) Checkpointed(now time.Time, id string) error {
-	return j.call(Call{Op: "checkpointed", Time: now, ID: id})
+func (j *Journal) Checkpointed(now time.Time, id string, at time.Time) error {
+	return j.call(Call{Op: "checkpointed", Time: now, ID: id, At: at})
 }
 
 // SetNodeHealth records and forwards Scheduler.SetNodeHealth.
@@ -74,11 +84,11 @@ func (j *Journal) Adopt(now time.Time, w gang.Workload, started time.Time, pods 
 }
 
 // Schedule records and forwards Scheduler.Schedule.
-func (j *Journal) Schedule(now time.Time) (Decisions, error) {
-	if err := j.enc.Encode(Call{Op: "schedule", Time: now}); err != nil {
-		return Decisions{}, err
+func (j *Journal) Schedule(now time.Time) Decisions {
+	if err := j.enc.Encode(Call{Op: "schedule", Time: now}); err != nil && j.err == nil {
+		j.err = err
 	}
-	return j.s.Schedule(now), nil
+	return j.s.Schedule(now)
 }
 
 func (j *Journal) call(c Call) error {
@@ -105,7 +115,7 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 	case "exited":
 		return nil, s.Exited(c.Time, c.ID, c.Exit)
 	case "checkpointed":
-		return nil, s.Checkpointed(c.Time, c.ID)
+		return nil, s.Checkpointed(c.Time, c.ID, c.At)
 	case "health":
 		_, err := s.SetNodeHealth(c.Time, c.Node, c.Health)
 		return nil, err

@@ -44,8 +44,8 @@ func TestJournalReplaysByteForByte(t *testing.T) {
 		case op == 7:
 			_, _ = j.SetNodeHealth(now, fmt.Sprintf("node-%d-%d-%d", r.IntN(4), r.IntN(8), r.IntN(8)), topology.Health(r.IntN(3)))
 		default:
-			d, err := j.Schedule(now)
-			require.NoError(t, err)
+			d := j.Schedule(now)
+			require.NoError(t, j.Err())
 			require.NoError(t, enc.Encode(d))
 			for _, a := range d.Admit {
 				running = append(running, a.ID)

@@ -1,20 +1,19 @@
 package fleet
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
-
-// maxReplicaRun bounds how many identical replicas one preemption search
-// covers.
-const maxReplicaRun = 256
 
 // replicas returns the run of workloads at the head of pending that are
 // replicas of its first one: same queue, priority, flavor, pools, submit
@@ -28,7 +27,7 @@ func replicas(pending []*entry) []*entry {
 		return pending[:1]
 	}
 	n := 1
-	for n < len(pending) && n < maxReplicaRun {
+	for n < len(pending) {
 		x := pending[n]
 		if !replicable(x) || x.queue != e.queue || x.priority != e.priority || x.flavor != e.flavor ||
 			x.w.ExpectedRuntime != e.w.ExpectedRuntime || x.w.Drain.Preemptible != e.w.Drain.Preemptible ||
@@ -57,7 +56,8 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	key, keyed := failureKey(run[0])
 	if keyed {
 		if pods, ok := failed[key]; ok && run[0].w.Pods() >= pods {
-			return false // a no larger gang of its class found no plan this cycle
+			run[0].wait.reason = WaitMemo // a no larger gang of its class found no plan this cycle
+			return false
 		}
 	}
 	if len(run) > 1 {
@@ -103,7 +103,9 @@ func failureKey(e *entry) (failKey, bool) {
 }
 
 // preemptFor reports whether it accepted a plan, and whether the search
-// found one at all.
+// found one at all. One search serves the whole run: the joint target is
+// cut into one target per replica, and the ledger makes each replica wait
+// only for the victims on its own nodes.
 func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]bool, d *Decisions) (ok, found bool) {
 	e := run[0]
 	w := &e.w
@@ -113,9 +115,14 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 		w = &joint
 	}
 	req := preempt.Request{W: w, Queue: e.queue, Flavor: e.flavor, Now: now,
-		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Nominations: s.drains}
-	plan, err := s.searcher.Victims(s.fleet, s.tree, req, s.candidates(), taken)
+		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Nominations: s.books}
+	plan, err := s.searcher.Victims(s.fleet, s.tree, req, s.books.Candidates(), taken)
 	if err != nil {
+		var np *preempt.NoPlan
+		if errors.As(err, &np) && len(run) == 1 {
+			c := *np
+			e.wait.noPlan = &c
+		}
 		return false, false
 	}
 	// A plan without victims fits once victims already draining are gone.
@@ -125,21 +132,30 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 	if len(plan.Victims) == 0 && !s.onHeldGPUs(plan.Target) || s.blockedByReservation(now, e, plan.Target) {
 		return false, true
 	}
-	s.keepDeadlines(now, &plan)
-	// Each replica takes its share of the target, in order; the first one
-	// carries the victims, the others claim what they free beyond it.
+	lp := ledger.Plan{Victims: make([]ledger.Victim, len(plan.Victims)), Targets: make([]ledger.Target, len(run))}
+	lost := map[string]float64{}
+	for i, v := range plan.Victims {
+		lp.Victims[i] = ledger.Victim{ID: v.ID, Deadline: v.Deadline, Reason: drainReason(v.Reason)}
+		lost[v.ID] = v.Cost
+	}
 	per := e.w.PodSets[0].Count
 	for i, x := range run {
-		part := preempt.Plan{Beneficiary: x.w.ID, Target: s.share(plan.Target, x.w.ID, i*per, per), ReadyBy: plan.ReadyBy}
-		if i == 0 {
-			part.Victims, part.LostGPUSeconds = plan.Victims, plan.LostGPUSeconds
-		}
-		if !s.nominate(now, x, part, d) {
-			if i == 0 {
-				return false, true
-			}
-			break // the rest stay pending for the next cycle
-		}
+		lp.Targets[i] = ledger.Target{Beneficiary: x.w.ID, Assign: s.share(plan.Target, x.w.ID, i*per, per)}
+	}
+	got, err := s.books.Nominate(now, lp)
+	if err != nil {
+		return false, true
+	}
+	for _, r := range got.Drained {
+		dr := Drain{ID: r.W.ID, Deadline: r.Drain.Deadline, Reason: r.Drain.Reason,
+			Beneficiaries: slices.Clone(r.Drain.Beneficiaries), LostGPUSeconds: lost[r.W.ID]}
+		d.Drain = append(d.Drain, dr)
+		ev := s.event(EventDrainStarted, now, s.work[r.W.ID])
+		ev.Reason, ev.Beneficiaries, ev.Deadline, ev.LostGPUSeconds = dr.Reason.String(), dr.Beneficiaries, dr.Deadline, dr.LostGPUSeconds
+		s.emit(ev)
+	}
+	for _, x := range run {
+		x.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
 	}
 	for _, v := range plan.Victims {
 		taken[v.ID] = true
@@ -147,41 +163,19 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 	return true, true
 }
 
-// keepDeadlines gives a victim already draining the deadline it was
-// given when first drained (preempt only knows grace periods), and sets
-// the plan's ReadyBy to the latest deadline it waits for: its victims',
-// and, where they and free GPUs do not cover a target node, those of the
-// workloads already draining there.
-func (s *Scheduler) keepDeadlines(now time.Time, plan *preempt.Plan) {
-	plan.Victims = slices.Clone(plan.Victims)
-	plan.ReadyBy = now
-	for i := range plan.Victims {
-		v := &plan.Victims[i]
-		if x := s.work[v.ID]; x.state == gang.Draining {
-			v.Deadline = x.deadline
-		}
-		if v.Deadline.After(plan.ReadyBy) {
-			plan.ReadyBy = v.Deadline
-		}
+// drainReason names preempt's rule as the host sees it.
+func drainReason(r preempt.Reason) gang.DrainReason {
+	switch r {
+	case preempt.InQueue:
+		return gang.DrainInQueue
+	case preempt.Reclaim:
+		return gang.DrainReclaim
+	case preempt.ReclaimWhileBorrowing:
+		return gang.DrainReclaimWhileBorrowing
+	case preempt.FairSharing:
+		return gang.DrainFairSharing
 	}
-	for _, ng := range plan.Target.NodeGPUs() {
-		own := 0
-		for _, v := range plan.Victims {
-			for _, x := range v.Nodes {
-				if x.Node == ng.Node {
-					own += x.GPUs
-				}
-			}
-		}
-		if ng.GPUs <= s.fleet.Free(ng.Node)+own {
-			continue // free GPUs and its own victims' cover this node
-		}
-		for _, x := range s.draining { // a maximum: map order does not matter
-			if x.onNode(ng.Node) && x.deadline.After(plan.ReadyBy) {
-				plan.ReadyBy = x.deadline
-			}
-		}
-	}
+	panic(fmt.Sprintf("fleet: preempt returned an unknown reason %d", r))
 }
 
 // onHeldGPUs reports whether a target needs more GPUs on some node than
@@ -209,59 +203,3 @@ func (s *Scheduler) share(t placement.Assignment, id string, from, n int) placem
 	return a
 }
 
-// The victim candidates are every running workload. An ordered index by
-// ID is updated in O(log n) as workloads start and end; the slice handed
-// to preempt is rebuilt from it, in ID order, only when a cycle needs a
-// victim search and something changed since the last one. ID order lets
-// preempt break ties by position instead of comparing strings. The rules
-// that decide who may really be evicted live in preempt; a candidate only
-// carries the class-dependent fields resolved.
-
-func (s *Scheduler) candidate(e *entry) preempt.Running {
-	return preempt.Running{
-		W: &e.w, Queue: e.queue, Flavor: e.flavor, Nodes: e.nodes, Started: e.started,
-		Draining: e.state == gang.Draining,
-		// The drain contract: work that does not checkpoint is never a
-		// victim unless its priority class says so.
-		Preemptible: e.w.Drain.Preemptible || e.class.EvictWithoutCheckpoint,
-		MinRuntime:  e.class.MinRuntime,
-		Grace:       e.grace(),
-	}
-}
-
-// startedRunning adds a newly running workload to the candidates.
-func (s *Scheduler) startedRunning(e *entry) {
-	if _, dup := s.running.ReplaceOrInsert(e); dup {
-		panic("fleet: workload started twice: " + e.w.ID)
-	}
-	s.candsStale = true
-}
-
-// updateCandidate notes that e's candidate changed (it started draining).
-func (s *Scheduler) updateCandidate(*entry) { s.candsStale = true }
-
-// stoppedRunning removes e from the candidates.
-func (s *Scheduler) stoppedRunning(e *entry) {
-	if _, ok := s.running.Delete(e); ok {
-		s.candsStale = true
-	}
-}
-
-// candidates returns the running workloads that may be evicted, in ID
-// order, rebuilding the slice only if something changed.
-func (s *Scheduler) candidates() []preempt.Running {
-	if s.candsStale {
-		clear(s.cands)
-		s.cands = s.cands[:0]
-		s.running.Ascend(func(e *entry) bool {
-			// Work that may not be evicted (the drain contract) is never a
-			// victim, so it is not offered: preempt need not classify it.
-			if c := s.candidate(e); c.Preemptible || c.Draining {
-				s.cands = append(s.cands, c)
-			}
-			return true
-		})
-		s.candsStale = false
-	}
-	return s.cands
-}

@@ -12,10 +12,14 @@ import (
 func (d Decisions) String() string {
 	var b strings.Builder
 	for _, k := range d.Kill {
-		fmt.Fprintf(&b, "kill %s (deadline %s)\n", k.ID, k.Deadline.Format(time.TimeOnly))
+		fmt.Fprintf(&b, "kill %s (deadline %s", k.ID, k.Deadline.Format(time.TimeOnly))
+		if k.Overdue > 0 {
+			fmt.Fprintf(&b, ", overdue %s", k.Overdue)
+		}
+		b.WriteString(")\n")
 	}
 	for _, x := range d.Drain {
-		fmt.Fprintf(&b, "drain %s for %s by %s (%s, lost %.0f GPU-s)\n", x.ID, x.Beneficiary, x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		fmt.Fprintf(&b, "drain %s for %s by %s (%s, lost %.0f GPU-s)\n", x.ID, strings.Join(x.Beneficiaries, ","), x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
 	}
 	for _, a := range d.Admit {
 		fmt.Fprintf(&b, "admit %s queue=%s wait=%s span=%s", a.ID, a.Queue, a.Wait, a.Span)
@@ -59,7 +63,7 @@ func (e Event) String() string {
 	case EventAdmitted:
 		fmt.Fprintf(&b, " wait=%s span=%s", e.Wait, e.Span)
 	case EventDrainStarted, EventKilled:
-		fmt.Fprintf(&b, " reason=%s for=%s deadline=%s", e.Reason, e.Beneficiary, e.Deadline.Format(time.TimeOnly))
+		fmt.Fprintf(&b, " reason=%s for=%s deadline=%s", e.Reason, strings.Join(e.Beneficiaries, ","), e.Deadline.Format(time.TimeOnly))
 	case EventExited:
 		fmt.Fprintf(&b, " exit=%s runtime=%s", e.Exit, e.Runtime)
 	case EventNodeDown, EventNodeUp:

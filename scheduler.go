@@ -7,9 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/btree"
-
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/quota"
@@ -17,57 +16,50 @@ import (
 )
 
 // Scheduler is the host-facing loop: a deterministic state machine that
-// owns the fleet's allocation state and the quota usage. It has no clock
-// and no goroutines; every call takes the host's now. It is not safe for
+// orders pending work and applies policy. Who holds which GPU and which
+// quota, nominations and drains live in one ledger it drives; the
+// Scheduler keeps no copy of those facts. It has no clock and no
+// goroutines; every call takes the host's now. It is not safe for
 // concurrent use.
 type Scheduler struct {
-	cfg     Config
-	fleet   *topology.Fleet
-	tree    *quota.Tree
-	placer  *placement.Placer
-	classes map[string]PriorityClass
+	cfg    Config
+	fleet  *topology.Fleet // read-only here: the ledger writes it
+	tree   *quota.Tree     // read-only here: the ledger writes it
+	books  *ledger.Ledger
+	placer *placement.Placer
+	// explainer places again a workload that did not fit, to record the
+	// largest block per level for Explain (failures only).
+	explainer *placement.Placer
+	classes   map[string]PriorityClass
 
 	work       map[string]*entry // every workload not yet ended
 	queued     map[string]*entry // pending ones, so a cycle never scans running work
-	draining   map[string]*entry // draining victims, for kills
 	seq        uint64
 	now        time.Time
+	cycles     uint64 // Schedule calls so far
 	events     []Event
 	reserve    *reservation
-	drains     *preempt.Drains
 	searcher   *preempt.Searcher
-	targets    map[string]placement.Assignment // nominated beneficiaries' targets
-	running    *btree.BTreeG[*entry]           // running workloads by ID
-	cands      []preempt.Running               // victim candidates, built from running
-	candsStale bool                            // running changed since cands was built
-	lastEvents int                             // events of the last cycle, to size the next
-	pendingBuf []*entry                        // scratch of Schedule
+	lastEvents int      // events of the last cycle, to size the next
+	pendingBuf []*entry // scratch of Schedule
 }
 
-// entry is the scheduler's record of one workload.
+// entry is the scheduler's record of one workload: the spec and the
+// policy facts resolved from it. Its state, GPUs and drain are in rec.
 type entry struct {
 	w         gang.Workload
+	rec       *ledger.Record
 	queue     quota.NodeID
 	flavor    quota.FlavorID
 	priority  int32
 	class     PriorityClass
-	state     gang.State
 	submitted time.Time
 	seq       uint64
 	view      Pending // what a QueueOrder sees, refreshed each cycle
-
-	// Admitted or draining.
-	started   time.Time
-	assign    placement.Assignment
-	nodes     []placement.NodeGPUs // GPUs per node, from assign
-	borrowing bool
-
-	// Draining.
-	deadline    time.Time
-	reason      string
-	beneficiary string
-	killAsked   bool
+	wait      waitVerdict
 }
+
+func (e *entry) state() gang.State { return e.rec.State }
 
 func (e *entry) gpus() int { return e.w.GPUs() }
 
@@ -98,21 +90,30 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, refuse("new", "", ErrInvalidConfig, "negative restart overhead")
 	}
 	return &Scheduler{
-		cfg: cfg, fleet: f, tree: t, classes: classes,
-		placer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
-		work:   map[string]*entry{}, queued: map[string]*entry{}, draining: map[string]*entry{},
-		drains: preempt.NewDrains(), targets: map[string]placement.Assignment{},
-		running: btree.NewG(16, func(a, b *entry) bool { return a.w.ID < b.w.ID }),
+		cfg: cfg, fleet: f, tree: t, classes: classes, books: ledger.New(f, t),
+		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
+		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true}),
+		work:      map[string]*entry{}, queued: map[string]*entry{},
 		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead, Cost: cfg.Policy.Cost,
 			Placement: placement.Options{Scorer: cfg.Policy.Scorer}}),
 	}, nil
 }
 
+// tick checks a call's now: time never moves backwards. It changes
+// nothing; a call that goes on to change state commits now with advance.
 func (s *Scheduler) tick(op string, now time.Time) error {
 	if now.Before(s.now) {
 		return refuse(op, "", ErrTimeReversed, "now %s is before %s", now.Format(time.RFC3339), s.now.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// advance commits a checked now: the one place the scheduler's clock
+// moves.
+func (s *Scheduler) advance(now time.Time) {
+	if now.After(s.now) {
+		s.now = now
+	}
 }
 
 func (s *Scheduler) emit(e Event) {
@@ -217,13 +218,33 @@ func (s *Scheduler) Submit(now time.Time, w gang.Workload) error {
 	if err != nil {
 		return err
 	}
-	s.now = now
-	s.seq++
-	e.state, e.submitted, e.seq = gang.Pending, now, s.seq
-	s.work[w.ID] = e
-	s.queued[w.ID] = e
+	s.advance(now)
+	s.track(e, now)
 	s.emit(s.event(EventSubmitted, now, e))
 	return nil
+}
+
+// track files a resolved entry as pending, in the ledger and the queue.
+func (s *Scheduler) track(e *entry, now time.Time) {
+	rec, err := s.books.Track(&e.w, e.queue, e.flavor, e.policy())
+	if err != nil {
+		panic("fleet: a resolved workload refused by the ledger: " + err.Error())
+	}
+	s.seq++
+	e.rec, e.submitted, e.seq = rec, now, s.seq
+	s.work[e.w.ID] = e
+	s.queued[e.w.ID] = e
+}
+
+// policy is what the priority class decides about e as a holder.
+func (e *entry) policy() ledger.Policy {
+	return ledger.Policy{
+		// The drain contract: work that does not checkpoint is never a
+		// victim unless its priority class says so.
+		Preemptible: e.w.Drain.Preemptible || e.class.EvictWithoutCheckpoint,
+		MinRuntime:  e.class.MinRuntime,
+		Grace:       e.grace(),
+	}
 }
 
 // Cancel withdraws a pending workload, or stops tracking an admitted one
@@ -237,14 +258,15 @@ func (s *Scheduler) Cancel(now time.Time, id string) error {
 	if !ok {
 		return refuse("cancel", id, ErrUnknownID, "")
 	}
-	s.now = now
+	s.advance(now)
+	ev := s.event(EventCancelled, now, e)
 	s.finish(now, e, gang.ExitCancelled)
-	s.emit(s.event(EventCancelled, now, e))
+	s.emit(ev)
 	return nil
 }
 
 // Exited records that a workload ended. Its GPUs return (or pass to the
-// nomination they were drained for) and its quota usage is released.
+// nominations they were drained for) and its quota usage is released.
 func (s *Scheduler) Exited(now time.Time, id string, how gang.ExitReason) error {
 	if err := s.tick("exited", now); err != nil {
 		return err
@@ -253,23 +275,32 @@ func (s *Scheduler) Exited(now time.Time, id string, how gang.ExitReason) error 
 	if !ok {
 		return refuse("exited", id, ErrUnknownID, "")
 	}
-	if !e.state.HoldsGPUs() {
-		return refuse("exited", id, ErrBadState, "workload is %s, not running", e.state)
+	if !e.state().HoldsGPUs() {
+		return refuse("exited", id, ErrBadState, "workload is %s, not running", e.state())
 	}
-	if how < gang.ExitFinished || how > gang.ExitNodeLost {
+	if !how.Valid() {
 		return refuse("exited", id, ErrInvalid, "unknown exit reason %d", how)
 	}
-	s.now = now
+	if !gang.CanTransition(e.state(), how.State()) {
+		return refuse("exited", id, ErrBadState, "a %s workload cannot end %s", e.state(), how)
+	}
+	s.advance(now)
 	ev := s.event(EventExited, now, e)
-	ev.Exit, ev.Runtime, ev.Reason = how, now.Sub(e.started), e.reason
+	ev.Exit, ev.Runtime = how, now.Sub(e.rec.Started)
+	if d := e.rec.Drain; d != nil {
+		ev.Reason = d.Reason.String()
+	}
 	s.finish(now, e, how)
 	s.emit(ev)
 	return nil
 }
 
-// Checkpointed records that a running workload saved its state at now,
-// which lowers the cost of preempting it.
-func (s *Scheduler) Checkpointed(now time.Time, id string) error {
+// Checkpointed records that a running workload saved its state at at,
+// which lowers the cost of preempting it. at is the checkpoint's own time
+// (at most now, not before the run started): a host that learns of a
+// checkpoint late passes when it was taken. A checkpoint older than one
+// already recorded changes nothing.
+func (s *Scheduler) Checkpointed(now time.Time, id string, at time.Time) error {
 	if err := s.tick("checkpointed", now); err != nil {
 		return err
 	}
@@ -277,29 +308,30 @@ func (s *Scheduler) Checkpointed(now time.Time, id string) error {
 	if !ok {
 		return refuse("checkpointed", id, ErrUnknownID, "")
 	}
-	if !e.state.HoldsGPUs() {
-		return refuse("checkpointed", id, ErrBadState, "workload is %s, not running", e.state)
+	if !e.state().HoldsGPUs() {
+		return refuse("checkpointed", id, ErrBadState, "workload is %s, not running", e.state())
 	}
-	s.now = now
-	e.w.Drain.LastCheckpoint = now
-	s.emit(s.event(EventCheckpointed, now, e))
+	if err := s.books.Checkpoint(id, at, now); err != nil {
+		return refuse("checkpointed", id, ErrInvalid, "%v", err)
+	}
+	s.advance(now)
+	ev := s.event(EventCheckpointed, now, e)
+	ev.Checkpoint = at
+	s.emit(ev)
 	return nil
 }
 
-// finish removes a workload: releases what it holds and dissolves what it
-// was promised.
+// finish removes a workload: the ledger releases what it holds and
+// dissolves what it was promised.
 func (s *Scheduler) finish(now time.Time, e *entry, how gang.ExitReason) {
-	if e.state.HoldsGPUs() {
-		s.releaseRunning(e)
-		s.stoppedRunning(e)
-	}
-	if _, ok := s.targets[e.w.ID]; ok {
+	if _, ok := s.books.Nomination(e.w.ID); ok {
 		s.dissolve(now, e.w.ID, "beneficiary "+how.String())
+	}
+	if _, _, err := s.books.Exit(e.w.ID, how); err != nil {
+		panic("fleet: the ledger refused a checked exit: " + err.Error())
 	}
 	delete(s.work, e.w.ID)
 	delete(s.queued, e.w.ID)
-	delete(s.draining, e.w.ID)
-	e.state = how.State()
 }
 
 // SetNodeHealth records a node failure, cordon or repair. When a node goes
@@ -315,22 +347,17 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	if !ok {
 		return nil, refuse("node-health", "", ErrUnknownNode, "%q", node)
 	}
-	if h > topology.Down {
-		return nil, refuse("node-health", "", ErrInvalid, "unknown health %d", h)
+	if !h.Valid() {
+		return nil, &Error{Op: "node-health", Detail: fmt.Sprintf("node %q: unknown health %d", node, h), Err: ErrInvalidHealth}
 	}
-	s.now = now
+	s.advance(now)
 	var affected []string
 	if h == topology.Down {
-		for id, e := range s.work {
-			if e.state.HoldsGPUs() && e.onNode(n) {
-				affected = append(affected, id)
-			}
-		}
-		slices.Sort(affected)
+		affected = s.books.OnNode(n)
 		for _, id := range affected {
 			e := s.work[id]
 			ev := s.event(EventExited, now, e)
-			ev.Exit, ev.Runtime, ev.Node = gang.ExitNodeLost, now.Sub(e.started), node
+			ev.Exit, ev.Runtime, ev.Node = gang.ExitNodeLost, now.Sub(e.rec.Started), node
 			s.finish(now, e, gang.ExitNodeLost)
 			s.emit(ev)
 		}
@@ -338,9 +365,9 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	if h != topology.Healthy {
 		// A beneficiary must not start on a node that takes no new work:
 		// its nomination dissolves and it queues again.
-		for _, b := range slices.Sorted(maps.Keys(s.targets)) {
-			if targetOnNode(s.targets[b], n) {
-				s.dissolve(now, b, "nominated node "+node+" "+h.String())
+		for _, nom := range s.books.Nominations() {
+			if targetOnNode(nom.Target, n) {
+				s.dissolve(now, nom.Beneficiary, "nominated node "+node+" "+h.String())
 			}
 		}
 	}
@@ -355,28 +382,46 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	return affected, nil
 }
 
-func (e *entry) onNode(n topology.NodeID) bool {
-	for _, p := range e.assign.Pods {
-		if p.Node == n {
-			return true
-		}
-	}
-	return false
-}
-
 // Adopt records a workload the host already runs, on the given nodes: at
 // start-up, or after a host restart, the scheduler rebuilds its state from
-// what really runs. The assignment maps every pod, in pod set order, to a
-// node name. It is refused whole if the workload is invalid or a
-// duplicate, or the nodes cannot hold it.
+// what really runs (Restore rebuilds drains and nominations too). The
+// assignment maps every pod, in pod set order, to a node name. It is
+// refused whole if the workload is invalid or a duplicate, started in the
+// future, or the nodes cannot hold it.
 func (s *Scheduler) Adopt(now time.Time, w gang.Workload, started time.Time, pods []PodAssignment) error {
 	if err := s.tick("adopt", now); err != nil {
 		return err
+	}
+	if started.After(now) {
+		return refuse("adopt", w.ID, ErrInvalid, "started %s, after now %s", started.Format(time.RFC3339), now.Format(time.RFC3339))
 	}
 	e, err := s.resolve("adopt", w)
 	if err != nil {
 		return err
 	}
+	a, err := s.assignment("adopt", e, pods)
+	if err != nil {
+		return err
+	}
+	rec, err := s.books.Track(&e.w, e.queue, e.flavor, e.policy())
+	if err != nil {
+		panic("fleet: a resolved workload refused by the ledger: " + err.Error())
+	}
+	if err := s.books.Admit(w.ID, a, started); err != nil {
+		s.books.Forget(w.ID)
+		return &Error{Op: "adopt", Workload: w.ID, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+	}
+	s.advance(now)
+	s.seq++
+	e.rec, e.seq, e.submitted = rec, s.seq, started
+	s.work[w.ID] = e
+	return nil
+}
+
+// assignment turns a host's pod list into an assignment on this fleet,
+// checking every pod against e's spec, flavor and pools.
+func (s *Scheduler) assignment(op string, e *entry, pods []PodAssignment) (placement.Assignment, error) {
+	w := &e.w
 	a := placement.Assignment{Workload: w.ID}
 	byName := map[string]int{}
 	for i, ps := range w.PodSets {
@@ -386,34 +431,27 @@ func (s *Scheduler) Adopt(now time.Time, w gang.Workload, started time.Time, pod
 	for _, p := range pods {
 		n, ok := s.fleet.Node(p.Node)
 		if !ok {
-			return refuse("adopt", w.ID, ErrUnknownNode, "%q", p.Node)
+			return a, refuse(op, w.ID, ErrUnknownNode, "%q", p.Node)
 		}
 		// The node must be one the workload may use: quota is charged for
 		// its flavor.
-		if g := s.fleet.NodeGroup(n); s.fleet.GroupFlavor(g) != e.w.Flavor || len(w.Pools) > 0 && !slices.Contains(w.Pools, s.fleet.GroupPool(g)) {
-			return refuse("adopt", w.ID, ErrInvalid, "node %q is not of flavor %q or of its pools", p.Node, e.w.Flavor)
+		if g := s.fleet.NodeGroup(n); s.fleet.GroupFlavor(g) != w.Flavor || len(w.Pools) > 0 && !slices.Contains(w.Pools, s.fleet.GroupPool(g)) {
+			return a, refuse(op, w.ID, ErrInvalid, "node %q is not of flavor %q or of its pools", p.Node, w.Flavor)
 		}
 		ps, ok := byName[p.PodSet]
 		if !ok || p.GPUs != w.PodSets[ps].GPUsPerPod || p.Index < 0 || p.Index >= w.PodSets[ps].Count ||
 			seen[[2]int{ps, p.Index}] {
-			return refuse("adopt", w.ID, ErrInvalid, "pod %s[%d] does not match the spec", p.PodSet, p.Index)
+			return a, refuse(op, w.ID, ErrInvalid, "pod %s[%d] does not match the spec", p.PodSet, p.Index)
 		}
 		seen[[2]int{ps, p.Index}] = true
 		a.Pods = append(a.Pods, placement.Pod{PodSet: ps, Index: p.Index, Node: n, GPUs: p.GPUs})
 	}
 	if len(a.Pods) != w.Pods() {
-		return refuse("adopt", w.ID, ErrInvalid, "%d pods given, the spec has %d", len(a.Pods), w.Pods())
+		return a, refuse(op, w.ID, ErrInvalid, "%d pods given, the spec has %d", len(a.Pods), w.Pods())
 	}
-	if err := placement.Apply(s.fleet, a); err != nil {
-		return &Error{Op: "adopt", Workload: w.ID, Err: err}
-	}
-	s.now = now
-	s.seq++
-	e.seq, e.submitted, e.started = s.seq, started, started
 	a.Span = s.fleet.Span(podNodes(a))
 	a.Group = s.fleet.NodeGroup(a.Pods[0].Node)
-	s.admitEntry(e, a)
-	return nil
+	return a, nil
 }
 
 func podNodes(a placement.Assignment) []topology.NodeID {
@@ -422,19 +460,6 @@ func podNodes(a placement.Assignment) []topology.NodeID {
 		out[i] = p.Node
 	}
 	return out
-}
-
-// admitEntry records an admission: quota usage and the entry's state. The
-// GPUs are already allocated on the fleet.
-func (s *Scheduler) admitEntry(e *entry, a placement.Assignment) {
-	e.borrowing = s.tree.Fits(e.queue, e.flavor, int64(e.gpus())).Borrowing()
-	if err := s.tree.AddUsage(e.queue, e.flavor, int64(e.gpus())); err != nil {
-		panic(fmt.Sprintf("fleet: quota usage refused for %q: %v", e.w.ID, err))
-	}
-	e.assign, e.nodes, e.state = a, a.NodeGPUs(), gang.Admitted
-	s.work[e.w.ID] = e
-	delete(s.queued, e.w.ID)
-	s.startedRunning(e)
 }
 
 func (s *Scheduler) sortedIDs() []string { return slices.Sorted(maps.Keys(s.work)) }

@@ -200,7 +200,7 @@ func TestHostCostModelChoosesVictims(t *testing.T) {
 		d := s.Schedule(t0.Add(time.Hour))
 		require.Len(t, d.Drain, 1)
 		assert.Equal(t, cheap, d.Drain[0].ID)
-		assert.Equal(t, "spike", d.Drain[0].Beneficiary)
+		assert.Equal(t, []string{"spike"}, d.Drain[0].Beneficiaries)
 		assert.Equal(t, t0.Add(time.Hour+fleet.DefaultGrace), d.Drain[0].Deadline)
 	}
 }

@@ -4,13 +4,21 @@ import (
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/topology"
 )
 
-// Snapshot is a read-only view of the scheduler's state for metrics and
-// dashboards. It is a deep copy: the host may keep and modify it.
+// Snapshot is a view of the scheduler's state for metrics, dashboards and
+// restarts. It is a deep copy: the host may keep and change it, and the
+// scheduler never sees the change. Restore rebuilds a scheduler from one.
 type Snapshot struct {
 	// Time is the now of the latest call the scheduler saw.
-	Time    time.Time
+	Time time.Time
+	// Seq is the scheduler's submission counter: Restore continues it so
+	// that queue order ties break the same way.
+	Seq     uint64
+	// Undelivered holds the events recorded since the last cycle, which
+	// the next Decisions will carry: Restore keeps them.
+	Undelivered []Event
 	Fleet   FleetView
 	Queues  []QueueView
 	Running []RunningView
@@ -30,6 +38,14 @@ type FleetView struct {
 	LargestFreeBlock []LevelBlock
 	// Occupancy is the rendered occupancy map.
 	Occupancy string
+	// Unhealthy lists the nodes that are cordoned or down, by name.
+	Unhealthy []NodeHealth
+}
+
+// NodeHealth is the health of one named node.
+type NodeHealth struct {
+	Node   string
+	Health topology.Health
 }
 
 // LevelBlock is the largest free block at one level.
@@ -76,6 +92,49 @@ type RunningView struct {
 	Nodes     []NodeGPUs
 	Span      string
 	Borrowing bool
+	// LastCheckpoint is when it last saved its state (zero: never).
+	LastCheckpoint time.Time
+	// Submitted and Seq are its place in queue order.
+	Submitted time.Time
+	Seq       uint64
+	// Spec is the workload as the scheduler resolved it (its flavor and
+	// class priority filled in); Pods says where every pod runs.
+	Spec gang.Workload
+	Pods []PodAssignment
+	// Drain is set while it drains.
+	Drain *DrainView
+}
+
+// DrainView is a victim's drain.
+type DrainView struct {
+	Since    time.Time
+	Deadline time.Time
+	Reason   gang.DrainReason
+	// Beneficiaries is every workload it was drained for; Live the ones
+	// still counting on its GPUs or quota.
+	Beneficiaries []string
+	Live          []string
+	// KillAsked is when the host was first asked to kill it.
+	KillAsked time.Time
+	// Claims are its GPUs promised to nominations.
+	Claims []ClaimView
+}
+
+// ClaimView is a victim's GPUs on one node promised to a beneficiary.
+type ClaimView struct {
+	Beneficiary string
+	Node        string
+	GPUs        int
+}
+
+// NominationView is the GPUs held for a pending beneficiary while its
+// victims drain.
+type NominationView struct {
+	Pods     []PodAssignment // its target
+	WaitOn   []string        // victims still holding part of it
+	ReadyBy  time.Time
+	Seq      uint64     // acceptance order
+	Reserved []NodeGPUs // GPUs already allocated for it
 }
 
 // NodeGPUs is a number of GPUs on a named node.
@@ -92,6 +151,10 @@ type PendingView struct {
 	Priority  int32
 	GPUs      int
 	Submitted time.Time
-	// Nominated is true when victims are draining for it.
-	Nominated bool
+	// Nominated is true when victims are draining for it; Nomination
+	// says what is held for it.
+	Nominated  bool
+	Nomination *NominationView
+	Seq        uint64
+	Spec       gang.Workload
 }

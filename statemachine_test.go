@@ -30,9 +30,10 @@ func smallConfig() fleet.Config {
 // host is the test's model of a host: what it started, what it was told
 // to drain, and the specs to adopt after a restart.
 type host struct {
-	specs   map[string]gang.Workload
-	running map[string]fleet.Admission
-	started map[string]time.Time
+	specs    map[string]gang.Workload
+	running  map[string]fleet.Admission
+	started  map[string]time.Time
+	draining map[string]bool // told to drain, not yet exited
 }
 
 type machine struct {
@@ -50,7 +51,7 @@ func (m *machine) init(t *rapid.T) {
 	require.NoError(t, err)
 	m.twin, err = fleet.New(cfg)
 	require.NoError(t, err)
-	m.h = host{specs: map[string]gang.Workload{}, running: map[string]fleet.Admission{}, started: map[string]time.Time{}}
+	m.h = host{specs: map[string]gang.Workload{}, running: map[string]fleet.Admission{}, started: map[string]time.Time{}, draining: map[string]bool{}}
 	m.now = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for _, n := range cfg.Topology.Nodes {
 		m.nodes = append(m.nodes, n.Name)
@@ -93,11 +94,27 @@ func (m *machine) Schedule(t *rapid.T) {
 		m.h.running[a.ID] = a
 		m.h.started[a.ID] = m.now
 	}
+	for _, x := range d.Drain {
+		require.True(t, m.h.draining[x.ID] == false, "%s told to drain twice", x.ID)
+		m.h.draining[x.ID] = true
+	}
 	for _, k := range d.Kill {
-		if _, ok := m.h.running[k.ID]; ok {
+		require.True(t, m.h.draining[k.ID], "kill of %s, which was never told to drain", k.ID)
+		// A host that is slow to kill leaves some victims running: they
+		// must be asked again.
+		if _, ok := m.h.running[k.ID]; ok && rapid.IntRange(0, 3).Draw(t, "kill now") > 0 {
 			m.exit(t, k.ID, gang.ExitKilled)
 		}
 	}
+}
+
+// DrainExit: a victim checkpoints and exits within its grace.
+func (m *machine) DrainExit(t *rapid.T) {
+	if len(m.h.draining) == 0 {
+		t.Skip("nothing drains")
+	}
+	id := rapid.SampledFrom(slices.Sorted(maps.Keys(m.h.draining))).Draw(t, "victim")
+	m.exit(t, id, gang.ExitDrained)
 }
 
 func (m *machine) exit(t *rapid.T, id string, how gang.ExitReason) {
@@ -105,6 +122,7 @@ func (m *machine) exit(t *rapid.T, id string, how gang.ExitReason) {
 	require.NoError(t, err)
 	delete(m.h.running, id)
 	delete(m.h.specs, id)
+	delete(m.h.draining, id)
 }
 
 func (m *machine) Exit(t *rapid.T) {
@@ -112,7 +130,7 @@ func (m *machine) Exit(t *rapid.T) {
 		t.Skip("nothing runs")
 	}
 	id := rapid.SampledFrom(slices.Sorted(maps.Keys(m.h.running))).Draw(t, "id")
-	m.exit(t, id, rapid.SampledFrom([]gang.ExitReason{gang.ExitFinished, gang.ExitFailed, gang.ExitDrained}).Draw(t, "how"))
+	m.exit(t, id, rapid.SampledFrom([]gang.ExitReason{gang.ExitFinished, gang.ExitFailed}).Draw(t, "how"))
 }
 
 func (m *machine) Cancel(t *rapid.T) {
@@ -124,6 +142,7 @@ func (m *machine) Cancel(t *rapid.T) {
 	require.NoError(t, err)
 	delete(m.h.running, id)
 	delete(m.h.specs, id)
+	delete(m.h.draining, id)
 }
 
 func (m *machine) Checkpoint(t *rapid.T) {
@@ -131,7 +150,13 @@ func (m *machine) Checkpoint(t *rapid.T) {
 		t.Skip("nothing runs")
 	}
 	id := rapid.SampledFrom(slices.Sorted(maps.Keys(m.h.running))).Draw(t, "id")
-	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Checkpointed(m.now, id) })
+	// The host may learn of a checkpoint late: taken up to 10 minutes ago,
+	// never before the run started.
+	at := m.now.Add(-time.Duration(rapid.IntRange(0, 600).Draw(t, "ago")) * time.Second)
+	if at.Before(m.h.started[id]) {
+		at = m.h.started[id]
+	}
+	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Checkpointed(m.now, id, at) })
 	require.NoError(t, err)
 }
 
@@ -143,12 +168,27 @@ func (m *machine) NodeHealth(t *rapid.T) {
 	for _, id := range affected {
 		delete(m.h.running, id)
 		delete(m.h.specs, id)
+		delete(m.h.draining, id)
 	}
 }
 
-// Restart simulates a host restart: fresh schedulers adopt what runs,
-// and pending work is submitted again.
+// SnapshotRestart restarts the scheduler from its snapshot, mid-drain or
+// not, while the twin runs on: `both` then pins that the restored one
+// makes the same decisions as one that never stopped (no victim drained
+// again, no deadline extended, no extra victim).
+func (m *machine) SnapshotRestart(t *rapid.T) {
+	snap := m.s.Snapshot()
+	var err error
+	m.s, err = fleet.Restore(smallConfig(), snap)
+	require.NoError(t, err)
+	require.Equal(t, snap, m.s.Snapshot(), "a restored scheduler shows the state it was restored from")
+}
+
+// Restart simulates a host restart without a snapshot: fresh schedulers
+// adopt what runs, and pending work is submitted again. Drains in
+// progress are forgotten by both.
 func (m *machine) Restart(t *rapid.T) {
+	clear(m.h.draining)
 	cfg := smallConfig()
 	var err error
 	m.s, err = fleet.New(cfg)
@@ -171,6 +211,8 @@ func (m *machine) Restart(t *rapid.T) {
 }
 
 func (m *machine) Check(t *rapid.T) {
+	require.NoError(t, m.s.CheckInvariants(), "ledger")
+	require.NoError(t, m.twin.CheckInvariants(), "twin's ledger")
 	snap := m.s.Snapshot()
 	cap := map[string]int{}
 	for _, n := range smallConfig().Topology.Nodes {

@@ -57,6 +57,9 @@ func (s State) String() string {
 	return "State(" + strconv.Itoa(int(s)) + ")"
 }
 
+// Valid reports whether s is one of the lifecycle states.
+func (s State) Valid() bool { return s >= Pending && s <= Cancelled }
+
 // Terminal reports whether no move leaves s: Finished, Failed, Cancelled.
 // Drained and Killed are not terminal, since preempted work is requeued.
 func (s State) Terminal() bool {
@@ -135,6 +138,9 @@ func (r ExitReason) String() string {
 	}
 	return "ExitReason(" + strconv.Itoa(int(r)) + ")"
 }
+
+// Valid reports whether r is one of the exit reasons.
+func (r ExitReason) Valid() bool { return r >= ExitFinished && r <= ExitNodeLost }
 
 // State returns the state a run ending for reason r records, or the zero
 // State for an unknown reason. A lost node records Failed; a scheduler that

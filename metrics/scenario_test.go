@@ -135,11 +135,11 @@ func preemptScenario() []step {
 	return []step{
 		ev(fleet.Event{Kind: fleet.EventAdmitted, Time: at(0), Workload: "train", Queue: "research", Shape: gang.Training, GPUs: 16, Span: "fleet", CrossesSpines: true, Wait: time.Hour}),
 		ev(fleet.Event{Kind: fleet.EventAdmitted, Time: at(0), Workload: "b2", Queue: "evals", Shape: gang.Batch, GPUs: 8, Wait: 30 * time.Second}),
-		ev(fleet.Event{Kind: fleet.EventDrainStarted, Time: at(30 * time.Minute), Workload: "b2", Queue: "evals", Reason: "in-queue", Beneficiary: "x", Deadline: at(32 * time.Minute), LostGPUSeconds: 3600}),
+		ev(fleet.Event{Kind: fleet.EventDrainStarted, Time: at(30 * time.Minute), Workload: "b2", Queue: "evals", Reason: "in-queue", Beneficiaries: []string{"x"}, Deadline: at(32 * time.Minute), LostGPUSeconds: 3600}),
 		ev(fleet.Event{Kind: fleet.EventKilled, Time: at(32 * time.Minute), Workload: "b2", Queue: "evals", Deadline: at(32 * time.Minute)}),
 		ev(fleet.Event{Kind: fleet.EventExited, Time: at(32 * time.Minute), Workload: "b2", Queue: "evals", Exit: gang.ExitKilled}),
 		ev(fleet.Event{Kind: fleet.EventCheckpointed, Time: at(time.Hour), Workload: "train", Queue: "research"}),
-		ev(fleet.Event{Kind: fleet.EventDrainStarted, Time: at(70 * time.Minute), Workload: "train", Queue: "research", Reason: "reclaim", Beneficiary: "inf-1", Deadline: at(72 * time.Minute)}),
+		ev(fleet.Event{Kind: fleet.EventDrainStarted, Time: at(70 * time.Minute), Workload: "train", Queue: "research", Reason: "reclaim", Beneficiaries: []string{"inf-1"}, Deadline: at(72 * time.Minute)}),
 		ev(fleet.Event{Kind: fleet.EventExited, Time: at(71 * time.Minute), Workload: "train", Queue: "research", Exit: gang.ExitDrained}),
 	}
 }

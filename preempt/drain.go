@@ -379,9 +379,8 @@ func (d *Drains) Nominations() []string { return slices.Sorted(maps.Keys(d.noms)
 // Victims lists the tracked victims, sorted.
 func (d *Drains) Victims() []string { return slices.Sorted(maps.Keys(d.victims)) }
 
-// tracked and unclaimed serve Victims through Request.Nominations; a nil
-// Drains tracks nothing.
-func (d *Drains) tracked(id string) bool {
+// Tracked implements Claims; a nil Drains tracks nothing.
+func (d *Drains) Tracked(id string) bool {
 	if d == nil {
 		return false
 	}
@@ -389,7 +388,8 @@ func (d *Drains) tracked(id string) bool {
 	return ok
 }
 
-func (d *Drains) unclaimed(id string, n topology.NodeID, gpus int) int {
+// Unclaimed implements Claims.
+func (d *Drains) Unclaimed(id string, n topology.NodeID, gpus int) int {
 	if d == nil {
 		return gpus
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
 )
 
 // Running is one admitted workload the scheduler offers as a possible
@@ -51,8 +52,28 @@ type Request struct {
 	// Nominations, when set, are the nominations already accepted. Their
 	// victims count as gone (as if listed in exclude) and only their GPUs
 	// no nomination claims count as freed, so plans of one cycle never
-	// promise the same GPUs twice. Pass the scheduler's Drains.
-	Nominations *Drains
+	// promise the same GPUs twice. A *Drains implements it.
+	Nominations Claims
+}
+
+// Claims says which running workloads are victims whose GPUs are already
+// promised to accepted nominations, and how much of them is not.
+type Claims interface {
+	// Tracked reports whether id is such a victim: a search counts it as
+	// gone, never as a candidate.
+	Tracked(id string) bool
+	// Unclaimed is how many of the gpus GPUs id holds on node n no
+	// nomination claims.
+	Unclaimed(id string, n topology.NodeID, gpus int) int
+}
+
+func tracked(c Claims, id string) bool { return c != nil && c.Tracked(id) }
+
+func unclaimed(c Claims, id string, n topology.NodeID, gpus int) int {
+	if c == nil {
+		return gpus
+	}
+	return c.Unclaimed(id, n, gpus)
 }
 
 // Reason says under which rule a victim was chosen.

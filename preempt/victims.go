@@ -332,7 +332,7 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 		if r.W.ID == s.req.W.ID {
 			return s.noPlan(WhyInvalid, "the preemptor is running")
 		}
-		if exclude[r.W.ID] || s.req.Nominations.tracked(r.W.ID) {
+		if exclude[r.W.ID] || tracked(s.req.Nominations, r.W.ID) {
 			s.gone = append(s.gone, int32(i))
 		}
 	}
@@ -351,7 +351,7 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 	for _, i := range s.gone {
 		r := &running[i]
 		for _, x := range r.Nodes {
-			s.free(x.Node, s.req.Nominations.unclaimed(r.W.ID, x.Node, x.GPUs))
+			s.free(x.Node, unclaimed(s.req.Nominations, r.W.ID, x.Node, x.GPUs))
 		}
 	}
 	// What gone workloads free per domain and group, for the bounds.
@@ -368,7 +368,7 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 	// Candidates.
 	for i := range running {
 		r := &running[i]
-		if r.Flavor != s.fl || exclude[r.W.ID] || s.req.Nominations.tracked(r.W.ID) || t.Root(r.Queue) != t.Root(q) {
+		if r.Flavor != s.fl || exclude[r.W.ID] || tracked(s.req.Nominations, r.W.ID) || t.Root(r.Queue) != t.Root(q) {
 			continue
 		}
 		if c, ok := s.classify(r); ok {

@@ -40,6 +40,9 @@ const (
 	Down
 )
 
+// Valid reports whether h is one of the health states.
+func (h Health) Valid() bool { return h <= Down }
+
 func (h Health) String() string {
 	switch h {
 	case Healthy:

@@ -268,7 +268,16 @@ func (r *Runner) Exec(line string) (string, error) {
 		if cmd == "cancel" {
 			return result(r.S.Cancel(r.Now, id))
 		}
-		return result(r.S.Checkpointed(r.Now, id))
+		// checkpoint ID [ago=5m]: a checkpoint taken some time before now.
+		at := r.Now
+		if ago, ok := kv["ago"]; ok {
+			d, err := time.ParseDuration(ago)
+			if err != nil {
+				return "", fmt.Errorf("checkpoint: ago: %w", err)
+			}
+			at = at.Add(-d)
+		}
+		return result(r.S.Checkpointed(r.Now, id, at))
 	case "node-down", "node-up", "cordon":
 		node, err := arg(0)
 		if err != nil {

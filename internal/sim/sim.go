@@ -479,7 +479,7 @@ func (sm *sim) checkpoint(e event) {
 	// counting from now: progress is done plus run time since runStart.
 	j.done = sm.progress(j)
 	j.runStart = max(j.runStart, sm.now)
-	if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID); err != nil {
+	if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
 		sm.fail(err)
 		return
 	}
@@ -499,12 +499,14 @@ func (sm *sim) drain(d fleet.Drain) {
 	j.state, j.deadline = jsDraining, int64(d.Deadline.Sub(sm.start))
 	sm.draining = append(sm.draining, i)
 	sm.res.Drains++
-	if b, ok := sm.byID[d.Beneficiary]; ok && sm.jobs[b].w.Shape == gang.Inference {
-		if !sm.jobs[b].reclaim {
-			sm.res.InferenceReclaims++
-			sm.jobs[b].drainAt = sm.now
+	for _, id := range d.Beneficiaries {
+		if b, ok := sm.byID[id]; ok && sm.jobs[b].w.Shape == gang.Inference {
+			if !sm.jobs[b].reclaim {
+				sm.res.InferenceReclaims++
+				sm.jobs[b].drainAt = sm.now
+			}
+			sm.jobs[b].reclaim = true
 		}
-		sm.jobs[b].reclaim = true
 	}
 	j.fail = sm.rng.Float64() < sm.cfg.DrainFailShare
 	if j.fail {
@@ -523,7 +525,7 @@ func (sm *sim) stopped(i int32, how gang.ExitReason) {
 	if how == gang.ExitDrained && j.w.Drain.CheckpointInterval > 0 {
 		// SIGTERM makes a checkpointing job save its state before it exits.
 		j.done, lost = sm.progress(j), 0
-		if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID); err != nil {
+		if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
 			sm.fail(err)
 			return
 		}

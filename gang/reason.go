@@ -1,0 +1,65 @@
+package gang
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// DrainReason says why a running workload was asked to drain.
+type DrainReason uint8
+
+// The drain reasons. The zero DrainReason is not a reason.
+const (
+	// DrainInQueue: preempted by higher-priority work of its own queue
+	// (Kueue's withinClusterQueue).
+	DrainInQueue DrainReason = iota + 1
+	// DrainReclaim: its queue borrowed, and the lender took its quota back
+	// while staying within its own (Kueue's InCohortReclamation).
+	DrainReclaim
+	// DrainReclaimWhileBorrowing: taken by a preemptor that itself borrows
+	// (Kueue's InCohortReclaimWhileBorrowing).
+	DrainReclaimWhileBorrowing
+	// DrainFairSharing: taken by fair-sharing preemption.
+	DrainFairSharing
+	// DrainHost: the host asked for it (maintenance, an operator).
+	DrainHost
+)
+
+// Valid reports whether r is one of the drain reasons.
+func (r DrainReason) Valid() bool { return r >= DrainInQueue && r <= DrainHost }
+
+// String returns the reason's name, or "DrainReason(n)".
+func (r DrainReason) String() string {
+	switch r {
+	case DrainInQueue:
+		return "in-queue"
+	case DrainReclaim:
+		return "reclaim"
+	case DrainReclaimWhileBorrowing:
+		return "reclaim-while-borrowing"
+	case DrainFairSharing:
+		return "fair-sharing"
+	case DrainHost:
+		return "host"
+	}
+	return "DrainReason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// MarshalText encodes a reason by name; an unknown reason is refused.
+func (r DrainReason) MarshalText() ([]byte, error) {
+	if !r.Valid() {
+		return nil, fmt.Errorf("%w: cannot encode %v", ErrInvalid, r)
+	}
+	return []byte(r.String()), nil
+}
+
+// UnmarshalText decodes a reason name.
+func (r *DrainReason) UnmarshalText(text []byte) error {
+	for v := DrainInQueue; v.Valid(); v++ {
+		if string(text) == v.String() {
+			*r = v
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: unknown drain reason %q", ErrInvalid, text)
+}

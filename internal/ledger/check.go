@@ -1,0 +1,147 @@
+package ledger
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// CheckInvariants recounts the books from the records and compares them
+// with the fleet and the quota tree. It returns the first difference:
+//
+//   - on every node, allocated = holders' GPUs + GPUs reserved for
+//     nominations, and never more than capacity;
+//   - a nomination's target GPUs on a node = what is reserved for it
+//     there + what victims still holding GPUs there promise it;
+//   - a victim never promises more GPUs of a node than it holds there;
+//   - per queue and flavor, quota usage = holders + nominations;
+//   - states: holders are Admitted or Draining, a drain record exists
+//     exactly for Draining, beneficiaries are Pending, every victim a
+//     nomination waits on is draining and promises it GPUs.
+//
+// It is O(workloads + nodes) and meant for tests.
+func (l *Ledger) CheckInvariants() error {
+	f, t := l.fleet, l.tree
+	held := make([]int, f.NumNodes())
+	claimed := map[string]map[topology.NodeID]int{} // beneficiary -> node -> GPUs promised by victims
+	usage := map[[2]int]int64{}
+	holders := 0
+	for id, r := range l.recs {
+		if r.W.ID != id {
+			return fmt.Errorf("record %q filed under %q", r.W.ID, id)
+		}
+		if !r.State.Valid() || r.State.Terminal() {
+			return fmt.Errorf("%s: state %s in the books", id, r.State)
+		}
+		if (r.State == gang.Draining) != (r.Drain != nil) {
+			return fmt.Errorf("%s: state %s with drain record %v", id, r.State, r.Drain != nil)
+		}
+		if (r.State == gang.Draining) != (l.draining[id] != nil) {
+			return fmt.Errorf("%s: state %s, in the draining set %v", id, r.State, l.draining[id] != nil)
+		}
+		if _, ok := l.holders.Get(r); ok != r.State.HoldsGPUs() {
+			return fmt.Errorf("%s: state %s, in the holders index %v", id, r.State, ok)
+		}
+		if !r.State.HoldsGPUs() {
+			continue
+		}
+		holders++
+		total := 0
+		for _, x := range r.Nodes {
+			held[x.Node] += x.GPUs
+			total += x.GPUs
+		}
+		if total != r.GPUs() {
+			return fmt.Errorf("%s: holds %d GPUs, its spec asks for %d", id, total, r.GPUs())
+		}
+		usage[[2]int{int(r.Queue), int(r.Flavor)}] += int64(total)
+		if r.Drain == nil {
+			continue
+		}
+		for _, c := range r.Drain.claims {
+			if claimed[c.beneficiary] == nil {
+				claimed[c.beneficiary] = map[topology.NodeID]int{}
+			}
+			claimed[c.beneficiary][c.node] += c.gpus
+			if r.unclaimedOn(c.node) < 0 {
+				return fmt.Errorf("%s: promises more GPUs of %s than it holds", id, f.NodeName(c.node))
+			}
+			if !slices.Contains(r.Drain.Live, c.beneficiary) {
+				return fmt.Errorf("%s: promises GPUs to %s, which it does not serve", id, c.beneficiary)
+			}
+		}
+		for j, n := range r.Nodes {
+			if j > 0 && r.Nodes[j-1].Node == n.Node {
+				continue
+			}
+			_, listed := slices.BinarySearch(l.onNode[n.Node], id)
+			if listed != r.Drain.Promised() {
+				return fmt.Errorf("%s: promised %v, listed under %s %v", id, r.Drain.Promised(), f.NodeName(n.Node), listed)
+			}
+		}
+	}
+	if holders != l.holders.Len() {
+		return fmt.Errorf("holders index has %d entries, %d records hold GPUs", l.holders.Len(), holders)
+	}
+	reserved := make([]int, f.NumNodes())
+	for b, n := range l.noms {
+		r, ok := l.recs[b]
+		if !ok || r.State != gang.Pending {
+			return fmt.Errorf("nomination of %q, which is not pending", b)
+		}
+		usage[[2]int{int(r.Queue), int(r.Flavor)}] += int64(r.GPUs())
+		got := map[topology.NodeID]int{}
+		for _, x := range n.reserved {
+			reserved[x.Node] += x.GPUs
+			got[x.Node] += x.GPUs
+		}
+		for node, g := range claimed[b] {
+			got[node] += g
+		}
+		for _, x := range n.Target.NodeGPUs() {
+			if got[x.Node] != x.GPUs {
+				return fmt.Errorf("nomination of %q: %d GPUs of %s, reserved and promised %d", b, x.GPUs, f.NodeName(x.Node), got[x.Node])
+			}
+			delete(got, x.Node)
+		}
+		if len(got) > 0 {
+			return fmt.Errorf("nomination of %q: GPUs reserved or promised off its target", b)
+		}
+		for _, v := range n.WaitOn {
+			x, ok := l.draining[v]
+			if !ok || claimed[b] == nil || !slices.ContainsFunc(x.Drain.claims, func(c claim) bool { return c.beneficiary == b }) {
+				return fmt.Errorf("nomination of %q waits on %q, which promises it nothing", b, v)
+			}
+		}
+	}
+	for b := range claimed {
+		if _, ok := l.noms[b]; !ok {
+			return fmt.Errorf("GPUs promised to %q, which has no nomination", b)
+		}
+	}
+	for n := range topology.NodeID(f.NumNodes()) {
+		if reserved[n] != l.reserved[n] {
+			return fmt.Errorf("node %s: %d GPUs reserved in the books, nominations hold %d", f.NodeName(n), l.reserved[n], reserved[n])
+		}
+		if got := held[n] + reserved[n]; got != f.Allocated(n) {
+			return fmt.Errorf("node %s: allocated %d, holders %d + reserved %d", f.NodeName(n), f.Allocated(n), held[n], reserved[n])
+		}
+		if f.Allocated(n) > f.Capacity(n) {
+			return fmt.Errorf("node %s: allocated %d of %d", f.NodeName(n), f.Allocated(n), f.Capacity(n))
+		}
+	}
+	for q := range quota.NodeID(t.NumNodes()) {
+		if !t.IsQueue(q) {
+			continue
+		}
+		for fl := range quota.FlavorID(t.NumFlavors()) {
+			if got, want := t.Usage(q, fl), usage[[2]int{int(q), int(fl)}]; got != want {
+				return fmt.Errorf("queue %s flavor %s: usage %d, holders and nominations %d", t.Name(q), t.FlavorName(fl), got, want)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Admit starts a pending workload on a: its GPUs are allocated on the
+// fleet and its quota charged, all or nothing. started is when it began to
+// run (now for a fresh admission, earlier for adopted work). A refused
+// admission (the GPUs are not free, the quota tree refuses the usage)
+// changes nothing.
+func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) error {
+	r, ok := l.recs[id]
+	if !ok || r.State != gang.Pending {
+		return fmt.Errorf("ledger: admit %q: not a pending workload", id)
+	}
+	if _, nominated := l.noms[id]; nominated {
+		return fmt.Errorf("ledger: admit %q: it has a nomination", id)
+	}
+	if err := placement.Apply(l.fleet, a); err != nil {
+		return err
+	}
+	if err := l.tree.AddUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
+		if uerr := placement.Unapply(l.fleet, a); uerr != nil {
+			panic("ledger: undoing a fresh allocation: " + uerr.Error())
+		}
+		return err
+	}
+	l.hold(r, a, started)
+	return nil
+}
+
+// hold records r as running on a; GPUs and quota are already charged.
+// Borrowing is read once, with its usage in the tree, on every path that
+// starts a workload.
+func (l *Ledger) hold(r *Record, a placement.Assignment, started time.Time) {
+	l.move(r, gang.Admitted)
+	r.Assign, r.Nodes, r.Started = a, a.NodeGPUs(), started
+	r.Borrowing = l.tree.Borrowed(r.Queue, r.Flavor) > 0
+	if _, dup := l.holders.ReplaceOrInsert(r); dup {
+		panic("ledger: workload started twice: " + r.W.ID)
+	}
+	l.stale = true
+}
+
+// Exit ends a workload with the state how records. A holder's GPUs are
+// released, except those promised to nominations, which pass to them, and
+// its quota usage is released; a beneficiary's nomination dissolves (its
+// reserved GPUs and quota return). The record is forgotten. It returns the
+// record as it was, and the nomination that dissolved, if any.
+func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, error) {
+	r, ok := l.recs[id]
+	if !ok {
+		return nil, nil, fmt.Errorf("ledger: exit %q: unknown", id)
+	}
+	if !how.Valid() {
+		return nil, nil, fmt.Errorf("ledger: exit %q: unknown reason %d", id, how)
+	}
+	var dissolved *Nomination
+	if n, ok := l.noms[id]; ok {
+		l.Dissolve(id)
+		dissolved = n
+	}
+	if r.State.HoldsGPUs() {
+		l.release(r)
+		l.Unserve(id)
+	}
+	to := how.State()
+	if r.State == gang.Pending {
+		to = gang.Cancelled // a pending workload can only be withdrawn
+	}
+	l.move(r, to)
+	delete(l.recs, id)
+	return r, dissolved, nil
+}
+
+// release returns a holder's GPUs and quota. GPUs that nominations claim
+// stay allocated: they are reserved for those nominations from now on.
+func (l *Ledger) release(r *Record) {
+	if err := l.tree.RemoveUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
+		panic(fmt.Sprintf("ledger: quota usage of %q lost: %v", r.W.ID, err))
+	}
+	var claims []claim
+	if r.Drain != nil {
+		claims = r.Drain.claims
+	}
+	for _, ng := range r.Nodes {
+		free := ng.GPUs
+		for _, c := range claims {
+			if c.node == ng.Node {
+				free -= c.gpus
+			}
+		}
+		if free > 0 {
+			if err := l.fleet.Release(ng.Node, free); err != nil {
+				panic(fmt.Sprintf("ledger: GPUs of %q lost: %v", r.W.ID, err))
+			}
+		}
+	}
+	if r.Drain != nil {
+		l.victimGone(r)
+	}
+	l.holders.Delete(r)
+	l.stale = true
+}
+
+// Checkpoint records that a holder saved its state at at. A checkpoint
+// older than the last one known changes nothing (hosts learn of them late
+// and out of order). It is refused for work that holds no GPUs, and for a
+// time before the run started or after now.
+func (l *Ledger) Checkpoint(id string, at, now time.Time) error {
+	r, ok := l.recs[id]
+	switch {
+	case !ok:
+		return fmt.Errorf("ledger: checkpoint %q: unknown", id)
+	case !r.State.HoldsGPUs():
+		return fmt.Errorf("ledger: checkpoint %q: it is %s, not running", id, r.State)
+	case at.After(now):
+		return fmt.Errorf("ledger: checkpoint %q: at %s is after now %s", id, at.Format(time.RFC3339), now.Format(time.RFC3339))
+	case at.Before(r.Started):
+		return fmt.Errorf("ledger: checkpoint %q: at %s is before its start %s", id, at.Format(time.RFC3339), r.Started.Format(time.RFC3339))
+	}
+	if at.After(r.W.Drain.LastCheckpoint) {
+		r.W.Drain.LastCheckpoint = at
+		l.stale = true
+	}
+	return nil
+}
+
+// OnNode lists, in ID order, the holders with a pod on node n.
+func (l *Ledger) OnNode(n topology.NodeID) []string {
+	var out []string
+	l.holders.Ascend(func(r *Record) bool {
+		if r.OnNode(n) {
+			out = append(out, r.W.ID)
+		}
+		return true
+	})
+	return out
+}
+
+// Candidates returns the holders that may be victims (preemptible work
+// and work already draining), in ID order, as preempt reads them. The
+// slice is rebuilt only when a holder started, stopped, began draining or
+// checkpointed since the last call; the caller must not keep it across
+// changes.
+func (l *Ledger) Candidates() []preempt.Running {
+	if !l.stale {
+		return l.cands
+	}
+	clear(l.cands)
+	l.cands = l.cands[:0]
+	l.holders.Ascend(func(r *Record) bool {
+		if r.Policy.Preemptible || r.State == gang.Draining {
+			l.cands = append(l.cands, l.running(r))
+		}
+		return true
+	})
+	l.stale = false
+	return l.cands
+}
+
+func (l *Ledger) running(r *Record) preempt.Running {
+	return preempt.Running{
+		W: r.W, Queue: r.Queue, Flavor: r.Flavor, Nodes: r.Nodes, Started: r.Started,
+		Draining:    r.State == gang.Draining,
+		Preemptible: r.Policy.Preemptible,
+		MinRuntime:  r.Policy.MinRuntime,
+		Grace:       r.Policy.Grace,
+	}
+}

@@ -1,0 +1,263 @@
+// Package ledger is the one owner of who holds which GPU and which quota
+// in a scheduler: the allocation of every running workload, the quota
+// usage it is charged, its lifecycle state, the nominations of GPUs for
+// beneficiaries of a preemption, and the drains of their victims
+// (deadline, reason, every beneficiary, last checkpoint, kill requests).
+//
+// Every change is a transaction: it is validated whole, then applied to
+// the fleet, the quota tree and the books together, so that at every
+// moment and on every node
+//
+//	allocated = GPUs of holders (running and draining) + GPUs reserved for nominations
+//
+// and, per queue and flavor, quota usage = holders' GPUs + nominations'
+// GPUs. CheckInvariants recounts both from the books.
+//
+// The ledger knows nothing of decisions or events: it returns what
+// changed, and the scheduler turns that into decisions for the host. It
+// keeps the victim candidates, in ID order, for the preemption search.
+// It is not safe for concurrent use.
+package ledger
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/btree"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Ledger holds the books. The zero value is not ready: use New.
+type Ledger struct {
+	fleet *topology.Fleet
+	tree  *quota.Tree
+
+	recs     map[string]*Record           // every workload known, by ID
+	noms     map[string]*Nomination       // open nominations, by beneficiary
+	draining map[string]*Record           // workloads in state Draining
+	onNode   map[topology.NodeID][]string // promised victims with GPUs on a node, ID order
+	reserved map[topology.NodeID]int      // GPUs allocated on behalf of nominations
+	nomSeq   uint64                       // order in which nominations were accepted
+
+	holders *btree.BTreeG[*Record] // Admitted and Draining records, by ID
+	cands   []preempt.Running      // victim candidates, rebuilt when stale
+	stale   bool
+}
+
+// Record is the ledger's account of one workload. Its fields are read-only
+// outside the ledger.
+type Record struct {
+	W      *gang.Workload // the spec; the ledger writes only Drain.LastCheckpoint
+	Queue  quota.NodeID
+	Flavor quota.FlavorID
+	State  gang.State
+	// Policy resolved by the scheduler from the priority class: whether it
+	// may be a victim, how long it is protected after start, its grace.
+	Policy Policy
+
+	// Holding GPUs (Admitted or Draining).
+	Assign    placement.Assignment
+	Nodes     []placement.NodeGPUs // GPUs per node, from Assign
+	Started   time.Time
+	Borrowing bool // its queue borrowed once its usage was charged
+
+	// Drain is set while it drains.
+	Drain *Drain
+}
+
+// Policy is what the scheduler's priority classes decide about a holder.
+type Policy struct {
+	// Preemptible: it may be a victim (it checkpoints, or its class allows
+	// evicting work that does not).
+	Preemptible bool
+	MinRuntime  time.Duration
+	Grace       time.Duration
+}
+
+// GPUs is the total the workload asks for.
+func (r *Record) GPUs() int { return r.W.GPUs() }
+
+// LastCheckpoint is when it last saved its state (zero: never).
+func (r *Record) LastCheckpoint() time.Time { return r.W.Drain.LastCheckpoint }
+
+// OnNode reports whether one of its pods runs on node n.
+func (r *Record) OnNode(n topology.NodeID) bool {
+	for _, x := range r.Nodes {
+		if x.Node == n {
+			return true
+		}
+	}
+	return false
+}
+
+// Drain is a victim's drain: asked to stop at Since, to be killed from
+// Deadline on.
+type Drain struct {
+	Since    time.Time
+	Deadline time.Time
+	Reason   gang.DrainReason
+	// Beneficiaries lists every workload it was drained for, in the order
+	// the plans were accepted.
+	Beneficiaries []string
+	// Live is the part of Beneficiaries still counting on it (not
+	// dissolved). While any is live, the victim's GPUs and quota are
+	// promised: a later search must not count them again.
+	Live []string
+	// KillAsked is when the host was first asked to kill it (zero: not yet).
+	KillAsked time.Time
+
+	claims []claim // its GPUs promised to nominations, per node
+}
+
+// Promised reports whether a beneficiary still counts on the victim.
+func (d *Drain) Promised() bool { return len(d.Live) > 0 }
+
+// claim is a part of a victim's GPUs on one node promised to a beneficiary.
+type claim struct {
+	beneficiary string
+	node        topology.NodeID
+	gpus        int
+}
+
+// Nomination is the GPUs promised to a pending beneficiary while its
+// victims drain.
+type Nomination struct {
+	Beneficiary string
+	Target      placement.Assignment
+	// WaitOn lists the victims still holding GPUs of the target, in ID
+	// order. The beneficiary starts when it is empty.
+	WaitOn  []string
+	ReadyBy time.Time
+	// Seq orders nominations by acceptance.
+	Seq uint64
+
+	reserved []placement.NodeGPUs // allocated in the fleet on its behalf, node order
+}
+
+// Reserved returns the GPUs allocated on the nomination's behalf, per node.
+func (n *Nomination) Reserved() []placement.NodeGPUs { return slices.Clone(n.reserved) }
+
+// New returns empty books over a fleet and a quota tree that hold nothing
+// yet: the ledger becomes their only writer.
+func New(f *topology.Fleet, t *quota.Tree) *Ledger {
+	return &Ledger{
+		fleet: f, tree: t,
+		recs: map[string]*Record{}, noms: map[string]*Nomination{}, draining: map[string]*Record{},
+		onNode: map[topology.NodeID][]string{}, reserved: map[topology.NodeID]int{},
+		holders: btree.NewG(16, func(a, b *Record) bool { return a.W.ID < b.W.ID }),
+	}
+}
+
+// Fleet is the live fleet, for reading.
+func (l *Ledger) Fleet() *topology.Fleet { return l.fleet }
+
+// Tree is the live quota tree, for reading.
+func (l *Ledger) Tree() *quota.Tree { return l.tree }
+
+// Get returns the record of a known workload.
+func (l *Ledger) Get(id string) (*Record, bool) {
+	r, ok := l.recs[id]
+	return r, ok
+}
+
+// Len is the number of known workloads.
+func (l *Ledger) Len() int { return len(l.recs) }
+
+// Nomination returns the open nomination of beneficiary b.
+func (l *Ledger) Nomination(b string) (*Nomination, bool) {
+	n, ok := l.noms[b]
+	return n, ok
+}
+
+// Nominations lists the open nominations in acceptance order.
+func (l *Ledger) Nominations() []*Nomination {
+	out := make([]*Nomination, 0, len(l.noms))
+	for _, n := range l.noms {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b *Nomination) int { return compareUint(a.Seq, b.Seq) })
+	return out
+}
+
+// NumNominations is the number of open nominations.
+func (l *Ledger) NumNominations() int { return len(l.noms) }
+
+// Draining lists the draining workloads in ID order.
+func (l *Ledger) Draining() []*Record {
+	out := make([]*Record, 0, len(l.draining))
+	for _, r := range l.draining {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *Record) int { return compareString(a.W.ID, b.W.ID) })
+	return out
+}
+
+// NumDraining is the number of draining workloads.
+func (l *Ledger) NumDraining() int { return len(l.draining) }
+
+// Holders calls fn for every workload holding GPUs, in ID order, until fn
+// returns false.
+func (l *Ledger) Holders(fn func(*Record) bool) { l.holders.Ascend(fn) }
+
+// ReservedGPUs is the number of GPUs allocated on behalf of nominations.
+func (l *Ledger) ReservedGPUs() int {
+	t := 0
+	for _, g := range l.reserved {
+		t += g
+	}
+	return t
+}
+
+// Track records a new pending workload. The spec is the scheduler's copy;
+// the ledger keeps the pointer.
+func (l *Ledger) Track(w *gang.Workload, q quota.NodeID, f quota.FlavorID, p Policy) (*Record, error) {
+	if _, dup := l.recs[w.ID]; dup {
+		return nil, fmt.Errorf("ledger: %q already tracked", w.ID)
+	}
+	r := &Record{W: w, Queue: q, Flavor: f, Policy: p, State: gang.Pending}
+	l.recs[w.ID] = r
+	return r, nil
+}
+
+// Forget drops a pending workload that never held anything (an adoption
+// refused after tracking it).
+func (l *Ledger) Forget(id string) {
+	if r, ok := l.recs[id]; ok && r.State == gang.Pending && l.noms[id] == nil {
+		delete(l.recs, id)
+	}
+}
+
+// move changes a record's state, checked against gang's transition table:
+// a move the table refuses is a broken invariant of the caller.
+func (l *Ledger) move(r *Record, to gang.State) {
+	if !gang.CanTransition(r.State, to) {
+		panic(fmt.Sprintf("ledger: %s cannot move from %s to %s", r.W.ID, r.State, to))
+	}
+	r.State = to
+}
+
+func compareUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func compareString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,150 @@
+package fleet
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/fleetsched/fleet/internal/ledger"
+	"github.com/fleetsched/fleet/placement"
+)
+
+// Restore builds a scheduler from cfg and a Snapshot another scheduler
+// with the same config took: after a restart, the host gets back every
+// pending workload in its queue order, every running one where it runs,
+// with its last checkpoint, every drain with its original deadline,
+// reason, beneficiaries and kill requests, and every nomination with the
+// GPUs held for it. So a restart never drains a victim again, never
+// extends a deadline and never picks an extra victim: the restored
+// scheduler makes the same decisions as one that never stopped.
+//
+// Work that ended while the host was down is then reported with Exited,
+// and work started outside the scheduler with Adopt. A snapshot that does
+// not add up (a workload the config refuses, GPUs a node does not have,
+// a nomination without its victims) is refused whole with a typed error.
+func Restore(cfg Config, snap Snapshot) (*Scheduler, error) {
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.restore(snap); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Scheduler) restore(snap Snapshot) error {
+	bad := func(id string, format string, args ...any) error {
+		return refuse("restore", id, ErrInvalid, format, args...)
+	}
+	entries := map[string]*entry{}
+	// Running work first, in ID order; its drains after every holder is
+	// back, since claims refer to nominations restored last.
+	for _, v := range snap.Running {
+		e, err := s.resolve("restore", v.Spec)
+		if err != nil {
+			return err
+		}
+		if v.Started.After(snap.Time) {
+			return bad(v.ID, "started after the snapshot was taken")
+		}
+		a, err := s.assignment("restore", e, v.Pods)
+		if err != nil {
+			return err
+		}
+		rec, err := s.books.Track(&e.w, e.queue, e.flavor, e.policy())
+		if err != nil {
+			return bad(v.ID, "%v", err)
+		}
+		if err := s.books.Admit(v.ID, a, v.Started); err != nil {
+			return &Error{Op: "restore", Workload: v.ID, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+		}
+		s.books.RestoreBorrowing(v.ID, v.Borrowing)
+		e.rec, e.submitted, e.seq = rec, v.Submitted, v.Seq
+		s.work[v.ID] = e
+		entries[v.ID] = e
+	}
+	for _, v := range snap.Pending {
+		e, err := s.resolve("restore", v.Spec)
+		if err != nil {
+			return err
+		}
+		rec, err := s.books.Track(&e.w, e.queue, e.flavor, e.policy())
+		if err != nil {
+			return bad(v.ID, "%v", err)
+		}
+		e.rec, e.submitted, e.seq = rec, v.Submitted, v.Seq
+		s.work[v.ID] = e
+		s.queued[v.ID] = e
+		entries[v.ID] = e
+	}
+	for _, v := range snap.Running {
+		d := v.Drain
+		if d == nil {
+			continue
+		}
+		var claims []ledger.Claim
+		for _, c := range d.Claims {
+			n, ok := s.fleet.Node(c.Node)
+			if !ok {
+				return refuse("restore", v.ID, ErrUnknownNode, "%q", c.Node)
+			}
+			claims = append(claims, ledger.Claim{Beneficiary: c.Beneficiary, Node: n, GPUs: c.GPUs})
+		}
+		dr := ledger.Drain{Since: d.Since, Deadline: d.Deadline, Reason: d.Reason, KillAsked: d.KillAsked,
+			Beneficiaries: d.Beneficiaries, Live: d.Live}
+		if err := s.books.RestoreDrain(v.ID, dr, claims); err != nil {
+			return bad(v.ID, "%v", err)
+		}
+	}
+	noms := slices.Clone(snap.Pending)
+	slices.SortFunc(noms, func(a, b PendingView) int { return cmp.Compare(seqOf(a.Nomination), seqOf(b.Nomination)) })
+	for _, v := range noms {
+		n := v.Nomination
+		if n == nil {
+			continue
+		}
+		e := entries[v.ID]
+		target, err := s.assignment("restore", e, n.Pods)
+		if err != nil {
+			return err
+		}
+		var reserved []placement.NodeGPUs
+		for _, x := range n.Reserved {
+			node, ok := s.fleet.Node(x.Node)
+			if !ok {
+				return refuse("restore", v.ID, ErrUnknownNode, "%q", x.Node)
+			}
+			reserved = append(reserved, placement.NodeGPUs{Node: node, GPUs: x.GPUs})
+		}
+		if err := s.books.RestoreNomination(v.ID, target, reserved, n.WaitOn, n.ReadyBy, n.Seq); err != nil {
+			return bad(v.ID, "%v", err)
+		}
+	}
+	for _, h := range snap.Fleet.Unhealthy {
+		n, ok := s.fleet.Node(h.Node)
+		if !ok {
+			return refuse("restore", "", ErrUnknownNode, "%q", h.Node)
+		}
+		if err := s.fleet.SetHealth(n, h.Health); err != nil {
+			return &Error{Op: "restore", Detail: "node " + h.Node, Err: ErrInvalidHealth}
+		}
+	}
+	if err := s.books.CheckInvariants(); err != nil {
+		return bad("", "the snapshot does not add up: %v", err)
+	}
+	s.seq = max(s.seq, snap.Seq)
+	for _, ev := range snap.Undelivered {
+		ev.Beneficiaries, ev.Affected = slices.Clone(ev.Beneficiaries), slices.Clone(ev.Affected)
+		s.events = append(s.events, ev)
+	}
+	s.now = snap.Time
+	return nil
+}
+
+func seqOf(n *NominationView) uint64 {
+	if n == nil {
+		return 0
+	}
+	return n.Seq
+}

@@ -1,0 +1,114 @@
+package fleet
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Snapshot returns a deep copy of the scheduler's state: the host may keep
+// and change it without touching the scheduler. Besides the figures a
+// dashboard reads, it carries everything Restore needs to rebuild the
+// scheduler after a restart: every workload's spec, where it runs, its
+// last checkpoint, drains (deadline, reason, every beneficiary, the GPUs
+// promised) and nominations.
+func (s *Scheduler) Snapshot() Snapshot {
+	f := s.fleet
+	st := f.Stats(topology.Root, topology.AllGroups)
+	snap := Snapshot{Time: s.now, Fleet: FleetView{
+		GPUs: st.GPUs, HealthyGPUs: st.HealthyGPUs, FreeGPUs: st.FreeGPUs, AllocatedGPUs: st.Allocated,
+		Nodes: st.Nodes, HealthyNodes: st.HealthyNodes, FreeNodes: st.FreeNodes, StrandedGPUs: st.Stranded,
+		Occupancy: f.String(),
+	}}
+	for n := range topology.NodeID(f.NumNodes()) {
+		if h := f.Health(n); h != topology.Healthy {
+			snap.Fleet.Unhealthy = append(snap.Fleet.Unhealthy, NodeHealth{Node: f.NodeName(n), Health: h})
+		}
+	}
+	for l := topology.Level(1); l < topology.Level(f.Depth()); l++ {
+		n, d := f.LargestFreeBlock(l, topology.AllGroups)
+		snap.Fleet.LargestFreeBlock = append(snap.Fleet.LargestFreeBlock, LevelBlock{Level: f.LevelName(l), Domain: f.DomainName(d), Nodes: n})
+	}
+	pendingBy, runningBy := map[quota.NodeID]int{}, map[quota.NodeID]int{}
+	for _, id := range s.sortedIDs() {
+		e := s.work[id]
+		r := e.rec
+		switch {
+		case r.State == gang.Pending:
+			pendingBy[e.queue]++
+			p := PendingView{ID: id, Queue: e.w.Queue, Shape: e.w.Shape, Priority: e.priority,
+				GPUs: e.gpus(), Submitted: e.submitted, Seq: e.seq, Spec: e.w.Clone()}
+			if n, ok := s.books.Nomination(id); ok {
+				p.Nominated = true
+				p.Nomination = &NominationView{Pods: s.podViews(e, n.Target), WaitOn: slices.Clone(n.WaitOn),
+					ReadyBy: n.ReadyBy, Seq: n.Seq, Reserved: s.nodeViews(n.Reserved())}
+			}
+			snap.Pending = append(snap.Pending, p)
+		case r.State.HoldsGPUs():
+			runningBy[e.queue]++
+			v := RunningView{ID: id, Queue: e.w.Queue, Shape: e.w.Shape, Class: e.class.Name, Priority: e.priority,
+				Flavor: e.w.Flavor, GPUs: e.gpus(), Started: r.Started, Draining: r.State == gang.Draining,
+				Span: f.LevelName(r.Assign.Span), Borrowing: r.Borrowing, LastCheckpoint: r.LastCheckpoint(),
+				Submitted: e.submitted, Seq: e.seq, Spec: e.w.Clone(), Pods: s.podViews(e, r.Assign),
+				Nodes: s.nodeViews(r.Nodes)}
+			if d := r.Drain; d != nil {
+				v.Deadline = d.Deadline
+				v.Drain = &DrainView{Since: d.Since, Deadline: d.Deadline, Reason: d.Reason,
+					Beneficiaries: slices.Clone(d.Beneficiaries), Live: slices.Clone(d.Live), KillAsked: d.KillAsked}
+				for _, c := range d.Claims() {
+					v.Drain.Claims = append(v.Drain.Claims, ClaimView{Beneficiary: c.Beneficiary, Node: f.NodeName(c.Node), GPUs: c.GPUs})
+				}
+			}
+			snap.Running = append(snap.Running, v)
+		}
+	}
+	snap.Seq = s.seq
+	for _, ev := range s.events {
+		ev.Beneficiaries, ev.Affected = slices.Clone(ev.Beneficiaries), slices.Clone(ev.Affected)
+		snap.Undelivered = append(snap.Undelivered, ev)
+	}
+	snap.Nominated = s.books.ReservedGPUs()
+	t := s.tree
+	for n := range quota.NodeID(t.NumNodes()) {
+		qv := QueueView{Name: t.Name(n), IsQueue: t.IsQueue(n), Weight: t.Weight(n),
+			DominantShare: t.DominantShare(n).Value(), Pending: pendingBy[n], Running: runningBy[n]}
+		if p, ok := t.Parent(n); ok {
+			qv.Parent = t.Name(p)
+		}
+		for fl := range quota.FlavorID(t.NumFlavors()) {
+			if !t.Serves(n, fl) && t.InUse(n, fl) == 0 {
+				continue
+			}
+			nom, use := t.Nominal(n, fl), t.InUse(n, fl)
+			qv.Flavors = append(qv.Flavors, FlavorView{Flavor: t.FlavorName(fl), Nominal: nom, InUse: use,
+				Borrowed: t.Borrowed(n, fl), Lendable: max(0, nom-use)})
+		}
+		snap.Queues = append(snap.Queues, qv)
+	}
+	slices.SortStableFunc(snap.Queues, func(a, b QueueView) int { return strings.Compare(a.Name, b.Name) })
+	return snap
+}
+
+// podViews names the pods of an assignment.
+func (s *Scheduler) podViews(e *entry, a placement.Assignment) []PodAssignment {
+	out := make([]PodAssignment, len(a.Pods))
+	for i, p := range a.Pods {
+		out[i] = PodAssignment{PodSet: e.w.PodSets[p.PodSet].Name, Index: p.Index, Node: s.fleet.NodeName(p.Node), GPUs: p.GPUs}
+	}
+	return out
+}
+
+// nodeViews names the nodes of a GPU list.
+func (s *Scheduler) nodeViews(list []placement.NodeGPUs) []NodeGPUs {
+	out := make([]NodeGPUs, len(list))
+	for i, x := range list {
+		out[i] = NodeGPUs{Node: s.fleet.NodeName(x.Node), GPUs: x.GPUs}
+	}
+	return out
+}
+
+
