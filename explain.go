@@ -196,4 +196,3 @@ func (s *Scheduler) explainWait(e *entry, x *Explanation) []string {
 	msg = append(msg, "as of the cycle at "+w.at.Format(time.TimeOnly))
 	return msg
 }
-

@@ -202,4 +202,3 @@ func (s *Scheduler) share(t placement.Assignment, id string, from, n int) placem
 	a.Span = s.fleet.Span(nodes)
 	return a
 }
-

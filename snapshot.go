@@ -110,5 +110,3 @@ func (s *Scheduler) nodeViews(list []placement.NodeGPUs) []NodeGPUs {
 	}
 	return out
 }
-
-

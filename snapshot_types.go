@@ -15,14 +15,14 @@ type Snapshot struct {
 	Time time.Time
 	// Seq is the scheduler's submission counter: Restore continues it so
 	// that queue order ties break the same way.
-	Seq     uint64
+	Seq uint64
 	// Undelivered holds the events recorded since the last cycle, which
 	// the next Decisions will carry: Restore keeps them.
 	Undelivered []Event
-	Fleet   FleetView
-	Queues  []QueueView
-	Running []RunningView
-	Pending []PendingView
+	Fleet       FleetView
+	Queues      []QueueView
+	Running     []RunningView
+	Pending     []PendingView
 	// Nominated counts GPUs held for beneficiaries of drains in progress.
 	Nominated int
 }
