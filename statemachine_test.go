@@ -88,6 +88,7 @@ func (m *machine) Schedule(t *rapid.T) {
 	m.now = m.now.Add(time.Duration(rapid.IntRange(1, 300).Draw(t, "dt")) * time.Second)
 	d, _ := both(t, m, func(s *fleet.Scheduler) (fleet.Decisions, error) { return s.Schedule(m.now), nil })
 	m.checkGuarantee(t, d)
+	m.checkExplain(t)
 	for _, a := range d.Admit {
 		_, dup := m.h.running[a.ID]
 		require.False(t, dup, "admitted twice: %s", a.ID)
@@ -267,6 +268,31 @@ func TestStateMachine(t *testing.T) {
 		m.init(t)
 		t.Repeat(rapid.StateMachineActions(m))
 	})
+}
+
+// checkExplain pins that Explain says what the cycle just decided: every
+// pending workload has a verdict from it, a nominated one waits for its
+// victims, a quota verdict is a refusal, and a topology verdict comes with
+// a placement answer behind a quota that fitted.
+func (m *machine) checkExplain(t *rapid.T) {
+	for _, p := range m.s.Snapshot().Pending {
+		x, err := m.s.Explain(p.ID)
+		require.NoError(t, err)
+		require.NotEqual(t, fleet.WaitUnscheduled, x.Waiting, "%s: the cycle left no verdict", p.ID)
+		require.Equal(t, m.now, x.Cycle, "%s: verdict not from this cycle", p.ID)
+		require.Equal(t, p.Nominated, x.Waiting == fleet.WaitVictims, "%s: %s", p.ID, x.Message)
+		switch x.Waiting {
+		case fleet.WaitQuota:
+			require.NotNil(t, x.Quota)
+			require.False(t, x.Quota.Fits(), x.Message)
+		case fleet.WaitTopology:
+			require.NotNil(t, x.Quota)
+			require.True(t, x.Quota.Fits(), x.Message)
+			require.NotNil(t, x.Placement, x.Message)
+		case fleet.WaitHeadOfQueue, fleet.WaitReservation:
+			require.NotEmpty(t, x.Behind, x.Message)
+		}
+	}
 }
 
 // checkGuarantee pins "a queue below its guarantee can always get back to

@@ -1,0 +1,186 @@
+package fleet_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+)
+
+// reclaimFleet fills the reference fleet: inference 16 nodes below its
+// guarantee, research at its nominal quota with a gang that does not
+// checkpoint, and two 8-node research gangs, a and b, borrowing the 16
+// nodes inference lends. Then inference asks for 16 replicas of 8 GPUs,
+// which drains a and b.
+func reclaimFleet(t *testing.T) (*fleet.Scheduler, fleet.Decisions, time.Time) {
+	t.Helper()
+	s := newRef(t)
+	for i := range 134 {
+		require.NoError(t, s.Submit(t0, replica(fmt.Sprintf("inf-%d", i), 8)))
+	}
+	own := training("own", 106, fleet.ClassReservedResearch, "research")
+	own.Drain.Preemptible = false
+	own.Topology = gang.TopologyRequest{}
+	require.NoError(t, s.Submit(t0, own))
+	require.NoError(t, s.Submit(t0, training("a", 8, fleet.ClassReservedResearch, "research")))
+	require.NoError(t, s.Submit(t0, training("b", 8, fleet.ClassReservedResearch, "research")))
+	require.Len(t, s.Schedule(t0).Admit, 137)
+	require.Zero(t, s.Snapshot().Fleet.FreeGPUs)
+
+	now := t0.Add(time.Hour)
+	for i := range 16 {
+		require.NoError(t, s.Submit(now, replica(fmt.Sprintf("spike-%02d", i), 8)))
+	}
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 2, "inference takes back its 16 nodes from a and b")
+	require.Empty(t, d.Admit)
+	return s, d, now
+}
+
+func nodesOf(s *fleet.Scheduler, id string) []string {
+	for _, r := range s.Snapshot().Running {
+		if r.ID == id {
+			var out []string
+			for _, n := range r.Nodes {
+				out = append(out, n.Node)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// Each replica starts as soon as the victim on its own node has exited,
+// not when the slowest victim of the spike is gone; every Drain names all
+// the replicas it makes room for.
+func TestReclaimStartsEachReplicaWhenItsOwnVictimExits(t *testing.T) {
+	s, d, now := reclaimFleet(t)
+	served := map[string][]string{}
+	for _, x := range d.Drain {
+		assert.Len(t, x.Beneficiaries, 8, "%s frees 8 nodes, one per replica", x.ID)
+		assert.Equal(t, gang.DrainReclaim, x.Reason)
+		served[x.ID] = x.Beneficiaries
+	}
+	aNodes := nodesOf(s, "a")
+
+	now = now.Add(30 * time.Second)
+	require.NoError(t, s.Exited(now, "a", gang.ExitDrained))
+	d = s.Schedule(now)
+	require.Len(t, d.Admit, 8, "a's replicas start while b still drains")
+	var started, on []string
+	for _, x := range d.Admit {
+		started = append(started, x.ID)
+		on = append(on, x.Pods[0].Node)
+	}
+	assert.ElementsMatch(t, served["a"], started)
+	assert.ElementsMatch(t, aNodes, on)
+
+	x, err := s.Explain(served["b"][0])
+	require.NoError(t, err)
+	assert.Equal(t, fleet.WaitVictims, x.Waiting)
+	assert.Equal(t, []string{"b"}, x.Victims)
+
+	// b overstays its deadline: the host is asked to kill it every cycle,
+	// with how overdue it is, and the event is recorded once.
+	deadline := t0.Add(time.Hour + fleet.DefaultGrace)
+	kills := 0
+	for _, at := range []time.Duration{0, time.Minute, 10 * time.Minute} {
+		d = s.Schedule(deadline.Add(at))
+		require.Len(t, d.Kill, 1)
+		assert.Equal(t, fleet.Kill{ID: "b", Deadline: deadline, Overdue: at, Reason: gang.DrainReclaim}, d.Kill[0])
+		for _, ev := range d.Events {
+			if ev.Kind == fleet.EventKilled {
+				kills++
+			}
+		}
+	}
+	assert.Equal(t, 1, kills, "one kill event, however often the host is asked")
+	x, err = s.Explain("b")
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Minute, x.Overdue)
+	assert.Contains(t, x.Message, "overdue by 10m0s")
+	assert.Equal(t, served["b"], x.Beneficiaries)
+
+	now = deadline.Add(11 * time.Minute)
+	require.NoError(t, s.Exited(now, "b", gang.ExitKilled))
+	d = s.Schedule(now)
+	require.Len(t, d.Admit, 8)
+	require.Empty(t, d.Kill)
+}
+
+// A restart in the middle of a drain, from a snapshot, changes nothing:
+// the same victims keep their deadlines, the replicas their nominations,
+// and no victim is added.
+func TestRestoreMidDrainKeepsTheContract(t *testing.T) {
+	s, d, now := reclaimFleet(t)
+	r, err := fleet.Restore(fleet.ReferenceConfig(), s.Snapshot())
+	require.NoError(t, err)
+	require.Equal(t, s.Snapshot(), r.Snapshot())
+	deadline := d.Drain[0].Deadline
+
+	for _, at := range []time.Time{now.Add(time.Second), deadline} {
+		a, b := s.Schedule(at), r.Schedule(at)
+		assert.Equal(t, a, b, "at %s", at)
+		assert.Empty(t, b.Drain, "no victim drained again or added")
+	}
+	x, err := r.Explain(d.Drain[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, deadline, x.Deadline, "a restart never extends a deadline")
+}
+
+// A host that learns of a checkpoint late reports it with its own time;
+// the victim search then charges only the work since.
+func TestLateCheckpointLowersTheCost(t *testing.T) {
+	s := newRef(t)
+	for i := range 150 {
+		require.NoError(t, s.Submit(t0, replica(fmt.Sprintf("inf-%d", i), 8)))
+	}
+	require.NoError(t, s.Submit(t0, training("job", 8, fleet.ClassPreemptibleBatch, "research")))
+	filler := training("filler", 98, fleet.ClassReservedResearch, "research")
+	filler.Topology, filler.Drain.Preemptible = gang.TopologyRequest{}, false
+	require.NoError(t, s.Submit(t0, filler))
+	require.Len(t, s.Schedule(t0).Admit, 152)
+
+	now := t0.Add(2 * time.Hour)
+	require.NoError(t, s.Checkpointed(now, "job", now.Add(-10*time.Minute)))
+	require.Error(t, s.Checkpointed(now, "job", now.Add(time.Minute)), "a checkpoint in the future")
+	require.Error(t, s.Checkpointed(now, "job", t0.Add(-time.Minute)), "a checkpoint before the run")
+	high := training("high", 8, fleet.ClassReservedResearch, "research")
+	require.NoError(t, s.Submit(now, high))
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 1)
+	assert.Equal(t, "job", d.Drain[0].ID)
+	// 64 GPUs x (10 minutes since the checkpoint + 3 minutes restart).
+	assert.InDelta(t, 64*13*60, d.Drain[0].LostGPUSeconds, 1e-6)
+}
+
+// An exit the lifecycle does not allow is refused: "drained" follows only
+// a drain request.
+func TestExitedDrainedWithoutDrainIsRefused(t *testing.T) {
+	s := newRef(t)
+	require.NoError(t, s.Submit(t0, replica("r", 8)))
+	require.Len(t, s.Schedule(t0).Admit, 1)
+	before := s.Snapshot()
+	err := s.Exited(t0, "r", gang.ExitDrained)
+	require.ErrorIs(t, err, fleet.ErrBadState)
+	require.Equal(t, before, s.Snapshot())
+}
+
+func TestRestoreRefusesASnapshotThatDoesNotAddUp(t *testing.T) {
+	s, _, _ := reclaimFleet(t)
+	snap := s.Snapshot()
+	for i := range snap.Running {
+		if snap.Running[i].Drain != nil {
+			snap.Running[i].Drain.Claims = slices.Clone(snap.Running[i].Drain.Claims[:1])
+			break
+		}
+	}
+	_, err := fleet.Restore(fleet.ReferenceConfig(), snap)
+	require.ErrorIs(t, err, fleet.ErrInvalid)
+}
