@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fleetsched/fleet/importer/internal/quantity"
 )
 
 // MaxFileSize bounds the node lists ParseNodes reads.
@@ -128,7 +130,10 @@ func decodeKube(js []byte, resourceName string) ([]Node, error) {
 const maxNodeGPUs = 1 << 20
 
 // gpuQuantity reads a quantity written as a JSON string or number and
-// rounds it up to whole GPUs, as Kueue's resource arithmetic does.
+// rounds it up to whole GPUs, as Kueue's resource arithmetic does. The
+// bound is checked on the exact value: apimachinery's Value() wraps or
+// returns 0 past int64 ("1e19", "100E"), which would drop the node as one
+// without GPUs.
 func gpuQuantity(raw json.RawMessage) (int, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -138,9 +143,9 @@ func gpuQuantity(raw json.RawMessage) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("quantity %q: %v", s, err)
 	}
-	v := q.Value()
-	if q.Sign() < 0 || v > maxNodeGPUs {
-		return 0, fmt.Errorf("quantity %q out of range", s)
+	v, _, err := quantity.Ceil(q, maxNodeGPUs)
+	if err != nil {
+		return 0, fmt.Errorf("quantity %q: %w", s, err)
 	}
 	return int(v), nil
 }

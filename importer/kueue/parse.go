@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetsched/fleet/importer/internal/quantity"
 	"github.com/fleetsched/fleet/quota"
 )
 
@@ -205,26 +206,32 @@ func (p *parser) quantity(v any, path string) (resource.Quantity, bool) {
 	return q, true
 }
 
-// gpus turns a quantity into whole GPUs as Kueue does (Value, rounding
-// up), noting when it rounded.
+// gpus turns a quantity into whole GPUs as Kueue does (rounding up),
+// noting when it rounded. A quantity beyond quota.MaxAmount is refused on
+// its exact value: apimachinery's Value() wraps or returns 0 past int64
+// ("1e19", "100E"), which would read as a quota of 0.
 func (p *parser) gpus(v any, path string) (int64, bool) {
 	q, ok := p.quantity(v, path)
 	if !ok {
 		return 0, false
 	}
-	if q.Sign() < 0 {
-		p.fail(path, ErrQuantity, "%s is negative", q.String())
+	n, rounded, err := quantity.Ceil(q, quota.MaxAmount)
+	if err != nil {
+		p.fail(path, ErrQuantity, "%s: %v", quantityText(v), err)
 		return 0, false
 	}
-	n := q.Value()
-	if n > quota.MaxAmount {
-		p.fail(path, ErrQuantity, "%s is above %d", q.String(), quota.MaxAmount)
-		return 0, false
-	}
-	if m := q.MilliValue(); m != n*1000 {
+	if rounded {
 		p.note("%s %s rounded up to %d, as Kueue does", path, q.String(), n)
 	}
 	return n, true
+}
+
+// quantityText is a quantity as the file wrote it.
+func quantityText(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
 }
 
 // Parse reads a multi-document YAML file of Kueue objects: ClusterQueue,
