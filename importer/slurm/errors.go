@@ -60,15 +60,19 @@ type ParseError struct {
 }
 
 func (e *ParseError) Error() string {
-	msg := e.Err.Error()
+	msg, detail := e.Err.Error(), e.Detail
+	if he, ok := e.Err.(*HostlistError); ok {
+		// The place first, then the expression: "line 5: "s4": "e[0-3]" at offset 0: ...".
+		msg, detail = he.Err.Error(), fmt.Sprintf("%q at offset %d: %s", he.Expr, he.Offset, he.Detail)
+	}
 	if e.Line > 0 {
 		msg += fmt.Sprintf(": line %d", e.Line)
 	}
 	if e.Name != "" {
 		msg += fmt.Sprintf(": %q", e.Name)
 	}
-	if e.Detail != "" {
-		msg += ": " + e.Detail
+	if detail != "" {
+		msg += ": " + detail
 	}
 	return msg
 }
