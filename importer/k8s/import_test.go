@@ -111,7 +111,7 @@ func TestNVLink(t *testing.T) {
 		}
 		return k8s.Node{Name: name, Labels: l, GPUs: 4}
 	}
-	opts := k8s.Options{Levels: []k8s.Level{{"rack", "rack"}}, NVLinkLabel: k8s.CliqueLabel}
+	opts := k8s.Options{Levels: []k8s.Level{{"rack", "rack"}}, NVLinkLabel: k8s.CliqueLabel, DefaultFlavor: "H100"}
 
 	// One clique per rack: the rack is the NVLink level.
 	res, err := k8s.Import([]k8s.Node{mk("a", "r1", "u1.1"), mk("b", "r1", "u1.1"), mk("c", "r2", "u2.1")}, opts)
