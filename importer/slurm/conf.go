@@ -142,6 +142,10 @@ func (d *desc) addLine(line string, lineNo int) error {
 		return d.addBlock(ps, lineNo)
 	case "blocksizes", "blocklevels":
 		return d.addSizes(ps, lineNo)
+	case "ringname":
+		// topology/ring's record: a known topology fleet cannot read, as
+		// topology.yaml's ring is, not an unknown key.
+		return &ParseError{Line: lineNo, Name: ps[0].val, Detail: "ring topologies (RingName) are not level trees", Err: ErrUnsupported}
 	}
 	return &ParseError{Line: lineNo, Detail: fmt.Sprintf("record starts with %q", ps[0].key), Err: ErrUnknownKey}
 }

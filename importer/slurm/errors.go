@@ -112,8 +112,10 @@ const (
 	// WarnLevelDropped: a BlockSizes level above one that already covers
 	// every block adds nothing and was dropped.
 	WarnLevelDropped
-	// WarnIgnoredField: a field that fleet does not model, such as
-	// LinkSpeed, was read and kept only in Result.
+	// WarnIgnoredField: a field that fleet does not model was read and
+	// kept only in Result: LinkSpeed (link_speed in topology.yaml), in one
+	// entry per file naming the first switch that gives it. It changes
+	// nothing, so it is listed in Result.Notes, not Result.Warnings.
 	WarnIgnoredField
 )
 
