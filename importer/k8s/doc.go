@@ -20,8 +20,9 @@
 // GPU count; nodes left without a flavor are named in a warning.
 //
 // What it is not: it talks to no API server. The host lists the nodes
-// (ParseNodes reads `kubectl get nodes -o yaml` or a plain list) and
-// decides which are schedulable. The package keeps Kubernetes types out of
+// (ParseNodes reads `kubectl get nodes -o yaml`, `kubectl get node X -o
+// yaml`, a "---" stream of Nodes, or a plain list) and decides which are
+// schedulable. The package keeps Kubernetes types out of
 // the core packages.
 //
 //	nodes, err := k8s.ParseNodes(data, "")        // nvidia.com/gpu

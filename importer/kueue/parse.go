@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetsched/fleet/importer/internal/quantity"
+	"github.com/fleetsched/fleet/importer/internal/yamldocs"
 	"github.com/fleetsched/fleet/quota"
 )
 
@@ -79,43 +80,6 @@ type Result struct {
 	Lines map[string]int
 }
 
-// doc is one YAML document.
-type doc struct {
-	index, line int
-	body        []byte
-}
-
-// splitDocs cuts a multi-document YAML stream at "---" lines.
-func splitDocs(data []byte) []doc {
-	var docs []doc
-	var cur bytes.Buffer
-	start, lineNo, trivia := 1, 0, true
-	flush := func() {
-		trivia = true
-		if len(bytes.TrimSpace(cur.Bytes())) > 0 {
-			docs = append(docs, doc{index: len(docs), line: start, body: slices.Clone(cur.Bytes())})
-		}
-		cur.Reset()
-	}
-	for line := range bytes.Lines(data) {
-		lineNo++
-		t := bytes.TrimRight(line, " \t\r\n")
-		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
-			flush()
-			start = lineNo + 1
-			continue
-		}
-		if trivia && (len(bytes.TrimSpace(t)) == 0 || bytes.HasPrefix(bytes.TrimSpace(t), []byte("#"))) {
-			start = lineNo + 1
-		} else {
-			trivia = false
-		}
-		cur.Write(line)
-	}
-	flush()
-	return docs
-}
-
 // obj is a decoded JSON object whose fields are taken one by one; what is
 // left at the end was not modelled and becomes a Note.
 type obj map[string]any
@@ -131,17 +95,17 @@ type parser struct {
 	resource string
 	errs     []error
 	// current object
-	d          doc
+	d          yamldocs.Doc
 	kind, name string
 }
 
 func (p *parser) fail(field string, err error, format string, args ...any) {
-	p.errs = append(p.errs, &ObjectError{Doc: p.d.index, Line: p.d.line, Kind: p.kind, Name: p.name,
+	p.errs = append(p.errs, &ObjectError{Doc: p.d.Index, Line: p.d.Line, Kind: p.kind, Name: p.name,
 		Field: field, Detail: fmt.Sprintf(format, args...), Err: err})
 }
 
 func (p *parser) note(format string, args ...any) {
-	p.res.Notes = append(p.res.Notes, Note{Line: p.d.line, Kind: p.kind, Name: p.name, Detail: fmt.Sprintf(format, args...)})
+	p.res.Notes = append(p.res.Notes, Note{Line: p.d.Line, Kind: p.kind, Name: p.name, Detail: fmt.Sprintf(format, args...)})
 }
 
 // leftovers notes every field of o not taken, under the path prefix.
@@ -258,9 +222,9 @@ func Parse(data []byte, opts Options) (*Result, error) {
 		p.resource = DefaultResource
 	}
 	b := &treeBuilder{p: p, kindOf: map[string]string{}}
-	for _, d := range splitDocs(data) {
+	for _, d := range yamldocs.Split(data) {
 		p.d, p.kind, p.name = d, "", ""
-		js, err := yaml.YAMLToJSON(d.body)
+		js, err := yaml.YAMLToJSON(d.Body)
 		if err != nil {
 			p.fail("", ErrSyntax, "%v", err)
 			continue
@@ -367,7 +331,7 @@ func (b *treeBuilder) object(o obj) {
 		p.fail("metadata.name", ErrDuplicate, "first on line %d", line)
 		return
 	}
-	p.res.Lines[key] = p.d.line
+	p.res.Lines[key] = p.d.Line
 	delete(o, "apiVersion")
 	delete(o, "kind")
 	delete(o, "metadata")
@@ -404,7 +368,7 @@ func (b *treeBuilder) addNode(n quota.NodeSpec) {
 		return
 	}
 	b.kindOf[n.Name] = p.kind
-	b.nodes = append(b.nodes, pending{spec: n, line: p.d.line})
+	b.nodes = append(b.nodes, pending{spec: n, line: p.d.Line})
 }
 
 func (b *treeBuilder) refCohort(name string) {
@@ -416,7 +380,7 @@ func (b *treeBuilder) refCohort(name string) {
 	b.cohorts = append(b.cohorts, struct {
 		name string
 		line int
-	}{name, b.p.d.line})
+	}{name, b.p.d.Line})
 }
 
 func (b *treeBuilder) clusterQueue(version string, spec obj) {
