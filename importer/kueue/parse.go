@@ -207,7 +207,8 @@ func quantityText(v any) string {
 // and metadata other than name and namespace are ignored.
 //
 // It refuses what Kueue's API server or controllers would: malformed
-// documents, a kind in a version that never served it, duplicate objects,
+// documents, a kind in a version that never served it or in the
+// pre-v1beta1 schema of Kueue v0.1-v0.2 (ErrVersion), duplicate objects,
 // invalid enums, quantities and CEL rules (flavors listing exactly the
 // covered resources, limits without a cohort, borrowWithinCohort with
 // reclaimWithinCohort Never), cohort cycles, and whatever quota.New
@@ -267,15 +268,33 @@ func Parse(data []byte, opts Options) (*Result, error) {
 	return p.res, nil
 }
 
-// Kinds Parse reads, and the versions that served each.
-func served(kind, version string) (known, ok bool) {
+// served says whether Parse reads kind (known) and, if so, whether it reads
+// it in version; when not, why says so. Kueue v0.1 served ClusterQueue and
+// ResourceFlavor as v1alpha1 and v0.2 served them and LocalQueue as
+// v1alpha2, in a schema v0.3's v1beta1 replaced (spec.resources with
+// min/max quotas): they were served, in a form fleet does not read. The
+// v1alpha1 Cohort and Topology are later kinds of the current schema.
+func served(kind, version string) (known bool, why string) {
 	switch kind {
-	case "Cohort", "Topology":
-		return true, true
-	case "ClusterQueue", "ResourceFlavor", "WorkloadPriorityClass", "LocalQueue":
-		return true, version != "v1alpha1"
+	case "Cohort", "Topology", "ClusterQueue", "ResourceFlavor", "WorkloadPriorityClass", "LocalQueue":
+	default:
+		return false, ""
 	}
-	return false, false
+	old := map[string][]string{
+		"v1alpha1": {"ClusterQueue", "ResourceFlavor"},
+		"v1alpha2": {"ClusterQueue", "ResourceFlavor", "LocalQueue"},
+	}
+	switch {
+	case version == "v1beta1" || version == "v1beta2":
+		return true, ""
+	case version == "v1alpha1" && (kind == "Cohort" || kind == "Topology"):
+		return true, ""
+	case slices.Contains(old[version], kind):
+		return true, "the pre-v1beta1 schema (Kueue v0.1-v0.2) is not supported; convert it to v1beta1 or v1beta2"
+	case version == "v1alpha1" || version == "v1alpha2":
+		return true, "never served in this version"
+	}
+	return true, "not a Kueue API version fleet reads (v1alpha1, v1beta1, v1beta2)"
 }
 
 type pending struct {
@@ -305,17 +324,13 @@ func (b *treeBuilder) object(o obj) {
 	name, _ := meta["name"].(string)
 	p.kind, p.name = kind, name
 	group, version, _ := strings.Cut(apiVersion, "/")
-	known, ok := served(kind, version)
+	known, why := served(kind, version)
 	if group != Group || !known {
 		p.note("%s %s skipped: not a Kueue object fleet reads", apiVersion, kind)
 		return
 	}
-	if version != "v1alpha1" && version != "v1beta1" && version != "v1beta2" {
-		p.fail("apiVersion", ErrVersion, "%s", apiVersion)
-		return
-	}
-	if !ok {
-		p.fail("apiVersion", ErrVersion, "%s is not served as %s", kind, apiVersion)
+	if why != "" {
+		p.fail("apiVersion", ErrVersion, "%s %s: %s", kind, apiVersion, why)
 		return
 	}
 	if name == "" {
