@@ -20,7 +20,8 @@ import (
 // The library owns no clock, no goroutines, no global randomness and no
 // package-level state: the host supplies `now`, serialises calls and passes
 // seeded generators in. TestPurity keeps it so by scanning the non-test
-// sources of every package of the module except examples/ and testdata/.
+// sources of every package under the repository root except examples/ and
+// testdata/, the modules of importer/ and metrics/prom included.
 //
 // The scan is syntactic (go/parser and go/ast, no type checking), so it is
 // fast and needs no build. Package names are resolved through each file's

@@ -15,11 +15,14 @@
 // nvidia.com/gpu.clique (or Topograph's accelerator domain) gives NVLink
 // domains: a level when they nest inside the lowest level, a node label
 // with a warning when they do not. nvidia.com/gpu.product is the flavor
-// and allocatable nvidia.com/gpu (or nvidia.com/gpu.count) the GPU count.
+// (cloud.google.com/gke-accelerator in the GKE preset, as GKE labels its
+// GPU nodes), and allocatable nvidia.com/gpu (or nvidia.com/gpu.count) the
+// GPU count; nodes left without a flavor are named in a warning.
 //
 // What it is not: it talks to no API server. The host lists the nodes
-// (ParseNodes reads `kubectl get nodes -o yaml` or a plain list) and
-// decides which are schedulable. The package keeps Kubernetes types out of
+// (ParseNodes reads `kubectl get nodes -o yaml`, `kubectl get node X -o
+// yaml`, a "---" stream of Nodes, or a plain list) and decides which are
+// schedulable. The package keeps Kubernetes types out of
 // the core packages.
 //
 //	nodes, err := k8s.ParseNodes(data, "")        // nvidia.com/gpu

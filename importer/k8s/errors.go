@@ -56,10 +56,14 @@ const (
 	// WarnNotNested: an NVLink domain spans several lowest-level domains,
 	// so it cannot be a level; it is kept as a node label instead.
 	WarnNotNested
+	// WarnNoFlavor: nodes carry neither the flavor label nor is there a
+	// DefaultFlavor, so their flavor is ""; one warning names how many and
+	// the first of them.
+	WarnNoFlavor
 )
 
 func (k WarningKind) String() string {
-	names := []string{"", "missing-label", "no-gpus", "padded", "not-nested"}
+	names := []string{"", "missing-label", "no-gpus", "padded", "not-nested", "no-flavor"}
 	if k > 0 && int(k) < len(names) {
 		return names[k]
 	}

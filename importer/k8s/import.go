@@ -54,6 +54,7 @@ func Import(nodes []Node, opts Options) (*Result, error) {
 	names := map[string]int{}
 	var nvl []string // NVLink label value per kept node, "" if absent
 	var hasNVL []bool
+	var noFlavor []string // kept nodes left with flavor ""
 nodes:
 	for i, n := range nodes {
 		if n.Name == "" {
@@ -101,6 +102,9 @@ nodes:
 		if v, ok := n.Labels[flavorLabel]; ok && v != "" {
 			node.Flavor = v
 		}
+		if node.Flavor == "" {
+			noFlavor = append(noFlavor, n.Name)
+		}
 		if opts.PoolLabel != "" {
 			node.Pool = n.Labels[opts.PoolLabel]
 		}
@@ -119,6 +123,10 @@ nodes:
 	}
 	if len(spec.Nodes) == 0 {
 		return nil, &Error{Index: -1, Detail: fmt.Sprintf("%d nodes read, none placed", len(nodes)), Err: ErrNoNodes}
+	}
+	if len(noFlavor) > 0 {
+		warn(WarnNoFlavor, "", "%d of %d nodes (first %q) lack %s and no DefaultFlavor is set; their flavor is \"\"",
+			len(noFlavor), len(spec.Nodes), noFlavor[0], flavorLabel)
 	}
 	if opts.NVLinkLabel != "" && slices.Contains(hasNVL, true) {
 		if err := nvlink(&spec, nvl, hasNVL, opts, warn); err != nil {

@@ -111,7 +111,7 @@ func TestNVLink(t *testing.T) {
 		}
 		return k8s.Node{Name: name, Labels: l, GPUs: 4}
 	}
-	opts := k8s.Options{Levels: []k8s.Level{{"rack", "rack"}}, NVLinkLabel: k8s.CliqueLabel}
+	opts := k8s.Options{Levels: []k8s.Level{{"rack", "rack"}}, NVLinkLabel: k8s.CliqueLabel, DefaultFlavor: "H100"}
 
 	// One clique per rack: the rack is the NVLink level.
 	res, err := k8s.Import([]k8s.Node{mk("a", "r1", "u1.1"), mk("b", "r1", "u1.1"), mk("c", "r2", "u2.1")}, opts)
@@ -213,6 +213,10 @@ func FuzzImport(f *testing.F) {
 		f.Add(b, "aws", true)
 		f.Add(b, "topograph", false)
 	}
+	// One Node and a --- stream of Nodes and a List.
+	node := "apiVersion: v1\nkind: Node\nmetadata: {name: a, labels: {cloud.google.com/gce-topology-block: b}}\nstatus: {allocatable: {nvidia.com/gpu: \"8\"}}\n"
+	f.Add([]byte(node), "gke", false)
+	f.Add([]byte(node+"---\nkind: List\nitems:\n- metadata: {name: b}\n  status: {capacity: {nvidia.com/gpu: 1e19}}\n"), "gke", true)
 	f.Fuzz(func(t *testing.T, data []byte, preset string, strict bool) {
 		if len(data) > 1<<16 {
 			return

@@ -7,6 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fleetsched/fleet/importer/internal/quantity"
+	"github.com/fleetsched/fleet/importer/internal/yamldocs"
 )
 
 // MaxFileSize bounds the node lists ParseNodes reads.
@@ -37,10 +40,12 @@ type kubeNode struct {
 	} `json:"status"`
 }
 
-// ParseNodes reads a node list in YAML or JSON, in one of three shapes:
-// a list of {name, labels, gpus}; an object {nodes: [...]} of the same; or
-// what `kubectl get nodes -o yaml` prints (a List of core/v1 Nodes), whose
-// GPUs are status.allocatable[resourceName] (then status.capacity) read as
+// ParseNodes reads a node list in YAML or JSON, in one of these shapes:
+// a list of {name, labels, gpus}; an object {nodes: [...]} of the same;
+// what `kubectl get nodes -o yaml` prints (a List or NodeList of core/v1
+// Nodes); what `kubectl get node X -o yaml` prints (one Node); or a "---"
+// stream of Nodes and Lists of Nodes, read in order. The GPUs of a core/v1
+// Node are status.allocatable[resourceName] (then status.capacity) read as
 // a Kubernetes quantity rounded up, as Kueue rounds. resourceName ""
 // means nvidia.com/gpu. Errors are *Error wrapping ErrSyntax or ErrBadGPUs.
 func ParseNodes(data []byte, resourceName string) ([]Node, error) {
@@ -50,12 +55,11 @@ func ParseNodes(data []byte, resourceName string) ([]Node, error) {
 	if resourceName == "" {
 		resourceName = GPUResource
 	}
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, &Error{Index: -1, Detail: err.Error(), Err: ErrSyntax}
+	if docs := yamldocs.Split(data); len(docs) > 1 {
+		return parseStream(docs, resourceName)
 	}
-	var probe any
-	if err := json.Unmarshal(js, &probe); err != nil {
+	js, probe, err := toJSON(data)
+	if err != nil {
 		return nil, &Error{Index: -1, Detail: err.Error(), Err: ErrSyntax}
 	}
 	switch p := probe.(type) {
@@ -66,11 +70,67 @@ func ParseNodes(data []byte, resourceName string) ([]Node, error) {
 			inner, _ := json.Marshal(raw)
 			return decodeSimple(inner)
 		}
-		if _, ok := p["items"]; ok {
-			return decodeKube(js, resourceName)
+		if items, ok := kubeItems(p, js); ok {
+			return decodeKube(items, resourceName)
 		}
 	}
-	return nil, &Error{Index: -1, Detail: "want a list of nodes, {nodes: [...]} or a Kubernetes List", Err: ErrSyntax}
+	return nil, &Error{Index: -1, Detail: "want a list of nodes, {nodes: [...]}, a Kubernetes List or a Node", Err: ErrSyntax}
+}
+
+// parseStream reads a "---" stream whose documents are core/v1 Nodes or
+// Lists of them; node indexes run across the whole stream.
+func parseStream(docs []yamldocs.Doc, resourceName string) ([]Node, error) {
+	var items []json.RawMessage
+	for _, d := range docs {
+		js, probe, err := toJSON(d.Body)
+		if err != nil {
+			return nil, &Error{Index: -1, Detail: fmt.Sprintf("document %d (line %d): %v", d.Index, d.Line, err), Err: ErrSyntax}
+		}
+		if probe == nil {
+			continue // a document of comments only
+		}
+		p, _ := probe.(map[string]any)
+		more, ok := kubeItems(p, js)
+		if !ok {
+			return nil, &Error{Index: -1, Detail: fmt.Sprintf("document %d (line %d): want a Node or a List of Nodes in a --- stream", d.Index, d.Line), Err: ErrSyntax}
+		}
+		items = append(items, more...)
+	}
+	return decodeKube(items, resourceName)
+}
+
+// toJSON converts one YAML or JSON document and decodes it loosely.
+func toJSON(data []byte) ([]byte, any, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	var probe any
+	if err := json.Unmarshal(js, &probe); err != nil {
+		return nil, nil, err
+	}
+	return js, probe, nil
+}
+
+// kubeItems returns the core/v1 Nodes of a decoded document: the items of
+// a List (or NodeList), or the document itself when it is a Node.
+func kubeItems(p map[string]any, js []byte) ([]json.RawMessage, bool) {
+	if p == nil {
+		return nil, false
+	}
+	if _, ok := p["items"]; ok {
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(js, &list); err != nil {
+			return nil, false
+		}
+		return list.Items, true
+	}
+	if p["kind"] == "Node" {
+		return []json.RawMessage{js}, true
+	}
+	return nil, false
 }
 
 func decodeSimple(js []byte) ([]Node, error) {
@@ -94,15 +154,9 @@ func decodeSimple(js []byte) ([]Node, error) {
 	return out, nil
 }
 
-func decodeKube(js []byte, resourceName string) ([]Node, error) {
-	var list struct {
-		Items []json.RawMessage `json:"items"`
-	}
-	if err := json.Unmarshal(js, &list); err != nil {
-		return nil, &Error{Index: -1, Detail: err.Error(), Err: ErrSyntax}
-	}
-	out := make([]Node, len(list.Items))
-	for i, r := range list.Items {
+func decodeKube(items []json.RawMessage, resourceName string) ([]Node, error) {
+	out := make([]Node, len(items))
+	for i, r := range items {
 		var kn kubeNode
 		if err := json.Unmarshal(r, &kn); err != nil {
 			return nil, &Error{Index: i, Detail: err.Error(), Err: ErrSyntax}
@@ -128,7 +182,10 @@ func decodeKube(js []byte, resourceName string) ([]Node, error) {
 const maxNodeGPUs = 1 << 20
 
 // gpuQuantity reads a quantity written as a JSON string or number and
-// rounds it up to whole GPUs, as Kueue's resource arithmetic does.
+// rounds it up to whole GPUs, as Kueue's resource arithmetic does. The
+// bound is checked on the exact value: apimachinery's Value() wraps or
+// returns 0 past int64 ("1e19", "100E"), which would drop the node as one
+// without GPUs.
 func gpuQuantity(raw json.RawMessage) (int, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -138,9 +195,9 @@ func gpuQuantity(raw json.RawMessage) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("quantity %q: %v", s, err)
 	}
-	v := q.Value()
-	if q.Sign() < 0 || v > maxNodeGPUs {
-		return 0, fmt.Errorf("quantity %q out of range", s)
+	v, _, err := quantity.Ceil(q, maxNodeGPUs)
+	if err != nil {
+		return 0, fmt.Errorf("quantity %q: %w", s, err)
 	}
 	return int(v), nil
 }

@@ -7,6 +7,10 @@ const (
 	CliqueLabel   = "nvidia.com/gpu.clique"
 	ProductLabel  = "nvidia.com/gpu.product"
 	CountLabel    = "nvidia.com/gpu.count"
+	// GKEAcceleratorLabel is the GPU model GKE writes on every GPU node
+	// ("nvidia-h100-80gb"); GKE nodes carry no nvidia.com/gpu.product
+	// unless the NVIDIA GPU operator runs on them.
+	GKEAcceleratorLabel = "cloud.google.com/gke-accelerator"
 )
 
 // Level is one level of the fleet: the node label whose value names the
@@ -31,7 +35,8 @@ type Options struct {
 	// coincide); otherwise it stays a node label (WarnNotNested).
 	NVLinkLabel string
 	// FlavorLabel names the label giving the GPU model; "" means
-	// nvidia.com/gpu.product. DefaultFlavor applies when it is absent.
+	// nvidia.com/gpu.product. DefaultFlavor applies when it is absent; a
+	// node with neither gets flavor "" and a WarnNoFlavor.
 	FlavorLabel   string
 	DefaultFlavor string
 	// PoolLabel, when set, names the label giving the node's pool.
@@ -52,7 +57,8 @@ type Options struct {
 }
 
 // GKE is the preset for Google Kubernetes Engine's TAS labels: block >
-// subblock > host, NVLink domains from nvidia.com/gpu.clique.
+// subblock > host, NVLink domains from nvidia.com/gpu.clique, the GPU
+// model (the flavor) from cloud.google.com/gke-accelerator.
 func GKE() Options {
 	return Options{
 		Levels: []Level{
@@ -61,6 +67,7 @@ func GKE() Options {
 			{"cloud.google.com/gce-topology-host", "host"},
 		},
 		NVLinkLabel: CliqueLabel,
+		FlavorLabel: GKEAcceleratorLabel,
 	}
 }
 

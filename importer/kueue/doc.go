@@ -5,7 +5,9 @@
 // ResourceFlavor, Topology, WorkloadPriorityClass and LocalQueue objects in
 // the three API generations found in the wild: v1alpha1 (Cohort with
 // spec.parent, Topology), v1beta1 (ClusterQueue spec.cohort, Cohort
-// spec.parentName) and v1beta2 (spec.cohortName). Cohorts become quota
+// spec.parentName) and v1beta2 (spec.cohortName). The pre-v1beta1 schema
+// of Kueue v0.1-v0.2 (v1alpha1 and v1alpha2 ClusterQueues with
+// spec.resources) is refused with ErrVersion. Cohorts become quota
 // cohorts (implicit ones too), ClusterQueues queues, and the quotas of one
 // resource (nvidia.com/gpu unless Options.Resource says otherwise) per
 // flavor become nominal quota, borrowing and lending limits. Preemption

@@ -10,7 +10,7 @@ import (
 // several joined with errors.Join when several objects are wrong.
 var (
 	ErrSyntax        = errors.New("kueue: malformed document")
-	ErrVersion       = errors.New("kueue: kind not served in this API version")
+	ErrVersion       = errors.New("kueue: unsupported API version")
 	ErrNoName        = errors.New("kueue: object without a name")
 	ErrDuplicate     = errors.New("kueue: duplicate object")
 	ErrNameClash     = errors.New("kueue: a Cohort and a ClusterQueue share a name")

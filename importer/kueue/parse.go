@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetsched/fleet/importer/internal/quantity"
+	"github.com/fleetsched/fleet/importer/internal/yamldocs"
 	"github.com/fleetsched/fleet/quota"
 )
 
@@ -78,43 +80,6 @@ type Result struct {
 	Lines map[string]int
 }
 
-// doc is one YAML document.
-type doc struct {
-	index, line int
-	body        []byte
-}
-
-// splitDocs cuts a multi-document YAML stream at "---" lines.
-func splitDocs(data []byte) []doc {
-	var docs []doc
-	var cur bytes.Buffer
-	start, lineNo, trivia := 1, 0, true
-	flush := func() {
-		trivia = true
-		if len(bytes.TrimSpace(cur.Bytes())) > 0 {
-			docs = append(docs, doc{index: len(docs), line: start, body: slices.Clone(cur.Bytes())})
-		}
-		cur.Reset()
-	}
-	for line := range bytes.Lines(data) {
-		lineNo++
-		t := bytes.TrimRight(line, " \t\r\n")
-		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
-			flush()
-			start = lineNo + 1
-			continue
-		}
-		if trivia && (len(bytes.TrimSpace(t)) == 0 || bytes.HasPrefix(bytes.TrimSpace(t), []byte("#"))) {
-			start = lineNo + 1
-		} else {
-			trivia = false
-		}
-		cur.Write(line)
-	}
-	flush()
-	return docs
-}
-
 // obj is a decoded JSON object whose fields are taken one by one; what is
 // left at the end was not modelled and becomes a Note.
 type obj map[string]any
@@ -130,17 +95,17 @@ type parser struct {
 	resource string
 	errs     []error
 	// current object
-	d          doc
+	d          yamldocs.Doc
 	kind, name string
 }
 
 func (p *parser) fail(field string, err error, format string, args ...any) {
-	p.errs = append(p.errs, &ObjectError{Doc: p.d.index, Line: p.d.line, Kind: p.kind, Name: p.name,
+	p.errs = append(p.errs, &ObjectError{Doc: p.d.Index, Line: p.d.Line, Kind: p.kind, Name: p.name,
 		Field: field, Detail: fmt.Sprintf(format, args...), Err: err})
 }
 
 func (p *parser) note(format string, args ...any) {
-	p.res.Notes = append(p.res.Notes, Note{Line: p.d.line, Kind: p.kind, Name: p.name, Detail: fmt.Sprintf(format, args...)})
+	p.res.Notes = append(p.res.Notes, Note{Line: p.d.Line, Kind: p.kind, Name: p.name, Detail: fmt.Sprintf(format, args...)})
 }
 
 // leftovers notes every field of o not taken, under the path prefix.
@@ -205,26 +170,32 @@ func (p *parser) quantity(v any, path string) (resource.Quantity, bool) {
 	return q, true
 }
 
-// gpus turns a quantity into whole GPUs as Kueue does (Value, rounding
-// up), noting when it rounded.
+// gpus turns a quantity into whole GPUs as Kueue does (rounding up),
+// noting when it rounded. A quantity beyond quota.MaxAmount is refused on
+// its exact value: apimachinery's Value() wraps or returns 0 past int64
+// ("1e19", "100E"), which would read as a quota of 0.
 func (p *parser) gpus(v any, path string) (int64, bool) {
 	q, ok := p.quantity(v, path)
 	if !ok {
 		return 0, false
 	}
-	if q.Sign() < 0 {
-		p.fail(path, ErrQuantity, "%s is negative", q.String())
+	n, rounded, err := quantity.Ceil(q, quota.MaxAmount)
+	if err != nil {
+		p.fail(path, ErrQuantity, "%s: %v", quantityText(v), err)
 		return 0, false
 	}
-	n := q.Value()
-	if n > quota.MaxAmount {
-		p.fail(path, ErrQuantity, "%s is above %d", q.String(), quota.MaxAmount)
-		return 0, false
-	}
-	if m := q.MilliValue(); m != n*1000 {
+	if rounded {
 		p.note("%s %s rounded up to %d, as Kueue does", path, q.String(), n)
 	}
 	return n, true
+}
+
+// quantityText is a quantity as the file wrote it.
+func quantityText(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
 }
 
 // Parse reads a multi-document YAML file of Kueue objects: ClusterQueue,
@@ -236,7 +207,8 @@ func (p *parser) gpus(v any, path string) (int64, bool) {
 // and metadata other than name and namespace are ignored.
 //
 // It refuses what Kueue's API server or controllers would: malformed
-// documents, a kind in a version that never served it, duplicate objects,
+// documents, a kind in a version that never served it or in the
+// pre-v1beta1 schema of Kueue v0.1-v0.2 (ErrVersion), duplicate objects,
 // invalid enums, quantities and CEL rules (flavors listing exactly the
 // covered resources, limits without a cohort, borrowWithinCohort with
 // reclaimWithinCohort Never), cohort cycles, and whatever quota.New
@@ -251,9 +223,9 @@ func Parse(data []byte, opts Options) (*Result, error) {
 		p.resource = DefaultResource
 	}
 	b := &treeBuilder{p: p, kindOf: map[string]string{}}
-	for _, d := range splitDocs(data) {
+	for _, d := range yamldocs.Split(data) {
 		p.d, p.kind, p.name = d, "", ""
-		js, err := yaml.YAMLToJSON(d.body)
+		js, err := yaml.YAMLToJSON(d.Body)
 		if err != nil {
 			p.fail("", ErrSyntax, "%v", err)
 			continue
@@ -296,15 +268,33 @@ func Parse(data []byte, opts Options) (*Result, error) {
 	return p.res, nil
 }
 
-// Kinds Parse reads, and the versions that served each.
-func served(kind, version string) (known, ok bool) {
+// served says whether Parse reads kind (known) and, if so, whether it reads
+// it in version; when not, why says so. Kueue v0.1 served ClusterQueue and
+// ResourceFlavor as v1alpha1 and v0.2 served them and LocalQueue as
+// v1alpha2, in a schema v0.3's v1beta1 replaced (spec.resources with
+// min/max quotas): they were served, in a form fleet does not read. The
+// v1alpha1 Cohort and Topology are later kinds of the current schema.
+func served(kind, version string) (known bool, why string) {
 	switch kind {
-	case "Cohort", "Topology":
-		return true, true
-	case "ClusterQueue", "ResourceFlavor", "WorkloadPriorityClass", "LocalQueue":
-		return true, version != "v1alpha1"
+	case "Cohort", "Topology", "ClusterQueue", "ResourceFlavor", "WorkloadPriorityClass", "LocalQueue":
+	default:
+		return false, ""
 	}
-	return false, false
+	old := map[string][]string{
+		"v1alpha1": {"ClusterQueue", "ResourceFlavor"},
+		"v1alpha2": {"ClusterQueue", "ResourceFlavor", "LocalQueue"},
+	}
+	switch {
+	case version == "v1beta1" || version == "v1beta2":
+		return true, ""
+	case version == "v1alpha1" && (kind == "Cohort" || kind == "Topology"):
+		return true, ""
+	case slices.Contains(old[version], kind):
+		return true, "the pre-v1beta1 schema (Kueue v0.1-v0.2) is not supported; convert it to v1beta1 or v1beta2"
+	case version == "v1alpha1" || version == "v1alpha2":
+		return true, "never served in this version"
+	}
+	return true, "not a Kueue API version fleet reads (v1alpha1, v1beta1, v1beta2)"
 }
 
 type pending struct {
@@ -334,17 +324,13 @@ func (b *treeBuilder) object(o obj) {
 	name, _ := meta["name"].(string)
 	p.kind, p.name = kind, name
 	group, version, _ := strings.Cut(apiVersion, "/")
-	known, ok := served(kind, version)
+	known, why := served(kind, version)
 	if group != Group || !known {
 		p.note("%s %s skipped: not a Kueue object fleet reads", apiVersion, kind)
 		return
 	}
-	if version != "v1alpha1" && version != "v1beta1" && version != "v1beta2" {
-		p.fail("apiVersion", ErrVersion, "%s", apiVersion)
-		return
-	}
-	if !ok {
-		p.fail("apiVersion", ErrVersion, "%s is not served as %s", kind, apiVersion)
+	if why != "" {
+		p.fail("apiVersion", ErrVersion, "%s %s: %s", kind, apiVersion, why)
 		return
 	}
 	if name == "" {
@@ -360,7 +346,7 @@ func (b *treeBuilder) object(o obj) {
 		p.fail("metadata.name", ErrDuplicate, "first on line %d", line)
 		return
 	}
-	p.res.Lines[key] = p.d.line
+	p.res.Lines[key] = p.d.Line
 	delete(o, "apiVersion")
 	delete(o, "kind")
 	delete(o, "metadata")
@@ -397,7 +383,7 @@ func (b *treeBuilder) addNode(n quota.NodeSpec) {
 		return
 	}
 	b.kindOf[n.Name] = p.kind
-	b.nodes = append(b.nodes, pending{spec: n, line: p.d.line})
+	b.nodes = append(b.nodes, pending{spec: n, line: p.d.Line})
 }
 
 func (b *treeBuilder) refCohort(name string) {
@@ -409,7 +395,7 @@ func (b *treeBuilder) refCohort(name string) {
 	b.cohorts = append(b.cohorts, struct {
 		name string
 		line int
-	}{name, b.p.d.line})
+	}{name, b.p.d.Line})
 }
 
 func (b *treeBuilder) clusterQueue(version string, spec obj) {

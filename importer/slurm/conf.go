@@ -39,6 +39,7 @@ type desc struct {
 	sizes     []int // BlockSizes, node counts; nil when absent
 	levels    []int // BlockLevels exponents; nil when absent
 	sizesLine int
+	hosts     int // names expanded so far, bounded by MaxFileHosts
 }
 
 // parseConf reads topology.conf: one record per line, "key=value" pairs
@@ -141,6 +142,10 @@ func (d *desc) addLine(line string, lineNo int) error {
 		return d.addBlock(ps, lineNo)
 	case "blocksizes", "blocklevels":
 		return d.addSizes(ps, lineNo)
+	case "ringname":
+		// topology/ring's record: a known topology fleet cannot read, as
+		// topology.yaml's ring is, not an unknown key.
+		return &ParseError{Line: lineNo, Name: ps[0].val, Detail: "ring topologies (RingName) are not level trees", Err: ErrUnsupported}
 	}
 	return &ParseError{Line: lineNo, Detail: fmt.Sprintf("record starts with %q", ps[0].key), Err: ErrUnknownKey}
 }
@@ -155,11 +160,19 @@ func checkName(name string, lineNo int) error {
 	return nil
 }
 
-func expandAt(expr string, lineNo int, name string) ([]string, error) {
-	hosts, err := ExpandHostlist(expr)
+// expand expands a hostlist of the record on lineNo named name, within
+// what is left of the file's MaxFileHosts. The *ParseError wraps the
+// *HostlistError, so errors.Is finds ErrHostlist or ErrTooManyHosts and
+// errors.As the expression and offset.
+func (d *desc) expand(expr string, lineNo int, name string) ([]string, error) {
+	hosts, err := expandHostlist(expr, min(MaxHosts, MaxFileHosts-d.hosts))
 	if err != nil {
-		return nil, &ParseError{Line: lineNo, Name: name, Detail: err.Error(), Err: ErrHostlist}
+		if err.Err == ErrTooManyHosts {
+			err.Detail = fmt.Sprintf("the file's hostlists name more than %d hosts (%d before this one)", MaxFileHosts, d.hosts)
+		}
+		return nil, &ParseError{Line: lineNo, Name: name, Err: err}
 	}
+	d.hosts += len(hosts)
 	return hosts, nil
 }
 
@@ -177,9 +190,9 @@ func (d *desc) addSwitch(ps []pair, lineNo int) error {
 		var err error
 		switch p.key {
 		case "switches":
-			s.switches, err = expandAt(p.val, lineNo, s.name)
+			s.switches, err = d.expand(p.val, lineNo, s.name)
 		case "nodes":
-			s.nodes, err = expandAt(p.val, lineNo, s.name)
+			s.nodes, err = d.expand(p.val, lineNo, s.name)
 		case "linkspeed":
 			v, perr := strconv.ParseUint(p.val, 10, 32)
 			if perr != nil {
@@ -210,7 +223,7 @@ func (d *desc) addBlock(ps []pair, lineNo int) error {
 			return &ParseError{Line: lineNo, Name: b.name, Detail: p.key, Err: ErrUnknownKey}
 		}
 		var err error
-		if b.nodes, err = expandAt(p.val, lineNo, b.name); err != nil {
+		if b.nodes, err = d.expand(p.val, lineNo, b.name); err != nil {
 			return err
 		}
 	}

@@ -20,12 +20,14 @@
 // these with warnings. This package resolves each with a documented policy
 // and reports it as a typed Warning (see WarningKind); Options.Strict
 // turns the ones that change the shape into errors. The result is never a
-// silently different fleet.
+// silently different fleet. What is read but changes nothing (LinkSpeed)
+// is listed in Result.Notes.
 //
 // What it is not: it does not read slurm.conf. GPU counts, flavor and
 // pool come from Options (default 8 H100 per node), and Options.Nodes
 // says which nodes Slurm knows. Ring, torus3d and flat topologies are not
-// level trees and are refused.
+// level trees and are refused with ErrUnsupported, in topology.yaml and
+// (RingName records) in topology.conf alike.
 //
 // Every refusal is a *ParseError carrying the line (topology.conf) or the
 // name of the topology, switch or block, wrapping an ErrX sentinel:

@@ -60,15 +60,19 @@ type ParseError struct {
 }
 
 func (e *ParseError) Error() string {
-	msg := e.Err.Error()
+	msg, detail := e.Err.Error(), e.Detail
+	if he, ok := e.Err.(*HostlistError); ok {
+		// The place first, then the expression: "line 5: "s4": "e[0-3]" at offset 0: ...".
+		msg, detail = he.Err.Error(), fmt.Sprintf("%q at offset %d: %s", he.Expr, he.Offset, he.Detail)
+	}
 	if e.Line > 0 {
 		msg += fmt.Sprintf(": line %d", e.Line)
 	}
 	if e.Name != "" {
 		msg += fmt.Sprintf(": %q", e.Name)
 	}
-	if e.Detail != "" {
-		msg += ": " + e.Detail
+	if detail != "" {
+		msg += ": " + detail
 	}
 	return msg
 }
@@ -108,8 +112,10 @@ const (
 	// WarnLevelDropped: a BlockSizes level above one that already covers
 	// every block adds nothing and was dropped.
 	WarnLevelDropped
-	// WarnIgnoredField: a field that fleet does not model, such as
-	// LinkSpeed, was read and kept only in Result.
+	// WarnIgnoredField: a field that fleet does not model was read and
+	// kept only in Result: LinkSpeed (link_speed in topology.yaml), in one
+	// entry per file naming the first switch that gives it. It changes
+	// nothing, so it is listed in Result.Notes, not Result.Warnings.
 	WarnIgnoredField
 )
 

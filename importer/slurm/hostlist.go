@@ -7,12 +7,17 @@ import (
 
 // Limits of the hostlist expander. MaxRange and MaxPrefixes are Slurm's own
 // (MAX_RANGE and MAX_PREFIX_CNT in hostlist.c); MaxHosts bounds a whole
-// expression so that no input can make the expander run long or allocate
-// without bound.
+// expression and MaxFileHosts every expression of one topology file
+// together, so that no input can make the expander, or the importer
+// behind it, run long or allocate without bound: a few hundred bytes of
+// expressions each under MaxHosts would otherwise name millions of nodes.
+// MaxFileHosts (switch and node names counted every time they appear) is
+// above any cluster on record; the largest, Fugaku, has 158,976 nodes.
 const (
-	MaxRange    = 1 << 16 // hosts in one lo-hi range
-	MaxPrefixes = 1 << 16 // values of one bracket group before the last
-	MaxHosts    = 1 << 20 // hosts of one expression
+	MaxRange     = 1 << 16 // hosts in one lo-hi range
+	MaxPrefixes  = 1 << 16 // values of one bracket group before the last
+	MaxHosts     = 1 << 20 // hosts of one expression
+	MaxFileHosts = 1 << 18 // names of every expression of one file
 )
 
 // maxDigits keeps every bound inside uint64 arithmetic with room to spare.
@@ -40,16 +45,25 @@ const maxDigits = 18
 // product); and
 // with ErrTooManyHosts an expression of more than MaxHosts hosts.
 func ExpandHostlist(expr string) ([]string, error) {
+	out, err := expandHostlist(expr, MaxHosts)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// expandHostlist is ExpandHostlist with at most limit hosts.
+func expandHostlist(expr string, limit int) ([]string, *HostlistError) {
 	var out []string
-	err := forEachItem(expr, func(item string, off int) error {
+	err := forEachItem(expr, func(item string, off int) *HostlistError {
 		if !strings.Contains(item, "[") {
-			if len(out) >= MaxHosts {
-				return &HostlistError{Expr: expr, Offset: off, Detail: "more than 1048576 hosts", Err: ErrTooManyHosts}
+			if len(out) >= limit {
+				return &HostlistError{Expr: expr, Offset: off, Detail: tooMany(limit), Err: ErrTooManyHosts}
 			}
 			out = append(out, item)
 			return nil
 		}
-		names, err := expandItem(item, MaxHosts-len(out))
+		names, err := expandItem(item, limit-len(out))
 		if err != nil {
 			err.Expr, err.Offset = expr, off
 			return err
@@ -60,8 +74,10 @@ func ExpandHostlist(expr string) ([]string, error) {
 	return out, err
 }
 
+func tooMany(limit int) string { return "more than " + strconv.Itoa(limit) + " hosts" }
+
 // forEachItem splits expr at separators outside brackets.
-func forEachItem(expr string, fn func(item string, off int) error) error {
+func forEachItem(expr string, fn func(item string, off int) *HostlistError) *HostlistError {
 	depth, start := 0, -1
 	for i := 0; i <= len(expr); i++ {
 		sep := i == len(expr)
@@ -106,7 +122,7 @@ func expandItem(item string, budget int) ([]string, *HostlistError) {
 	if strings.Contains(suffix, "]") {
 		return nil, &HostlistError{Detail: "']' without '['", Err: ErrHostlist}
 	}
-	prefixes, err := expandHead(head)
+	prefixes, err := expandHead(head, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +135,7 @@ func expandItem(item string, budget int) ([]string, *HostlistError) {
 		per += int(r.hi - r.lo + 1)
 	}
 	if per > 0 && len(prefixes) > budget/per {
-		return nil, &HostlistError{Detail: "more than 1048576 hosts", Err: ErrTooManyHosts}
+		return nil, &HostlistError{Detail: tooMany(budget), Err: ErrTooManyHosts}
 	}
 	out := make([]string, 0, len(prefixes)*per)
 	for _, p := range prefixes {
@@ -134,7 +150,7 @@ func expandItem(item string, budget int) ([]string, *HostlistError) {
 
 // expandHead expands the text before an item's last '[': its own last group
 // varies slowest, which is the order Slurm's recursion produces.
-func expandHead(head string) ([]string, *HostlistError) {
+func expandHead(head string, budget int) ([]string, *HostlistError) {
 	if !strings.Contains(head, "[") {
 		if strings.Contains(head, "]") {
 			return nil, &HostlistError{Detail: "']' without '['", Err: ErrHostlist}
@@ -152,7 +168,7 @@ func expandHead(head string) ([]string, *HostlistError) {
 	if err != nil {
 		return nil, err
 	}
-	prefixes, err := expandHead(inner)
+	prefixes, err := expandHead(inner, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -162,12 +178,12 @@ func expandHead(head string) ([]string, *HostlistError) {
 	}
 	// Slurm bounds the values of each group (prefix_cnt in
 	// _push_range_list), not their product; the product is bounded by
-	// MaxHosts, as every prefix gives at least one host.
+	// the host budget, as every prefix gives at least one host.
 	if n > MaxPrefixes {
 		return nil, &HostlistError{Detail: "a bracket group of more than 65536 prefixes", Err: ErrHostlist}
 	}
-	if len(prefixes) > MaxHosts/n {
-		return nil, &HostlistError{Detail: "more than 1048576 hosts", Err: ErrTooManyHosts}
+	if len(prefixes) > budget/n {
+		return nil, &HostlistError{Detail: tooMany(budget), Err: ErrTooManyHosts}
 	}
 	out := make([]string, 0, n*len(prefixes))
 	for _, r := range rs {

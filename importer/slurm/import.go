@@ -6,7 +6,8 @@ import (
 
 // ParseConf imports a topology.conf of the topology/tree plugin
 // (SwitchName lines) or the topology/block plugin (BlockName lines and
-// BlockSizes or BlockLevels). A file mixing the two is refused. Every
+// BlockSizes or BlockLevels). A file mixing the two is refused, and so is
+// one of the topology/ring plugin (RingName lines, ErrUnsupported). Every
 // refusal is a *ParseError with the line (and name) of the record; every
 // case resolved by a policy is a Warning in the Result.
 func ParseConf(data []byte, opts Options) (*Result, error) {

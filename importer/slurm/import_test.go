@@ -33,6 +33,9 @@ func render(t *testing.T, res *slurm.Result) string {
 	for _, w := range res.Warnings {
 		b.WriteString(w.String() + "\n")
 	}
+	for _, n := range res.Notes {
+		b.WriteString("note: " + n.String() + "\n")
+	}
 	return b.String()
 }
 
@@ -65,6 +68,8 @@ func TestTree2048(t *testing.T) {
 	assert.Equal(t, 2048, f.Stats(topology.Root, topology.AllGroups).GPUs)
 	assert.Equal(t, []string{"core", "spine", "leaf", "node"}, res.Spec.Levels)
 	assert.Empty(t, res.Warnings)
+	require.Len(t, res.Notes, 1)
+	assert.Equal(t, slurm.WarnIgnoredField, res.Notes[0].Kind)
 	assert.Equal(t, uint32(400), res.LinkSpeeds["leaf07"])
 	assert.Equal(t, uint32(3200), res.LinkSpeeds["spine3"])
 	assert.Equal(t, "default", res.Topology)

@@ -46,8 +46,14 @@ type Options struct {
 type Result struct {
 	// Spec is the fleet; topology.New accepts it.
 	Spec topology.Spec
-	// Warnings lists, in file order, every case resolved by a policy.
+	// Warnings lists, in file order, every case resolved by a policy: the
+	// fleet differs from what Slurm would do with the file.
 	Warnings []Warning
+	// Notes lists what was read but not modelled and changes nothing
+	// (WarnIgnoredField), apart from Warnings so that a host treating
+	// every warning as a problem is not stopped by a field Slurm itself
+	// does not use.
+	Notes []Warning
 	// LinkSpeeds holds each switch's LinkSpeed when the file gives one.
 	// Slurm does not use it and neither does fleet; it is kept so that
 	// nothing read is lost.

@@ -31,6 +31,7 @@ func (b *builder) buildTree(d *desc, res *Result) (*Result, error) {
 		return nil, &ParseError{Err: ErrEmpty}
 	}
 	idx := make(map[string]int, len(d.switches))
+	firstSpeed := -1
 	for i, s := range d.switches {
 		if j, dup := idx[s.name]; dup {
 			return nil, &ParseError{Line: s.line, Name: s.name, Detail: fmt.Sprintf("first on line %d", d.switches[j].line), Err: ErrDuplicate}
@@ -39,9 +40,16 @@ func (b *builder) buildTree(d *desc, res *Result) (*Result, error) {
 		if s.hasSpeed {
 			if res.LinkSpeeds == nil {
 				res.LinkSpeeds = map[string]uint32{}
+				firstSpeed = i
 			}
 			res.LinkSpeeds[s.name] = s.linkSpeed
 		}
+	}
+	if firstSpeed >= 0 {
+		// One note for the file: LinkSpeed is usually on every switch.
+		s := d.switches[firstSpeed]
+		res.Notes = append(res.Notes, Warning{Kind: WarnIgnoredField, Line: s.line, Name: s.name,
+			Detail: fmt.Sprintf("LinkSpeed on %d of %d switches is kept in Result.LinkSpeeds; fleet does not model it", len(res.LinkSpeeds), len(d.switches))})
 	}
 	n := len(d.switches)
 	parent := make([]int, n)

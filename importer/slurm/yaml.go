@@ -98,10 +98,10 @@ func parseYAML(data []byte, pick string) (*desc, string, error) {
 			}
 			rec := switchRec{name: s.Switch}
 			var err error
-			if rec.switches, err = expandAt(s.Children, 0, s.Switch); err != nil {
+			if rec.switches, err = d.expand(s.Children, 0, s.Switch); err != nil {
 				return nil, "", err
 			}
-			if rec.nodes, err = expandAt(s.Nodes, 0, s.Switch); err != nil {
+			if rec.nodes, err = d.expand(s.Nodes, 0, s.Switch); err != nil {
 				return nil, "", err
 			}
 			if s.Speed != nil {
@@ -124,7 +124,7 @@ func parseYAML(data []byte, pick string) (*desc, string, error) {
 				pe.Name, pe.Detail = t.Topology, "block "+strconv.Quote(bl.Block)
 				return nil, "", pe
 			}
-			nodes, err := expandAt(bl.Nodes, 0, bl.Block)
+			nodes, err := d.expand(bl.Nodes, 0, bl.Block)
 			if err != nil {
 				return nil, "", err
 			}
