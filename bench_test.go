@@ -205,59 +205,78 @@ func spikeScheduler(b *testing.B, gpus int, now time.Time) (*fleet.Scheduler, ma
 	return s, specs, now
 }
 
-// BenchmarkScheduleSpike times the cycle in which inference jumps by
-// 200/2,048 of the fleet (25 x 8-GPU replicas at 2,048 GPUs) while the
-// fleet is full and about 700/2,048 of it is lent to research and batch:
-// the cycle drains the cheapest borrowed work and nominates its GPUs.
+// BenchmarkScheduleSpike times the cycle in which inference jumps while
+// the fleet is full and about 700/2,048 of it is lent to research and
+// batch: the cycle drains the cheapest borrowed work and nominates its
+// GPUs. spike=25x8gpu is the same spike at every size (25 replicas of 8
+// GPUs); spike=scaled grows with the fleet (200/2,048 of it, 25 replicas
+// at 2,048 GPUs, 1,600 at 131,072), and its ns/replica says whether one
+// search serves the whole spike.
 func BenchmarkScheduleSpike(b *testing.B) {
 	for _, gpus := range []int{2048, 16384, 131072} {
-		b.Run(fmt.Sprintf("gpus=%d/spike=inference", gpus), func(b *testing.B) {
-			start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-			s, specs, now := spikeScheduler(b, gpus, start)
-			replicas := gpus * 200 / 2048 / 8
-			lat := make([]time.Duration, 0, min(b.N, 1<<20))
-			drains := 0
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				now = now.Add(10 * time.Minute)
-				var ids []string
-				for j := range replicas {
-					w := gang.Workload{ID: fmt.Sprintf("spike-%d-%d", i, j), Queue: "prod-inference", PriorityClass: fleet.ClassProdInference,
-						Shape: gang.Inference, PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 8}}}
-					if err := s.Submit(now, w); err != nil {
-						b.Fatal(err)
-					}
-					ids = append(ids, w.ID)
+		for _, spike := range []string{"25x8gpu", "scaled"} {
+			b.Run(fmt.Sprintf("gpus=%d/spike=%s", gpus, spike), func(b *testing.B) {
+				replicas := 25
+				if spike == "scaled" {
+					replicas = gpus * 200 / 2048 / 8
 				}
-				b.StartTimer()
-				t0 := time.Now()
-				d := s.Schedule(now)
-				lat = append(lat, time.Since(t0))
-				b.StopTimer()
-				if len(d.Drain) == 0 {
-					b.Fatalf("the spike drained nothing: %d admitted", len(d.Admit))
-				}
-				drains += len(d.Drain)
-				// Back to the start state: the replicas leave, the victims
-				// leave and come back as new jobs of the same shapes.
-				for _, x := range d.Drain {
-					if err := s.Exited(now, x.ID, gang.ExitDrained); err != nil {
-						b.Fatal(err)
-					}
-				}
-				for _, id := range ids {
-					_ = s.Cancel(now, id)
-				}
-				refill(b, s, specs, now, d.Drain, i)
-				b.StartTimer()
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(drains)/float64(b.N), "victims/cycle")
-			reportLatency(b, lat, replicas)
-		})
+				benchSpike(b, gpus, replicas)
+			})
+		}
 	}
+}
+
+// benchSpike times one spike of replicas 8-GPU inference replicas at gpus
+// GPUs; each iteration starts from an equally full fleet.
+func benchSpike(b *testing.B, gpus, replicas int) {
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	s, specs, now := spikeScheduler(b, gpus, start)
+	lat := make([]time.Duration, 0, min(b.N, 1<<20))
+	drains := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		now = now.Add(10 * time.Minute)
+		var ids []string
+		for j := range replicas {
+			w := gang.Workload{ID: fmt.Sprintf("spike-%d-%d", i, j), Queue: "prod-inference", PriorityClass: fleet.ClassProdInference,
+				Shape: gang.Inference, PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 8}}}
+			if err := s.Submit(now, w); err != nil {
+				b.Fatal(err)
+			}
+			ids = append(ids, w.ID)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		d := s.Schedule(now)
+		lat = append(lat, time.Since(t0))
+		b.StopTimer()
+		if len(d.Drain) == 0 {
+			b.Fatalf("the spike drained nothing: %d admitted", len(d.Admit))
+		}
+		drains += len(d.Drain)
+		// Back to the start state: the replicas leave, the victims
+		// leave and come back as new jobs of the same shapes.
+		for _, x := range d.Drain {
+			if err := s.Exited(now, x.ID, gang.ExitDrained); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, id := range ids {
+			_ = s.Cancel(now, id)
+		}
+		refill(b, s, specs, now, d.Drain, i)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(drains)/float64(b.N), "victims/cycle")
+	var total time.Duration
+	for _, l := range lat {
+		total += l
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(len(lat)*replicas), "ns/replica")
+	reportLatency(b, lat, replicas)
 }
 
 // refill resubmits the drained victims' workloads under new names, so that
