@@ -30,16 +30,17 @@
 //	s, err := fleet.New(fleet.Config{Topology: topo, Quota: tree, Classes: classes})
 //	err = s.Submit(now, w)                   // a gang.Workload; refused whole on bad input
 //	d := s.Schedule(now)                     // one cycle: fleet.Decisions
-//	//   d.Kill  []Kill                        // victims past their deadline: force-stop them
-//	//   d.Drain []Drain                       // victim, deadline, reason, beneficiary: send SIGTERM
+//	//   d.Kill  []Kill                        // victims past their deadline (again each cycle): force-stop them
+//	//   d.Drain []Drain                       // victim, deadline, reason, beneficiaries: send SIGTERM
 //	//   d.Admit []Admission                   // workload + node and GPUs of every pod: start it
 //	//   d.Events []Event                      // what happened, for metrics and audit
 //	err = s.Exited(now, id, gang.ExitDrained) // a workload ended (finished, failed, drained, killed)
-//	err = s.Checkpointed(now, id)            // lowers the cost of preempting it
+//	err = s.Checkpointed(now, id, at)        // it saved its state at at (<= now): lowers its cost
 //	lost, err := s.SetNodeHealth(now, node, topology.Down) // the gangs that lost a node
 //	err = s.Adopt(now, w, started, pods)     // rebuild state from what the host sees running
-//	x, err := s.Explain(id)                  // why pending, as data and a sentence
-//	snap := s.Snapshot()                     // read-only view for metrics and dashboards
+//	x, err := s.Explain(id)                  // why pending: what the last cycle decided, as data and a sentence
+//	snap := s.Snapshot()                     // a deep copy for metrics, dashboards and restarts
+//	s, err = fleet.Restore(cfg, snap)        // after a restart: drains, nominations, checkpoints intact
 //
 // A Journal wraps a Scheduler and records every call as a JSON line;
 // Replay of a journal gives the same decisions, byte for byte, so a bug
@@ -48,8 +49,19 @@
 // The host calls Schedule whenever something changed (or on a period of
 // its choosing), acts on every Decision, and reports back what happened
 // with Exited and SetNodeHealth. A drained victim's GPUs are nominated for
-// its beneficiary at once, so nobody else takes them while it checkpoints;
-// past the deadline the next cycle asks the host to kill it.
+// its beneficiaries at once, so nobody else takes them while it
+// checkpoints; each beneficiary starts in the first cycle after the
+// victims on its own nodes have exited; past the deadline every cycle asks
+// the host to kill the victim, with how overdue it is, until the host
+// reports its exit. So after a kill (or any exit) the host calls Schedule
+// again to start what waited for it.
+//
+// Who holds which GPU and which quota, the nominations and the drains are
+// kept in one ledger with checked transitions (gang's lifecycle table);
+// the victim search reads it and never changes it. Read-only calls
+// (Explain, Snapshot) change nothing, but the Scheduler as a whole is not
+// safe for concurrent use: a host that reads from another goroutine must
+// still serialise those calls with the others.
 //
 // # Contracts
 //
@@ -61,6 +73,10 @@
 //     hierarchical cohorts); borrowed capacity is reclaimable.
 //   - Bad input is refused whole with a typed error (errors.Is and
 //     errors.As work), and the scheduler's state is unchanged.
+//   - Restart loses nothing: Snapshot and Restore keep running work,
+//     drains (deadlines, every beneficiary, kill requests), nominations
+//     and last checkpoints, so a restart never drains again, never extends
+//     a deadline and never picks an extra victim.
 //
 // # Packages
 //
