@@ -36,7 +36,8 @@ func (s Shape) String() string {
 	return "Shape(" + strconv.Itoa(int(s)) + ")"
 }
 
-func (s Shape) valid() bool { return s >= Inference && s <= Batch }
+// Valid reports whether s is one of the shapes.
+func (s Shape) Valid() bool { return s >= Inference && s <= Batch }
 
 // MarshalText encodes a known shape by name and the unset shape as the
 // empty text (records such as node events carry no shape); unknown shapes
@@ -45,7 +46,7 @@ func (s Shape) MarshalText() ([]byte, error) {
 	if s == 0 {
 		return []byte{}, nil
 	}
-	if !s.valid() {
+	if !s.Valid() {
 		return nil, fmt.Errorf("%w: cannot encode %v", ErrInvalid, s)
 	}
 	return []byte(s.String()), nil

@@ -38,7 +38,7 @@ func (w *Workload) Validate() error {
 	if w.Queue == "" {
 		return bad("queue", w.Queue, "must not be empty")
 	}
-	if !w.Shape.valid() {
+	if !w.Shape.Valid() {
 		return bad("shape", w.Shape, "must be inference, training or batch")
 	}
 	if len(w.PodSets) == 0 {

@@ -70,7 +70,7 @@ func (f *Fleet) SetHealth(n NodeID, h Health) error {
 	if n < 0 || int(n) >= len(f.ncap) {
 		return &NodeError{Node: fmtID(n), Err: ErrUnknownNode}
 	}
-	if h > Down {
+	if !h.Valid() {
 		return &NodeError{Node: f.NodeName(n), Err: ErrInvalidSpec}
 	}
 	if h != f.nhealth[n] {
