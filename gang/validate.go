@@ -11,15 +11,20 @@ import (
 // (nil when the workload is well-formed). The rules:
 //
 //   - ID and Queue are non-empty; Shape is set.
+//
 //   - There is at least one pod set; each has a unique non-empty name, a
 //     Count of at least 1 and GPUsPerPod of at least 1; the workload's
 //     total GPUs are at most MaxGPUs.
+//
 //   - Durations (grace period, checkpoint interval, expected runtime) are
 //     not negative.
+//
 //   - Pools are non-empty and unique.
+//
 //   - A segment has both a Size and a Level, or neither; it names an
 //     existing pod set (or the workload has just one), and Size divides
 //     that pod set's Count.
+//
 //   - Spread limits are not negative; MaxPerDomain and its Level come
 //     together.
 //
@@ -27,6 +32,7 @@ import (
 //     GPUShare in (0, 1000] or a MIG profile; with none it must list
 //     resources (a CPU-only pod). Resources have unique non-empty names
 //     and positive amounts. MinCount is 0 or 1..Count.
+//
 //   - Flavors are non-empty and unique; Flavor, if also set, is one of
 //     them.
 //

@@ -77,10 +77,10 @@ func (p *Placer) sharedCap(n topology.NodeID) int {
 type nodeState struct {
 	n     topology.NodeID
 	gpus  int
-	free  uint64     // whole-free GPUs (first 64)
-	left  [64]int16  // thousandths left per GPU, -1 when held whole
-	slots [64]uint8  // occupied MIG slices per GPU
-	named bool       // GPUs <= 64: pods name their GPUs
+	free  uint64    // whole-free GPUs (first 64)
+	left  [64]int16 // thousandths left per GPU, -1 when held whole
+	slots [64]uint8 // occupied MIG slices per GPU
+	named bool      // GPUs <= 64: pods name their GPUs
 }
 
 func (p *Placer) loadNode(st *nodeState, n topology.NodeID) {
