@@ -18,13 +18,11 @@ import (
 // the average over the workload mix seen so far. An option ranks by how
 // little it raises the expected fragmentation of its node.
 //
-// It goes beyond the paper's measure in two ways. Each shape is weighted
-// by the GPUs it asks for, not only by how often it comes, so a stranded
-// slot that only a rare 8-GPU pod could fill counts as much as the GPU
-// share it would have served. And the pod's own GPUs count as no longer
-// free only for the share actually left unusable: placing a share on a
-// half-used GPU that nothing else could fill is a gain, not a wash. Ties
-// go to the tighter fit (Option.Fit), then the preferred model, then ID.
+// It departs from the paper's measure in one way: each shape is weighted
+// by the GPUs it asks for as well as by how often it comes, so GPU
+// capacity only a rare 8-GPU pod could fill counts for the GPUs it would
+// have served. Ties go to the tighter fit (Option.Fit), then the preferred
+// model, then the lower node ID.
 //
 // The host feeds the mix with Observe (for example on each submission);
 // until then every option ranks equal and the tightest fit wins. Not safe
