@@ -13,6 +13,14 @@ var (
 	ErrInvalid      = errors.New("gang: invalid workload")
 	ErrUnknownLevel = errors.New("gang: unknown topology level")
 	ErrExceedsNode  = errors.New("gang: larger than a node")
+	// ErrBadShare: a GPU share outside (0, 1000] thousandths, or a pod
+	// set mixing whole GPUs, shares and MIG slices.
+	ErrBadShare = errors.New("gang: invalid GPU share")
+	// ErrBadMinCount: an elastic minimum outside 1..Count.
+	ErrBadMinCount = errors.New("gang: invalid minimum count")
+	// ErrBadResource: an empty or repeated resource name, or an amount
+	// that is not positive.
+	ErrBadResource = errors.New("gang: invalid resource")
 )
 
 // FieldError names the field of a workload that was refused and why.

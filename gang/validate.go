@@ -11,17 +11,30 @@ import (
 // (nil when the workload is well-formed). The rules:
 //
 //   - ID and Queue are non-empty; Shape is set.
+//
 //   - There is at least one pod set; each has a unique non-empty name, a
 //     Count of at least 1 and GPUsPerPod of at least 1; the workload's
 //     total GPUs are at most MaxGPUs.
+//
 //   - Durations (grace period, checkpoint interval, expected runtime) are
 //     not negative.
+//
 //   - Pools are non-empty and unique.
+//
 //   - A segment has both a Size and a Level, or neither; it names an
 //     existing pod set (or the workload has just one), and Size divides
 //     that pod set's Count.
+//
 //   - Spread limits are not negative; MaxPerDomain and its Level come
 //     together.
+//
+//   - A pod asks for GPUs in at most one form: GPUsPerPod >= 1, a
+//     GPUShare in (0, 1000] or a MIG profile; with none it must list
+//     resources (a CPU-only pod). Resources have unique non-empty names
+//     and positive amounts. MinCount is 0 or 1..Count.
+//
+//   - Flavors are non-empty and unique; Flavor, if also set, is one of
+//     them.
 //
 // A preferred level without a required one is fine. Level names and pod
 // sizes against a real fleet are checked by [Workload.ValidateFor].
@@ -52,8 +65,11 @@ func (w *Workload) Validate() error {
 			return bad(at+".name", p.Name, "must not be empty")
 		case p.Count < 1 || p.Count > MaxGPUs:
 			return bad(at+".count", p.Count, fmt.Sprintf("must be 1 to %d", MaxGPUs))
-		case p.GPUsPerPod < 1 || p.GPUsPerPod > MaxGPUs:
-			return bad(at+".gpusPerPod", p.GPUsPerPod, fmt.Sprintf("must be 1 to %d", MaxGPUs))
+		case p.GPUsPerPod < 0 || p.GPUsPerPod > MaxGPUs:
+			return bad(at+".gpusPerPod", p.GPUsPerPod, fmt.Sprintf("must be 0 to %d", MaxGPUs))
+		}
+		if err := w.validatePodSet(at, p); err != nil {
+			return err
 		}
 		for j := range i {
 			if w.PodSets[j].Name == p.Name {
@@ -63,6 +79,22 @@ func (w *Workload) Validate() error {
 		total += int64(p.Count) * int64(p.GPUsPerPod)
 		if total > MaxGPUs {
 			return bad(at+".count", p.Count, fmt.Sprintf("brings the workload above %d GPUs", MaxGPUs))
+		}
+	}
+	for i, f := range w.Flavors {
+		at := "flavors[" + strconv.Itoa(i) + "]"
+		if f == "" {
+			return bad(at, f, "must not be empty")
+		}
+		for j := range i {
+			if w.Flavors[j] == f {
+				return bad(at, f, "duplicates flavors["+strconv.Itoa(j)+"]")
+			}
+		}
+	}
+	if w.Flavor != "" && len(w.Flavors) > 0 {
+		if _, ok := w.Accepts(w.Flavor); !ok {
+			return bad("flavor", w.Flavor, "must be one of flavors when both are set")
 		}
 	}
 	if err := w.validateSegment(bad); err != nil {
@@ -209,6 +241,50 @@ func (w *Workload) ValidateFor(levels []string, gpusPerNode int) error {
 		if need := t.Segment.Size * p.GPUsPerPod; need > gpusPerNode {
 			return fail("topology.segment.size", t.Segment.Size,
 				fmt.Sprintf("a segment needs %d GPUs on one node of %d", need, gpusPerNode), ErrExceedsNode)
+		}
+	}
+	return nil
+}
+
+// validatePodSet checks one pod set's GPU form, elastic minimum and
+// resources.
+func (w *Workload) validatePodSet(at string, p PodSet) error {
+	fail := func(field string, v any, detail string, err error) error {
+		return &FieldError{ID: w.ID, Field: at + "." + field, Value: v, Detail: detail, Err: err}
+	}
+	forms := 0
+	if p.GPUsPerPod > 0 {
+		forms++
+	}
+	if p.GPUShare != 0 {
+		forms++
+		if p.GPUShare < 0 || p.GPUShare > MilliGPU {
+			return fail("gpuShare", p.GPUShare, "must be a share of one GPU in thousandths, 1 to 1000", ErrBadShare)
+		}
+	}
+	if p.MIG != "" {
+		forms++
+	}
+	switch {
+	case forms > 1:
+		return fail("gpuShare", p.GPUShare, "a pod asks for whole GPUs, a share or a MIG slice, not several", ErrBadShare)
+	case forms == 0 && len(p.Resources) == 0:
+		return fail("gpusPerPod", p.GPUsPerPod, "must be at least 1, or the pod must ask for a share, a MIG slice or resources", ErrInvalid)
+	case p.MinCount < 0 || p.MinCount > p.Count:
+		return fail("minCount", p.MinCount, fmt.Sprintf("must be 1 to count (%d), or 0 for count", p.Count), ErrBadMinCount)
+	}
+	for i, r := range p.Resources {
+		ra := "resources[" + strconv.Itoa(i) + "]"
+		switch {
+		case r.Name == "":
+			return fail(ra+".name", r.Name, "must not be empty", ErrBadResource)
+		case r.Amount <= 0:
+			return fail(ra+".amount", r.Amount, "must be positive", ErrBadResource)
+		}
+		for j := range i {
+			if p.Resources[j].Name == r.Name {
+				return fail(ra+".name", r.Name, "duplicates resources["+strconv.Itoa(j)+"].name", ErrBadResource)
+			}
 		}
 	}
 	return nil

@@ -195,7 +195,7 @@ func TestFieldErrorMessage(t *testing.T) {
 	w := training()
 	w.PodSets[1].GPUsPerPod = 0
 	assert.Equal(t,
-		`gang: invalid workload: workload "train-1": podSets[1].gpusPerPod = 0: must be 1 to 1048576`,
+		`gang: invalid workload: workload "train-1": podSets[1].gpusPerPod = 0: must be at least 1, or the pod must ask for a share, a MIG slice or resources`,
 		w.Validate().Error())
 
 	w = training()
@@ -204,4 +204,63 @@ func TestFieldErrorMessage(t *testing.T) {
 		`gang: unknown topology level: workload "train-1": topology.required = "rack": the fleet's levels are ["spine" "leaf" "node"]`,
 		w.ValidateFor(refLevels, 8).Error())
 	assert.False(t, errors.Is(w.Validate(), gang.ErrUnknownLevel))
+}
+
+func TestValidateSharingAndResources(t *testing.T) {
+	ok := func(mut func(p *gang.PodSet)) error {
+		w := replica()
+		mut(&w.PodSets[0])
+		return w.Validate()
+	}
+	require.NoError(t, ok(func(p *gang.PodSet) { p.GPUsPerPod, p.GPUShare = 0, 500 }))
+	require.NoError(t, ok(func(p *gang.PodSet) { p.GPUsPerPod, p.GPUShare = 0, 1000 }))
+	require.NoError(t, ok(func(p *gang.PodSet) { p.GPUsPerPod, p.MIG = 0, "1g.10gb" }))
+	require.NoError(t, ok(func(p *gang.PodSet) {
+		p.GPUsPerPod, p.Resources = 0, []gang.Resource{{Name: "cpu", Amount: 4000}}
+	}), "a CPU-only pod set is valid")
+	require.NoError(t, ok(func(p *gang.PodSet) { p.MinCount = 2 }))
+	for _, tt := range []struct {
+		name string
+		mut  func(p *gang.PodSet)
+		want error
+	}{
+		{"share above one GPU", func(p *gang.PodSet) { p.GPUsPerPod, p.GPUShare = 0, 1001 }, gang.ErrBadShare},
+		{"negative share", func(p *gang.PodSet) { p.GPUsPerPod, p.GPUShare = 0, -1 }, gang.ErrBadShare},
+		{"share and whole GPUs", func(p *gang.PodSet) { p.GPUShare = 500 }, gang.ErrBadShare},
+		{"share and MIG", func(p *gang.PodSet) { p.GPUsPerPod, p.GPUShare, p.MIG = 0, 500, "1g.10gb" }, gang.ErrBadShare},
+		{"min above count", func(p *gang.PodSet) { p.MinCount = p.Count + 1 }, gang.ErrBadMinCount},
+		{"negative min", func(p *gang.PodSet) { p.MinCount = -1 }, gang.ErrBadMinCount},
+		{"empty resource name", func(p *gang.PodSet) { p.Resources = []gang.Resource{{Amount: 1}} }, gang.ErrBadResource},
+		{"zero resource", func(p *gang.PodSet) { p.Resources = []gang.Resource{{Name: "cpu"}} }, gang.ErrBadResource},
+		{"repeated resource", func(p *gang.PodSet) {
+			p.Resources = []gang.Resource{{Name: "cpu", Amount: 1}, {Name: "cpu", Amount: 2}}
+		}, gang.ErrBadResource},
+		{"nothing asked", func(p *gang.PodSet) { p.GPUsPerPod = 0 }, gang.ErrInvalid},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ok(tt.mut)
+			require.ErrorIs(t, err, tt.want)
+			require.ErrorIs(t, err, gang.ErrInvalid)
+			var fe *gang.FieldError
+			require.ErrorAs(t, err, &fe)
+		})
+	}
+}
+
+func TestFlavorSets(t *testing.T) {
+	w := replica()
+	w.Flavors = []string{"H100", "A100"}
+	require.NoError(t, w.Validate())
+	r, ok := w.Accepts("A100")
+	require.True(t, ok)
+	require.Equal(t, 1, r)
+	_, ok = w.Accepts("L4")
+	require.False(t, ok)
+	w.Flavors = []string{"H100", "H100"}
+	require.ErrorIs(t, w.Validate(), gang.ErrInvalid)
+	w.Flavors, w.Flavor = []string{"H100"}, "A100"
+	require.ErrorIs(t, w.Validate(), gang.ErrInvalid)
+	c := w.Clone()
+	c.Flavors[0] = "x"
+	require.Equal(t, "H100", w.Flavors[0])
 }

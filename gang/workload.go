@@ -32,7 +32,15 @@ type Workload struct {
 	// Topology says how close together the pods must run.
 	Topology TopologyRequest `json:"topology,omitzero"`
 	// Flavor is the GPU model the workload needs ("H100"); "" means any.
+	// Flavors, when set, supersedes it.
 	Flavor string `json:"flavor,omitempty"`
+	// Flavors is the set of GPU models the workload accepts; empty means
+	// Flavor alone (or any model when that is empty too). Placement picks
+	// the best fit across every accepted model, unless FlavorsInOrder.
+	Flavors []string `json:"flavors,omitempty"`
+	// FlavorsInOrder makes Flavors a preference order: a later model is
+	// used only when no earlier one fits.
+	FlavorsInOrder bool `json:"flavorsInOrder,omitempty"`
 	// Pools lists the node pools it may run in, most preferred first;
 	// empty means any pool.
 	Pools []string `json:"pools,omitempty"`
@@ -53,6 +61,46 @@ func (w *Workload) GPUs() int {
 		n += w.PodSets[i].GPUs()
 	}
 	return n
+}
+
+// MilliGPUs returns the workload's GPUs in thousandths over all pod sets:
+// whole GPUs and shares (MIG slices are known once placed). It does not
+// allocate.
+func (w *Workload) MilliGPUs() int64 {
+	var n int64
+	for i := range w.PodSets {
+		n += int64(w.PodSets[i].Count) * w.PodSets[i].MilliGPUsPerPod()
+	}
+	return n
+}
+
+// Shared reports whether any pod set shares GPUs or asks for none, so that
+// placement must work GPU by GPU rather than count whole GPUs.
+func (w *Workload) Shared() bool {
+	for i := range w.PodSets {
+		if p := &w.PodSets[i]; p.Shared() || p.NoGPU() || len(p.Resources) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Accepts reports whether the workload may run on GPU model flavor, and
+// its rank among the accepted models (0 is the first, and every model
+// ranks 0 when the workload names none). It does not allocate.
+func (w *Workload) Accepts(flavor string) (rank int, ok bool) {
+	switch {
+	case len(w.Flavors) > 0:
+		for i, f := range w.Flavors {
+			if f == flavor {
+				return i, true
+			}
+		}
+		return 0, false
+	case w.Flavor != "":
+		return 0, w.Flavor == flavor
+	}
+	return 0, true
 }
 
 // Pods returns the workload's number of pods over all pod sets. It does
@@ -109,5 +157,9 @@ func (w *Workload) Clone() Workload {
 	c := *w
 	c.PodSets = slices.Clone(w.PodSets)
 	c.Pools = slices.Clone(w.Pools)
+	c.Flavors = slices.Clone(w.Flavors)
+	for i := range c.PodSets {
+		c.PodSets[i].Resources = slices.Clone(c.PodSets[i].Resources)
+	}
 	return c
 }

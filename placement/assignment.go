@@ -5,15 +5,58 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/topology"
 )
 
-// Pod is where one pod of a workload runs.
+// Pod is where one pod of a workload runs, and on which GPUs.
 type Pod struct {
 	PodSet int             // index into the workload's PodSets
 	Index  int             // pod index within its pod set
 	Node   topology.NodeID // the node it runs on
-	GPUs   int             // GPUs it takes there
+	GPUs   int             // whole GPUs it takes there
+	// GPUMask names the whole GPUs, bit i for GPU i of the node (0 on
+	// nodes of more than 64 GPUs, where whole GPUs are counted only).
+	GPUMask uint64
+	// GPU is the GPU holding the pod's share or MIG slice.
+	GPU int
+	// Share is the thousandths of GPU the pod takes on GPU: its share, or
+	// its MIG profile's share; 0 for whole-GPU and CPU-only pods.
+	Share int
+	// MIG is the pod's MIG profile and Slice the memory slice it starts at.
+	MIG   string
+	Slice int
+	// Resources are the pod's named resources, shared with its pod set:
+	// read them, never modify them.
+	Resources []gang.Resource
+}
+
+// MilliGPUs is what the pod takes of GPUs, in thousandths.
+func (p Pod) MilliGPUs() int64 { return int64(p.GPUs)*gang.MilliGPU + int64(p.Share) }
+
+// claim is the topology claim of pod p on f, and false when its
+// resources name one the fleet lacks. buf is reused for the resources.
+func (p Pod) claim(f *topology.Fleet, buf []topology.ResourceAmount) (topology.Claim, []topology.ResourceAmount, error) {
+	c := topology.Claim{Node: p.Node, Whole: p.GPUMask, GPU: p.GPU, MIG: p.MIG, Slice: p.Slice}
+	if p.MIG == "" {
+		c.Share = p.Share
+	}
+	buf = buf[:0]
+	for _, r := range p.Resources {
+		id, ok := f.Resource(r.Name)
+		if !ok {
+			return c, buf, &topology.NodeError{Node: f.NodeName(p.Node), Detail: "resource " + r.Name, Err: topology.ErrUnknownResource}
+		}
+		buf = append(buf, topology.ResourceAmount{Resource: id, Amount: r.Amount})
+	}
+	c.Resources = buf
+	return c, buf, nil
+}
+
+// counted reports whether the pod holds only whole GPUs without naming
+// them, so that it is applied by count.
+func (p Pod) counted() bool {
+	return p.GPUMask == 0 && p.Share == 0 && p.MIG == "" && len(p.Resources) == 0
 }
 
 // Assignment places every pod of one workload. It is a value: applying it
@@ -30,7 +73,17 @@ type Assignment struct {
 	Pods   []Pod
 }
 
-// GPUs is the total GPUs of the assignment.
+// MilliGPUs is the assignment's GPUs in thousandths, shares and MIG slices
+// included: what quota is charged.
+func (a Assignment) MilliGPUs() int64 {
+	var n int64
+	for _, p := range a.Pods {
+		n += p.MilliGPUs()
+	}
+	return n
+}
+
+// GPUs is the total whole GPUs of the assignment.
 func (a Assignment) GPUs() int {
 	n := 0
 	for _, p := range a.Pods {
@@ -45,12 +98,15 @@ func (a Assignment) Clone() Assignment {
 	return a
 }
 
-// NodeGPUs returns the GPUs taken per node, one entry per node in order of
-// node ID: the unit Apply and Unapply work in.
+// NodeGPUs returns the whole GPUs taken per node, one entry per node in
+// order of node ID (nodes where the workload holds only shares, slices or
+// resources are left out).
 func (a Assignment) NodeGPUs() []NodeGPUs {
 	out := make([]NodeGPUs, 0, len(a.Pods))
 	for _, p := range a.Pods {
-		out = append(out, NodeGPUs{p.Node, p.GPUs})
+		if p.GPUs > 0 {
+			out = append(out, NodeGPUs{p.Node, p.GPUs})
+		}
 	}
 	return mergeNodes(out)
 }
@@ -89,51 +145,98 @@ func (a Assignment) Format(f *topology.Fleet) string {
 	return b.String()
 }
 
-// Apply allocates the assignment's GPUs on f, all or nothing: it checks
-// every node first (known, not down, enough free GPUs for all its pods
-// together) and changes nothing on error.
+// Apply allocates the assignment's GPUs, shares, slices and resources on
+// f, all or nothing: pods that name their GPUs are claimed one by one and
+// rolled back on the first refusal; pods that only count whole GPUs are
+// checked together per node first. It changes nothing on error.
 func Apply(f *topology.Fleet, a Assignment) error {
-	nodes := a.NodeGPUs()
-	for _, ng := range nodes {
-		if ng.Node < 0 || int(ng.Node) >= f.NumNodes() {
-			return &topology.NodeError{Node: fmt.Sprintf("#%d", ng.Node), Err: topology.ErrUnknownNode}
+	return apply(f, a, true)
+}
+
+// Unapply releases the assignment on f, all or nothing.
+func Unapply(f *topology.Fleet, a Assignment) error {
+	return apply(f, a, false)
+}
+
+func apply(f *topology.Fleet, a Assignment, take bool) error {
+	var counted []NodeGPUs
+	for _, p := range a.Pods {
+		if p.counted() {
+			counted = append(counted, NodeGPUs{p.Node, p.GPUs})
 		}
-		if ng.GPUs <= 0 {
-			return &topology.NodeError{Node: f.NodeName(ng.Node), Requested: ng.GPUs, Err: topology.ErrBadAmount}
+	}
+	counted = mergeNodes(counted)
+	for _, ng := range counted {
+		if err := checkCounted(f, ng, take); err != nil {
+			return err
 		}
+	}
+	var buf []topology.ResourceAmount
+	for i, p := range a.Pods {
+		if p.counted() {
+			continue
+		}
+		c, b, err := p.claim(f, buf)
+		buf = b
+		if err == nil {
+			if take {
+				err = f.AllocateClaim(c)
+			} else {
+				err = f.ReleaseClaim(c)
+			}
+		}
+		if err != nil {
+			for _, q := range a.Pods[:i] {
+				if q.counted() {
+					continue
+				}
+				c, b, _ := q.claim(f, buf)
+				buf = b
+				var undo error
+				if take {
+					undo = f.ReleaseClaim(c)
+				} else {
+					undo = f.AllocateClaim(c)
+				}
+				if undo != nil {
+					panic(fmt.Sprintf("placement: undo of a claim refused: %v", undo))
+				}
+			}
+			return err
+		}
+	}
+	for _, ng := range counted {
+		var err error
+		if take {
+			err = f.Allocate(ng.Node, ng.GPUs)
+		} else {
+			err = f.Release(ng.Node, ng.GPUs)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("placement: counted GPUs after validation: %v", err))
+		}
+	}
+	return nil
+}
+
+func checkCounted(f *topology.Fleet, ng NodeGPUs, take bool) error {
+	if ng.Node < 0 || int(ng.Node) >= f.NumNodes() {
+		return &topology.NodeError{Node: fmt.Sprintf("#%d", ng.Node), Err: topology.ErrUnknownNode}
+	}
+	if ng.GPUs <= 0 {
+		return &topology.NodeError{Node: f.NodeName(ng.Node), Requested: ng.GPUs, Err: topology.ErrBadAmount}
+	}
+	if take {
 		if f.Health(ng.Node) == topology.Down {
 			return &topology.NodeError{Node: f.NodeName(ng.Node), Err: topology.ErrNodeDown}
 		}
 		if free := f.Free(ng.Node); ng.GPUs > free {
 			return &topology.NodeError{Node: f.NodeName(ng.Node), Requested: ng.GPUs, Available: free, Err: topology.ErrOverAlloc}
 		}
+		return nil
 	}
-	for _, ng := range nodes {
-		if err := f.Allocate(ng.Node, ng.GPUs); err != nil {
-			panic(fmt.Sprintf("placement: allocate after validation: %v", err))
-		}
-	}
-	return nil
-}
-
-// Unapply releases the assignment's GPUs on f, all or nothing.
-func Unapply(f *topology.Fleet, a Assignment) error {
-	nodes := a.NodeGPUs()
-	for _, ng := range nodes {
-		if ng.Node < 0 || int(ng.Node) >= f.NumNodes() {
-			return &topology.NodeError{Node: fmt.Sprintf("#%d", ng.Node), Err: topology.ErrUnknownNode}
-		}
-		if ng.GPUs <= 0 {
-			return &topology.NodeError{Node: f.NodeName(ng.Node), Requested: ng.GPUs, Err: topology.ErrBadAmount}
-		}
-		if held := f.Allocated(ng.Node); ng.GPUs > held {
-			return &topology.NodeError{Node: f.NodeName(ng.Node), Requested: ng.GPUs, Available: held, Err: topology.ErrOverRelease}
-		}
-	}
-	for _, ng := range nodes {
-		if err := f.Release(ng.Node, ng.GPUs); err != nil {
-			panic(fmt.Sprintf("placement: release after validation: %v", err))
-		}
+	if held := f.WholeHeld(ng.Node); ng.GPUs > held {
+		return &topology.NodeError{Node: f.NodeName(ng.Node), Requested: ng.GPUs, Available: held, Err: topology.ErrOverRelease}
 	}
 	return nil
 }

@@ -13,6 +13,12 @@ import (
 var (
 	ErrNoFit   = errors.New("placement: does not fit")
 	ErrInvalid = errors.New("placement: invalid request")
+	// The kinds of invalid request that sharing adds; a NoFit of
+	// CauseInvalid matches one of them as well when it applies.
+	ErrBadShare        = errors.New("placement: GPU share outside (0, 1000] thousandths")
+	ErrUnknownProfile  = errors.New("placement: MIG profile no accepted GPU model has")
+	ErrUnknownResource = errors.New("placement: resource no node has")
+	ErrBadRequest      = errors.New("placement: malformed pod set")
 )
 
 // Cause classifies why a workload does not fit.
@@ -68,6 +74,9 @@ type NoFit struct {
 	FreeNodes int // fully free eligible nodes (best group)
 	Tried     []LevelTry
 	Detail    string
+	// Err is the specific kind of an invalid request (ErrBadShare,
+	// ErrUnknownProfile, ErrUnknownResource, ErrBadRequest), or nil.
+	Err error
 }
 
 func (e *NoFit) Error() string {
@@ -97,6 +106,9 @@ func (e *NoFit) Error() string {
 // Unwrap lets errors.Is match ErrNoFit, and ErrInvalid for CauseInvalid.
 func (e *NoFit) Unwrap() []error {
 	if e.Cause == CauseInvalid {
+		if e.Err != nil {
+			return []error{ErrNoFit, ErrInvalid, e.Err}
+		}
 		return []error{ErrNoFit, ErrInvalid}
 	}
 	return []error{ErrNoFit}

@@ -29,6 +29,12 @@ type Options struct {
 	// Explain fills NoFit.Tried with the largest block per level. It scans
 	// each level's domains, so a scheduler sets it only when a person asks.
 	Explain bool
+	// Ranker, when set, decides among every feasible option of a one-pod
+	// workload (see Ranker); Fragmentation is the built-in one.
+	Ranker Ranker
+	// MaxRanked bounds the options shown to Ranker per capacity class
+	// and group (default 4).
+	MaxRanked int
 }
 
 // Placer finds assignments. It keeps scratch buffers between calls so that
@@ -57,9 +63,19 @@ type Placer struct {
 	nodes   []candidate         // candidate nodes, when trials mutate
 	groups  []topology.GroupID
 	order   []int
-	undo    []NodeGPUs
 	used    map[topology.NodeID]int
 	usedDom map[topology.DomainID]int
+
+	mark   int  // first pod of the current trial in pods
+	shared bool // some pod set needs GPU-by-GPU or resource accounting
+	share  int  // thousandths per pod of the current pod set
+	mig    string
+	res    []topology.ResourceAmount // resources per pod set, at resAt[ps]:resAt[ps+1]
+	resAt  []int
+	cur    []topology.ResourceAmount // the current pod set's
+	claim  []topology.ResourceAmount // scratch for trial claims
+	best   []Pod                     // the best assignment across groups
+	opts   []Option                  // one-pod candidates
 }
 
 type candidate struct {
@@ -71,6 +87,9 @@ type candidate struct {
 func NewPlacer(opt Options) *Placer {
 	if opt.MaxScored <= 0 {
 		opt.MaxScored = 8
+	}
+	if opt.MaxRanked <= 0 {
+		opt.MaxRanked = 4
 	}
 	return &Placer{opt: opt}
 }
@@ -114,6 +133,9 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 	if p.opt.MaxScored <= 0 {
 		p.opt.MaxScored = 8
 	}
+	if p.opt.MaxRanked <= 0 {
+		p.opt.MaxRanked = 4
+	}
 	p.f, p.w, p.pods, p.deep = f, w, p.pods[:0], topology.Level(f.Depth())
 	defer func() { p.f, p.w = nil, nil }()
 	req, pref, nf := p.resolve()
@@ -121,21 +143,80 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 		return Assignment{}, nf
 	}
 	p.candidateGroups()
+	if p.oneShared() {
+		if a, ok := p.placeOne(); ok {
+			return a, nil
+		}
+		return Assignment{}, p.noFit(req, pref)
+	}
 	need := w.GPUs()
+	var best Assignment
+	bestTight, bestRank, found := 0, 0, false
 	for _, g := range p.groups {
 		p.g = g
 		if f.FreeGPUs(topology.Root, g) < need {
 			continue
 		}
+		rank, _ := w.Accepts(f.GroupFlavor(g))
+		if found && p.tier(g) != p.tier(best.Group) {
+			break // a group of a more preferred pool or model has room
+		}
 		for l := pref; l >= req; l-- {
-			if d, ok := p.tryLevel(l); ok {
-				a := Assignment{Workload: w.ID, Group: g, Domain: d, Level: l, Pods: p.pods}
-				a.Span = p.span()
+			if found && l < best.Level {
+				break // a lower span is already found in another group
+			}
+			d, ok := p.tryLevel(l)
+			if !ok {
+				continue
+			}
+			a := Assignment{Workload: w.ID, Group: g, Domain: d, Level: l, Pods: p.pods}
+			a.Span = p.span()
+			if len(p.groups) == 1 {
 				return a, nil
 			}
+			// Across GPU models: the lowest span, then the tightest fit
+			// counted in pods of the gang's largest size that still fit
+			// in the chosen domain, then the model's rank, then group order.
+			tight := p.tightness(d)
+			if !found || l > best.Level || tight < bestTight || tight == bestTight && rank < bestRank {
+				p.best = append(p.best[:0], p.pods...)
+				best, bestTight, bestRank, found = a, tight, rank, true
+				best.Pods = p.best
+			}
+			p.pods = p.pods[:0]
+			break
 		}
 	}
+	if found {
+		return best, nil
+	}
 	return Assignment{}, p.noFit(req, pref)
+}
+
+// tier is group g's preference tier: its pool's rank among the
+// workload's pools and, with FlavorsInOrder, its model's rank. Placement
+// takes the best fit among the groups of the first tier with room.
+func (p *Placer) tier(g topology.GroupID) int {
+	t := 0
+	if len(p.w.Pools) > 0 {
+		t = slices.Index(p.w.Pools, p.f.GroupPool(g))
+	}
+	if p.w.FlavorsInOrder {
+		r, _ := p.w.Accepts(p.f.GroupFlavor(g))
+		t = t*1024 + r
+	}
+	return t
+}
+
+// tightness counts the pods of the gang's largest pod set that domain d
+// could still take: lower is a tighter fit.
+func (p *Placer) tightness(d topology.DomainID) int {
+	if p.used != nil {
+		clear(p.used)
+		clear(p.usedDom)
+	}
+	p.setPodSet(p.order[0])
+	return p.capacity(d)
 }
 
 // resolve turns level names into levels and refuses requests this fleet
@@ -188,14 +269,20 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 		return 0, 0, invalid("no pods")
 	}
 	p.order = p.order[:0]
+	p.shared = w.Shared()
+	p.res, p.resAt = p.res[:0], append(p.resAt[:0], 0)
 	for i, ps := range w.PodSets {
-		if ps.Count <= 0 || ps.GPUsPerPod <= 0 {
+		if ps.Count <= 0 || ps.GPUsPerPod < 0 || ps.NoGPU() && len(ps.Resources) == 0 {
 			return 0, 0, invalid("empty pod set " + ps.Name)
 		}
 		if ps.GPUsPerPod > f.MaxGPUsPerNode() {
 			return 0, 0, invalid("a pod needs more GPUs than any node has")
 		}
+		if nf := p.resolveSharing(ps); nf != nil {
+			return 0, 0, nf
+		}
 		p.order = append(p.order, i)
+		p.resAt = append(p.resAt, len(p.res))
 	}
 	if seg := w.Topology.Segment; seg.Size > 0 {
 		// Placement fills whole segments only: a remainder or an unknown
@@ -205,7 +292,7 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 		}
 	}
 	slices.SortStableFunc(p.order, func(a, b int) int {
-		return cmp.Compare(w.PodSets[b].GPUsPerPod, w.PodSets[a].GPUsPerPod)
+		return cmp.Compare(w.PodSets[b].MilliGPUsPerPod(), w.PodSets[a].MilliGPUsPerPod())
 	})
 	if p.maxPerNode > 0 || p.maxPerDom > 0 {
 		if p.used == nil {
@@ -221,7 +308,7 @@ func (p *Placer) candidateGroups() {
 	p.groups = p.groups[:0]
 	add := func(pool string, anyPool bool) {
 		for g := range topology.GroupID(f.NumGroups()) {
-			if (w.Flavor == "" || f.GroupFlavor(g) == w.Flavor) && (anyPool || f.GroupPool(g) == pool) &&
+			if _, ok := w.Accepts(f.GroupFlavor(g)); ok && (anyPool || f.GroupPool(g) == pool) &&
 				!slices.Contains(p.groups, g) {
 				p.groups = append(p.groups, g)
 			}
@@ -229,10 +316,13 @@ func (p *Placer) candidateGroups() {
 	}
 	if len(w.Pools) == 0 {
 		add("", true)
-		return
+	} else {
+		for _, pool := range w.Pools {
+			add(pool, false)
+		}
 	}
-	for _, pool := range w.Pools {
-		add(pool, false)
+	if w.FlavorsInOrder && len(w.Flavors) > 1 {
+		slices.SortStableFunc(p.groups, func(a, b topology.GroupID) int { return p.tier(a) - p.tier(b) })
 	}
 }
 
@@ -357,6 +447,7 @@ func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
 // and released before returning, so f is unchanged either way.
 func (p *Placer) tryDomain(d topology.DomainID) bool {
 	mark := len(p.pods)
+	p.mark = mark
 	if p.used != nil {
 		clear(p.used)
 		clear(p.usedDom)
@@ -370,21 +461,18 @@ func (p *Placer) tryDomain(d topology.DomainID) bool {
 		if i < len(p.order)-1 {
 			for _, pod := range p.pods[mark:] {
 				if pod.PodSet == ps {
-					if err := p.f.Allocate(pod.Node, pod.GPUs); err != nil {
-						panic("placement: trial allocation refused: " + err.Error())
-					}
-					p.undo = append(p.undo, NodeGPUs{pod.Node, pod.GPUs})
+					p.trial(pod, true)
 				}
 			}
 			p.mutating = true
 		}
 	}
-	for _, u := range p.undo {
-		if err := p.f.Release(u.Node, u.GPUs); err != nil {
-			panic("placement: trial release refused: " + err.Error())
+	for i := mark; i < len(p.pods) && p.mutating; i++ {
+		if pod := p.pods[i]; pod.PodSet != p.ps {
+			p.trial(pod, false) // the last pod set tried is never on the fleet
 		}
 	}
-	p.undo, p.mutating = p.undo[:0], false
+	p.mutating = false
 	if !ok {
 		p.pods = p.pods[:mark]
 	}
@@ -392,7 +480,10 @@ func (p *Placer) tryDomain(d topology.DomainID) bool {
 }
 
 func (p *Placer) setPodSet(ps int) {
-	p.ps, p.k, p.idx = ps, p.w.PodSets[ps].GPUsPerPod, 0
+	set := &p.w.PodSets[ps]
+	p.ps, p.k, p.idx = ps, set.GPUsPerPod, 0
+	p.share, p.mig = set.GPUShare, set.MIG
+	p.cur = p.res[p.resAt[ps]:p.resAt[ps+1]]
 }
 
 func (p *Placer) placePodSet(d topology.DomainID) bool {
@@ -562,8 +653,21 @@ func (p *Placer) preferScored(cands []candidate) {
 }
 
 func (p *Placer) emit(n topology.NodeID, count int) {
+	p.emitOn(n, count, -1)
+}
+
+// emitOn places count pods of the current pod set on node n, choosing
+// their GPUs (gpu >= 0 names the GPU of a one-pod share or slice).
+func (p *Placer) emitOn(n topology.NodeID, count, gpu int) {
+	var st nodeState
+	p.loadNode(&st, n)
+	set := &p.w.PodSets[p.ps]
 	for range count {
-		p.pods = append(p.pods, Pod{PodSet: p.ps, Index: p.idx, Node: n, GPUs: p.k})
+		pod := Pod{PodSet: p.ps, Index: p.idx, Node: n, GPUs: p.k, Resources: set.Resources}
+		if !st.take(&pod, p, gpu) {
+			panic("placement: GPU accounting broken on node " + p.f.NodeName(n))
+		}
+		p.pods = append(p.pods, pod)
 		p.idx++
 	}
 	if p.used != nil {
@@ -609,7 +713,7 @@ func (p *Placer) capacity(d topology.DomainID) int {
 // the free-count histogram in O(GPUs per node), or by visiting the nodes
 // when a per-node spread limit already has pods of this gang to count.
 func (p *Placer) capBelow(d topology.DomainID) int {
-	if p.maxPerNode > 0 && len(p.used) > 0 {
+	if p.shared || p.maxPerNode > 0 && len(p.used) > 0 {
 		lo, hi := p.f.Nodes(d)
 		n := 0
 		for x := lo; x < hi; x++ {
@@ -633,7 +737,12 @@ func (p *Placer) nodeCap(n topology.NodeID) int {
 	if f.Health(n) != topology.Healthy || f.NodeGroup(n) != p.g {
 		return 0
 	}
-	c := f.Free(n) / p.k
+	var c int
+	if p.shared {
+		c = p.sharedCap(n)
+	} else {
+		c = f.Free(n) / p.k
+	}
 	if p.maxPerNode > 0 {
 		c = min(c, p.maxPerNode-p.used[n])
 	}

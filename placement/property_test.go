@@ -65,6 +65,9 @@ func (n naive) place() (topology.Level, topology.DomainID, topology.GroupID, boo
 		pref, _ = f.Level(w.Topology.Preferred)
 	}
 	k := w.PodSets[0].GPUsPerPod
+	// Across groups: the lowest span, then the fewest pods that still fit
+	// in the chosen domain, then group order.
+	bestL, bestD, bestG, bestTight, found := topology.Level(0), topology.DomainID(0), topology.GroupID(0), 0, false
 	for g := range topology.GroupID(f.NumGroups()) {
 		s := f.Stats(topology.Root, g)
 		whole := k == f.MaxGPUsPerNode() && s.GPUs == s.Nodes*k
@@ -96,11 +99,15 @@ func (n naive) place() (topology.Level, topology.DomainID, topology.GroupID, boo
 					}
 					return int(a.d - b.d)
 				})
-				return l, cs[0].d, g, true
+				tight := n.domainCap(cs[0].d, g, k)
+				if !found || l > bestL || l == bestL && tight < bestTight {
+					bestL, bestD, bestG, bestTight, found = l, cs[0].d, g, tight, true
+				}
+				break
 			}
 		}
 	}
-	return 0, 0, 0, false
+	return bestL, bestD, bestG, found
 }
 
 func genFleet(t *rapid.T) *topology.Fleet {

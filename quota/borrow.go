@@ -17,10 +17,10 @@ func (t *Tree) AddUsage(q NodeID, f FlavorID, gpus int64) error {
 	if err := t.checkUsage(q, f, gpus); err != nil {
 		return err
 	}
-	if gpus > MaxAmount-t.inUseSum[f] {
+	if gpus*milli > maxBase-t.inUseSum[f] {
 		return t.usageError(q, f, gpus, ErrAmountTooLarge, "usage would exceed %d GPUs of the flavor", MaxAmount)
 	}
-	t.shift(q, f, gpus)
+	t.shift(q, f, gpus*milli)
 	return nil
 }
 
@@ -32,10 +32,10 @@ func (t *Tree) RemoveUsage(q NodeID, f FlavorID, gpus int64) error {
 	if err := t.checkUsage(q, f, gpus); err != nil {
 		return err
 	}
-	if u := t.usage[t.at(q, f)]; gpus > u {
-		return t.usageError(q, f, gpus, ErrUsageUnderflow, "queue %q holds %d %s GPUs, cannot release %d", t.s.names[q], u, t.s.flavors[f], gpus)
+	if u := t.usage[t.at(q, f)]; gpus*milli > u {
+		return t.usageError(q, f, gpus, ErrUsageUnderflow, "queue %q holds %d %s GPUs, cannot release %d", t.s.names[q], ceilGPUs(u), t.s.flavors[f], gpus)
 	}
-	t.shift(q, f, -gpus)
+	t.shift(q, f, -gpus*milli)
 	return nil
 }
 
@@ -107,23 +107,43 @@ func (t *Tree) SetQuota(n NodeID, q FlavorQuota) error {
 		return &SpecError{Node: name, Flavor: q.Flavor, Field: "borrowingLimit/lendingLimit",
 			Detail: "a root has no parent to borrow from or lend to", Err: ErrLimitOnRoot}
 	}
-	f := t.s.flavorID[q.Flavor]
-	x := t.at(n, f)
-	dNominal := q.Nominal - t.nominal[x]
-	if sum := t.nominalSum[f] + dNominal; sum > MaxAmount {
-		return &SpecError{Node: name, Flavor: q.Flavor, Field: "nominal",
-			Detail: fmt.Sprintf("nominal quotas would add up to %d, above %d", sum, MaxAmount), Err: ErrAmountTooLarge}
+	if err := checkResourceQuotas(name, q, t.s); err != nil {
+		return err
 	}
-
-	if !t.served[x] {
-		t.served[x] = true
+	f := t.s.flavorID[q.Flavor]
+	type edit struct {
+		c               FlavorID
+		nominal, bl, ll int64
+	}
+	edits := []edit{{f, q.Nominal * milli, scaleLimit(q.BorrowingLimit.encode(), milli), scaleLimit(q.LendingLimit.encode(), milli)}}
+	for _, rq := range q.Resources {
+		edits = append(edits, edit{t.s.col(int(f), t.s.resourceID[rq.Name]), rq.Nominal, rq.BorrowingLimit.encode(), rq.LendingLimit.encode()})
+	}
+	for _, e := range edits {
+		if sum := t.nominalSum[e.c] + e.nominal - t.nominal[t.at(n, e.c)]; sum > maxBase {
+			return &SpecError{Node: name, Flavor: q.Flavor, Field: "nominal",
+				Detail: fmt.Sprintf("nominal quotas would add up to %d, above %d", t.s.out(e.c, sum), MaxAmount), Err: ErrAmountTooLarge}
+		}
+	}
+	if !t.served[t.at(n, f)] {
 		t.order[n] = append(t.order[n][:len(t.order[n]):len(t.order[n])], f) // never write into a shared array
 	}
+	for _, e := range edits {
+		t.editCol(n, e.c, e.nominal, e.bl, e.ll)
+	}
+	return nil
+}
+
+// editCol replaces node n's quota of column c and carries the change up.
+func (t *Tree) editCol(n NodeID, f FlavorID, nominal, bl, ll int64) {
+	x := t.at(n, f)
+	dNominal := nominal - t.nominal[x]
+	t.served[x] = true
 	// The lending limit changes the local quota, hence what n lends and
 	// stores upward: apply it as a zero-delta step from n first.
 	l0 := t.local(x)
 	lent0, stored0 := t.subtree[x]-l0, max(0, t.usage[x]-l0)
-	t.borrow[x], t.lend[x] = q.BorrowingLimit.encode(), q.LendingLimit.encode()
+	t.borrow[x], t.lend[x] = bl, ll
 	t.nominal[x] += dNominal
 	t.nominalSum[f] += dNominal
 	t.subtree[x] += dNominal
@@ -131,7 +151,6 @@ func (t *Tree) SetQuota(n NodeID, q FlavorQuota) error {
 	if p := t.s.parent[n]; p != None {
 		t.reflow(p, f, t.subtree[x]-l1-lent0, max(0, t.usage[x]-l1)-stored0)
 	}
-	return nil
 }
 
 // rawAvailable is Kueue's available(): at a root, subtree quota minus usage;
@@ -160,18 +179,20 @@ func (t *Tree) rawAvailable(n NodeID, f FlavorID) (avail int64, bite NodeID, kin
 // borrowing as far as its limits and the tree allow. Never negative.
 func (t *Tree) Available(n NodeID, f FlavorID) int64 {
 	a, _, _, _ := t.rawAvailable(n, f)
-	return max(0, a)
+	return max(0, a) / milli
 }
 
 // Potential is Kueue's potentialAvailable: what n could take if the whole
 // tree were idle. A request above it can never fit, preemption or not.
-func (t *Tree) Potential(n NodeID, f FlavorID) int64 {
+func (t *Tree) Potential(n NodeID, f FlavorID) int64 { return t.potential(n, f) / milli }
+
+func (t *Tree) potential(n NodeID, f FlavorID) int64 {
 	x := t.at(n, f)
 	p := t.s.parent[n]
 	if p == None {
 		return t.subtree[x]
 	}
-	v := t.local(x) + t.Potential(p, f)
+	v := t.local(x) + t.potential(p, f)
 	if bl := t.borrow[x]; bl != noLimit {
 		v = min(v, t.subtree[x]+bl)
 	}
@@ -256,9 +277,13 @@ type Reason struct {
 // Verdict answers Fits. It holds names as well as IDs so that String needs
 // no Tree; building it does not allocate.
 type Verdict struct {
-	Mode      Mode
-	Queue     NodeID
-	Flavor    FlavorID
+	Mode   Mode
+	Queue  NodeID
+	Flavor FlavorID
+	// Resource is what the verdict is about: GPU for Fits; for
+	// FitsRequest the resource that does not fit (GPUs and Available are
+	// then in its unit, thousandths of a GPU for GPU).
+	Resource  ResourceID
 	GPUs      int64
 	Available int64 // Available(Queue, Flavor) before the request
 	// From is, for FitsBorrowing, the lowest ancestor whose subtree quota
@@ -277,12 +302,30 @@ type Verdict struct {
 // how (within nominal or by borrowing, and from how high up), and if not,
 // why. It costs O(depth) and does not allocate.
 func (t *Tree) Fits(q NodeID, f FlavorID, gpus int64) Verdict {
+	if f < 0 || int(f) >= len(t.s.flavors) || gpus < 0 || gpus > MaxAmount {
+		return Verdict{Queue: q, Flavor: f, GPUs: gpus, From: None,
+			Reason: Reason{Kind: ReasonBadRequest, Node: None, ShortBy: gpus}}
+	}
+	v := t.fitsCol(q, f, gpus*milli)
+	v.GPUs = gpus
+	v.Available /= milli
+	if v.Mode == NoFit {
+		v.Reason.Limit /= milli
+		v.Reason.Potential /= milli
+		v.Reason.ShortBy = gpus - v.Available
+	}
+	return v
+}
+
+// fitsCol is Fits for one column in its own unit (thousandths of GPU for
+// GPU columns).
+func (t *Tree) fitsCol(q NodeID, f FlavorID, gpus int64) Verdict {
 	v := Verdict{Queue: q, Flavor: f, GPUs: gpus, From: None}
-	if q < 0 || int(q) >= len(t.s.names) || f < 0 || int(f) >= len(t.s.flavors) || t.s.kind[q] != Queue || gpus < 0 {
+	if q < 0 || int(q) >= len(t.s.names) || f < 0 || int(f) >= t.s.cols || t.s.kind[q] != Queue || gpus < 0 {
 		v.Reason = Reason{Kind: ReasonBadRequest, Node: None, ShortBy: gpus}
 		return v
 	}
-	v.queueName, v.flavorName = t.s.names[q], t.s.flavors[f]
+	v.queueName, v.flavorName = t.s.names[q], t.s.flavors[int(f)%len(t.s.flavors)]
 	x := t.at(q, f)
 	if !t.served[x] {
 		v.Reason = Reason{Kind: ReasonNotServed, Node: q, ShortBy: gpus, nodeName: v.queueName}
@@ -292,7 +335,7 @@ func (t *Tree) Fits(q NodeID, f FlavorID, gpus int64) Verdict {
 	v.Available = max(0, raw)
 	if gpus > v.Available {
 		v.Reason = Reason{Kind: kind, Node: bite, Limit: limit, ShortBy: gpus - v.Available,
-			Potential: t.Potential(q, f), nodeName: t.s.names[bite]}
+			Potential: t.potential(q, f), nodeName: t.s.names[bite]}
 		return v
 	}
 	// A root has nobody to borrow from: what fits there fits in its own

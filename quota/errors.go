@@ -33,6 +33,8 @@ var (
 	ErrFlavorNotServed   = errors.New("quota: flavor not served by queue")
 	ErrUsageUnderflow    = errors.New("quota: removing more usage than recorded")
 	ErrOverPromised      = errors.New("quota: guarantees exceed fleet capacity")
+	ErrUnknownResource   = errors.New("quota: unknown resource")
+	ErrDuplicateResource = errors.New("quota: duplicate resource")
 )
 
 // SpecError says which node, flavor and field of a Spec (or of a SetQuota

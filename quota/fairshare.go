@@ -91,10 +91,11 @@ func (t *Tree) share(n NodeID, extraF FlavorID, extra int64) Share {
 		x := t.at(n, f)
 		u := t.usage[x]
 		if f == extraF {
-			u += extra
+			u += extra * milli
 		}
 		s.Borrowed += max(0, u-t.subtree[x])
 	}
+	s.Borrowed = ceilGPUs(s.Borrowed)
 	if s.Borrowed == 0 {
 		return s
 	}

@@ -11,7 +11,7 @@ import (
 
 // Guaranteed returns the sum of every node's nominal quota of flavor f:
 // the GPUs the tree promises.
-func (t *Tree) Guaranteed(f FlavorID) int64 { return t.nominalSum[f] }
+func (t *Tree) Guaranteed(f FlavorID) int64 { return t.nominalSum[f] / milli }
 
 // ValidateCapacity compares the guarantees with the GPUs the fleet has, per
 // flavor name. A flavor missing from capacity has none. It returns a
@@ -22,7 +22,7 @@ func (t *Tree) Guaranteed(f FlavorID) int64 { return t.nominalSum[f] }
 func (t *Tree) ValidateCapacity(capacity map[string]int64) error {
 	var over []OverPromise
 	for f, name := range t.s.flavors {
-		if g, c := t.nominalSum[f], capacity[name]; g > c {
+		if g, c := t.nominalSum[f]/milli, capacity[name]; g > c {
 			over = append(over, OverPromise{Flavor: name, Guaranteed: g, Capacity: c})
 		}
 	}
@@ -62,13 +62,13 @@ func (t *Tree) RenderCapacity(w io.Writer, capacity map[string]int64) error {
 				bl, ll = "—", "—"
 			}
 			if t.borrow[x] != noLimit {
-				bl = strconv.FormatInt(t.borrow[x], 10)
+				bl = strconv.FormatInt(t.borrow[x]/milli, 10)
 			}
 			if t.lend[x] != noLimit {
-				ll = fmt.Sprintf("%d (keeps %d)", t.lend[x], t.nominal[x]-t.lend[x])
+				ll = fmt.Sprintf("%d (keeps %d)", t.lend[x]/milli, (t.nominal[x]-t.lend[x])/milli)
 			}
 			quotas = append(quotas, []string{s.names[n], parent, s.kind[n].String(), s.flavors[f],
-				strconv.FormatInt(t.nominal[x], 10), bl, ll, weight})
+				strconv.FormatInt(t.nominal[x]/milli, 10), bl, ll, weight})
 		}
 		if rows == 0 {
 			quotas = append(quotas, []string{s.names[n], parent, s.kind[n].String(), "—", "0", "—", "—", weight})
@@ -97,12 +97,13 @@ func (t *Tree) RenderCapacity(w io.Writer, capacity map[string]int64) error {
 		totals[0] = append(totals[0], "capacity", "unpromised")
 	}
 	for f, name := range s.flavors {
-		row := []string{name, strconv.FormatInt(t.nominalSum[f], 10)}
+		sum := t.nominalSum[f] / milli
+		row := []string{name, strconv.FormatInt(sum, 10)}
 		if capacity != nil {
 			c := capacity[name]
-			spare := strconv.FormatInt(c-t.nominalSum[f], 10)
-			if c < t.nominalSum[f] {
-				spare = fmt.Sprintf("**over-promised by %d**", t.nominalSum[f]-c)
+			spare := strconv.FormatInt(c-sum, 10)
+			if c < sum {
+				spare = fmt.Sprintf("**over-promised by %d**", sum-c)
 			}
 			row = append(row, strconv.FormatInt(c, 10), spare)
 		}

@@ -15,8 +15,12 @@ import (
 // each is an independent tree that lends nothing to the others, exactly like
 // separate Kueue cohort trees and ClusterQueues without a cohort.
 type Spec struct {
-	Flavors []string   `json:"flavors,omitempty"`
-	Nodes   []NodeSpec `json:"nodes,omitempty"`
+	Flavors []string `json:"flavors,omitempty"`
+	// Resources names the resources besides GPUs that quotas cover ("cpu",
+	// "memory", any extended resource), as a Kueue resource group's
+	// coveredResources: each flavor entry may give them a quota.
+	Resources []string   `json:"resources,omitempty"`
+	Nodes     []NodeSpec `json:"nodes,omitempty"`
 }
 
 // NodeSpec is one cohort or queue. It corresponds to a Kueue Cohort (Kind
@@ -52,6 +56,19 @@ type FlavorQuota struct {
 	// its parent; the rest stays private to the subtree. Unset: all of it is
 	// lent when unused.
 	LendingLimit Limit `json:"lendingLimit,omitzero"`
+	// Resources gives the flavor's quota of named resources (each listed
+	// in Spec.Resources, each once). A queue uses a resource of a flavor
+	// only if it lists it here, as in a Kueue resource group.
+	Resources []ResourceQuota `json:"resources,omitempty"`
+}
+
+// ResourceQuota is a quota of one named resource within a flavor entry,
+// in the resource's own unit (millicores, bytes...).
+type ResourceQuota struct {
+	Name           string `json:"name"`
+	Nominal        int64  `json:"nominal"`
+	BorrowingLimit Limit  `json:"borrowingLimit,omitzero"`
+	LendingLimit   Limit  `json:"lendingLimit,omitzero"`
 }
 
 // Kind says whether a node is a cohort (inner node) or a queue (leaf).
@@ -235,12 +252,15 @@ func ParseSpec(data []byte) (Spec, error) {
 
 // clone returns a deep copy, so a Tree never shares memory with its caller.
 func (s Spec) clone() Spec {
-	out := Spec{Flavors: append([]string(nil), s.Flavors...)}
+	out := Spec{Flavors: append([]string(nil), s.Flavors...), Resources: append([]string(nil), s.Resources...)}
 	if s.Nodes != nil {
 		out.Nodes = make([]NodeSpec, len(s.Nodes))
 	}
 	for i, n := range s.Nodes {
 		n.Quotas = append([]FlavorQuota(nil), n.Quotas...)
+		for j := range n.Quotas {
+			n.Quotas[j].Resources = append([]ResourceQuota(nil), n.Quotas[j].Resources...)
+		}
 		if n.Weight != nil {
 			w := *n.Weight
 			n.Weight = &w

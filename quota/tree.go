@@ -50,6 +50,11 @@ type Tree struct {
 type shape struct {
 	flavors  []string
 	flavorID map[string]FlavorID
+	// Named resources besides GPUs; a (flavor, resource) pair is one
+	// column of the flat state, GPUs of flavor f being column f.
+	resources  []string
+	resourceID map[string]ResourceID
+	cols       int
 
 	names     []string
 	nodeID    map[string]NodeID
@@ -86,11 +91,15 @@ func New(spec Spec) (*Tree, error) {
 		s.flavorID[f] = FlavorID(len(s.flavors))
 		s.flavors = append(s.flavors, f)
 	}
-	F := len(s.flavors)
+	_ = len(s.flavors)
+	if err := s.resolveResources(spec.Resources); err != nil {
+		return nil, err
+	}
+	C := s.cols
 
 	pos := make(map[string]int, len(spec.Nodes))
 	for i, n := range spec.Nodes {
-		if err := checkNode(n, s.flavorID); err != nil {
+		if err := checkNode(n, s); err != nil {
 			return nil, err
 		}
 		if _, dup := pos[n.Name]; dup {
@@ -98,7 +107,7 @@ func New(spec Spec) (*Tree, error) {
 		}
 		pos[n.Name] = i
 	}
-	if len(spec.Nodes) > math.MaxInt32/max(F, 1) {
+	if len(spec.Nodes) > math.MaxInt32/max(C, 1) {
 		return nil, &SpecError{Field: "nodes", Detail: "too many nodes", Err: ErrInvalidSpec}
 	}
 	kids := make([][]int, len(spec.Nodes))
@@ -182,15 +191,15 @@ func New(spec Spec) (*Tree, error) {
 	s.specOrder = make([]NodeID, N)
 	t := &Tree{
 		s:          s,
-		nominal:    make([]int64, N*F),
-		borrow:     make([]int64, N*F),
-		lend:       make([]int64, N*F),
-		served:     make([]bool, N*F),
-		subtree:    make([]int64, N*F),
-		usage:      make([]int64, N*F),
-		inUse:      make([]int64, N*F),
-		nominalSum: make([]int64, F),
-		inUseSum:   make([]int64, F),
+		nominal:    make([]int64, N*C),
+		borrow:     make([]int64, N*C),
+		lend:       make([]int64, N*C),
+		served:     make([]bool, N*C),
+		subtree:    make([]int64, N*C),
+		usage:      make([]int64, N*C),
+		inUse:      make([]int64, N*C),
+		nominalSum: make([]int64, C),
+		inUseSum:   make([]int64, C),
 		order:      make([][]FlavorID, N),
 	}
 	for i := range t.borrow {
@@ -218,24 +227,27 @@ func New(spec Spec) (*Tree, error) {
 		}
 		for _, q := range n.Quotas {
 			f := s.flavorID[q.Flavor]
-			x := t.at(me, f)
-			t.nominal[x], t.borrow[x], t.lend[x], t.served[x] = q.Nominal, q.BorrowingLimit.encode(), q.LendingLimit.encode(), true
+			t.setCol(me, FlavorID(f), q.Nominal*milli, scaleLimit(q.BorrowingLimit.encode(), milli), scaleLimit(q.LendingLimit.encode(), milli))
 			t.order[me] = append(t.order[me], f)
-			t.nominalSum[f] += q.Nominal // each <= MaxAmount, N*MaxAmount cannot overflow
+			for _, rq := range q.Resources {
+				c := s.col(int(f), s.resourceID[rq.Name])
+				t.setCol(me, c, rq.Nominal, rq.BorrowingLimit.encode(), rq.LendingLimit.encode())
+			}
 		}
 	}
 	slices.Sort(s.queues)
 	slices.Sort(s.roots)
-	for f, sum := range t.nominalSum {
-		if sum > MaxAmount {
+	for c, sum := range t.nominalSum {
+		if sum > maxBase || sum < 0 {
+			f, r := s.split(FlavorID(c))
 			return nil, &SpecError{Flavor: s.flavors[f], Field: "nominal",
-				Detail: fmt.Sprintf("nominal quotas add up to %d, above %d", sum, MaxAmount), Err: ErrAmountTooLarge}
+				Detail: fmt.Sprintf("nominal quotas of %s add up to %d, above %d", s.resourceName(r), s.out(FlavorID(c), sum), MaxAmount), Err: ErrAmountTooLarge}
 		}
 	}
 	// Children have larger IDs than their parent: one backward pass
 	// accumulates every subtree quota.
 	for n := NodeID(N - 1); n >= 0; n-- {
-		for f := FlavorID(0); int(f) < F; f++ {
+		for f := FlavorID(0); int(f) < C; f++ {
 			x := t.at(n, f)
 			t.subtree[x] += t.nominal[x]
 			if p := s.parent[n]; p != None {
@@ -247,7 +259,8 @@ func New(spec Spec) (*Tree, error) {
 }
 
 // checkNode applies the rules that concern one node alone.
-func checkNode(n NodeSpec, flavors map[string]FlavorID) error {
+func checkNode(n NodeSpec, s *shape) error {
+	flavors := s.flavorID
 	if n.Name == "" {
 		return &SpecError{Field: "name", Detail: "empty node name", Err: ErrInvalidName}
 	}
@@ -273,6 +286,9 @@ func checkNode(n NodeSpec, flavors map[string]FlavorID) error {
 		}
 		seen[q.Flavor] = true
 		if err := checkQuota(n.Name, q, flavors); err != nil {
+			return err
+		}
+		if err := checkResourceQuotas(n.Name, q, s); err != nil {
 			return err
 		}
 	}
@@ -330,7 +346,7 @@ func checkQuota(node string, q FlavorQuota, flavors map[string]FlavorID) error {
 }
 
 // at is the flat index of (node, flavor).
-func (t *Tree) at(n NodeID, f FlavorID) int { return int(n)*len(t.s.flavors) + int(f) }
+func (t *Tree) at(n NodeID, f FlavorID) int { return int(n)*t.s.cols + int(f) }
 
 // local is Kueue's localQuota: the part of the subtree quota the lending
 // limit keeps out of the parent's sight. Without a lending limit all of it
@@ -379,7 +395,7 @@ func (t *Tree) copyInto(c *Tree) {
 // nodes and quota entries in the order New was given them.
 func (t *Tree) Spec() Spec {
 	s := t.s
-	out := Spec{Flavors: slices.Clone(s.flavors)}
+	out := Spec{Flavors: slices.Clone(s.flavors), Resources: slices.Clone(s.resources)}
 	if len(s.specOrder) > 0 {
 		out.Nodes = make([]NodeSpec, len(s.specOrder))
 	}
@@ -411,12 +427,20 @@ func (t *Tree) Spec() Spec {
 
 func (t *Tree) quotaOf(n NodeID, f FlavorID) FlavorQuota {
 	x := t.at(n, f)
-	return FlavorQuota{
+	q := FlavorQuota{
 		Flavor:         t.s.flavors[f],
-		Nominal:        t.nominal[x],
-		BorrowingLimit: decodeLimit(t.borrow[x]),
-		LendingLimit:   decodeLimit(t.lend[x]),
+		Nominal:        t.nominal[x] / milli,
+		BorrowingLimit: decodeLimit(scaleLimitDown(t.borrow[x])),
+		LendingLimit:   decodeLimit(scaleLimitDown(t.lend[x])),
 	}
+	for r := range ResourceID(len(t.s.resources)) {
+		c := t.s.col(int(f), r+1)
+		if y := t.at(n, c); t.served[y] {
+			q.Resources = append(q.Resources, ResourceQuota{Name: t.s.resources[r], Nominal: t.nominal[y],
+				BorrowingLimit: decodeLimit(t.borrow[y]), LendingLimit: decodeLimit(t.lend[y])})
+		}
+	}
+	return q
 }
 
 // Node returns the ID of the node called name.
@@ -501,27 +525,29 @@ func (t *Tree) Serves(n NodeID, f FlavorID) bool { return t.served[t.at(n, f)] }
 func (t *Tree) Quota(n NodeID, f FlavorID) FlavorQuota { return t.quotaOf(n, f) }
 
 // Nominal returns node n's own nominal quota of flavor f.
-func (t *Tree) Nominal(n NodeID, f FlavorID) int64 { return t.nominal[t.at(n, f)] }
+func (t *Tree) Nominal(n NodeID, f FlavorID) int64 { return t.nominal[t.at(n, f)] / milli }
 
 // SubtreeQuota is Kueue's SubtreeQuota: n's nominal quota plus what its
 // children lend it.
-func (t *Tree) SubtreeQuota(n NodeID, f FlavorID) int64 { return t.subtree[t.at(n, f)] }
+func (t *Tree) SubtreeQuota(n NodeID, f FlavorID) int64 { return t.subtree[t.at(n, f)] / milli }
 
 // LocalQuota is Kueue's localQuota: the part of n's subtree quota kept from
 // its parent by the lending limit.
-func (t *Tree) LocalQuota(n NodeID, f FlavorID) int64 { return t.local(t.at(n, f)) }
+func (t *Tree) LocalQuota(n NodeID, f FlavorID) int64 { return t.local(t.at(n, f)) / milli }
 
 // Usage is Kueue's Usage, the quantity counted against SubtreeQuota: for a
 // queue, the GPUs its workloads hold; for a cohort, the GPUs its children
-// use above their local quotas. See InUse for the plain count.
-func (t *Tree) Usage(n NodeID, f FlavorID) int64 { return t.usage[t.at(n, f)] }
+// use above their local quotas. See InUse for the plain count. GPU
+// figures that hold shares are rounded up to whole GPUs; UsageOf gives
+// them in thousandths.
+func (t *Tree) Usage(n NodeID, f FlavorID) int64 { return ceilGPUs(t.usage[t.at(n, f)]) }
 
 // InUse returns the GPUs of flavor f held by all queues under n.
-func (t *Tree) InUse(n NodeID, f FlavorID) int64 { return t.inUse[t.at(n, f)] }
+func (t *Tree) InUse(n NodeID, f FlavorID) int64 { return ceilGPUs(t.inUse[t.at(n, f)]) }
 
 // Borrowed returns how far n's usage exceeds its subtree quota: the GPUs it
 // borrows from the rest of the tree, reclaimable by preemption. Never negative.
 func (t *Tree) Borrowed(n NodeID, f FlavorID) int64 {
 	x := t.at(n, f)
-	return max(0, t.usage[x]-t.subtree[x])
+	return ceilGPUs(max(0, t.usage[x]-t.subtree[x]))
 }

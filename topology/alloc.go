@@ -33,10 +33,12 @@ func (a *aggregate) add(c contribution, sign int32) {
 	a.stranded += sign * c.stranded
 }
 
-// Allocate takes gpus free GPUs of node n. It refuses unknown nodes, down
-// nodes and more GPUs than are free, leaving the fleet unchanged. It does
-// not refuse cordoned nodes: placement never picks them, but a host that
-// adopts work already running there must be able to record it.
+// Allocate takes gpus whole-free GPUs of node n, the lowest-numbered
+// first. It refuses unknown nodes, down nodes and more GPUs than are
+// whole-free, leaving the fleet unchanged. It does not refuse cordoned
+// nodes: placement never picks them, but a host that adopts work already
+// running there must be able to record it. A host that names GPUs uses
+// AllocateClaim instead.
 func (f *Fleet) Allocate(n NodeID, gpus int) error {
 	if err := f.checkNode(n, gpus); err != nil {
 		return err
@@ -47,21 +49,62 @@ func (f *Fleet) Allocate(n NodeID, gpus int) error {
 	if free := int(f.ncap[n] - f.nalloc[n]); gpus > free {
 		return &NodeError{Node: f.NodeName(n), Requested: gpus, Available: free, Err: ErrOverAlloc}
 	}
-	f.update(n, f.nalloc[n]+int32(gpus), f.nhealth[n])
+	f.change(n, func() {
+		left := gpus
+		for g := int(f.gbase[n]); left > 0; g++ {
+			if f.gpuFree(g) {
+				f.setWhole(n, g, true)
+				left--
+			}
+		}
+	}, nil, 0)
 	return nil
 }
 
-// Release returns gpus GPUs of node n. It refuses releasing more than is
-// allocated there, leaving the fleet unchanged.
+// Release returns gpus GPUs of node n held whole, the highest-numbered
+// first. It refuses releasing more than are held whole there, leaving the
+// fleet unchanged. Whole GPUs are interchangeable to it: a host that
+// names GPUs releases them with ReleaseClaim.
 func (f *Fleet) Release(n NodeID, gpus int) error {
 	if err := f.checkNode(n, gpus); err != nil {
 		return err
 	}
-	if gpus > int(f.nalloc[n]) {
-		return &NodeError{Node: f.NodeName(n), Requested: gpus, Available: int(f.nalloc[n]), Err: ErrOverRelease}
+	if held := f.WholeHeld(n); gpus > held {
+		return &NodeError{Node: f.NodeName(n), Requested: gpus, Available: held, Err: ErrOverRelease}
 	}
-	f.update(n, f.nalloc[n]-int32(gpus), f.nhealth[n])
+	f.change(n, func() {
+		left := gpus
+		for g := int(f.gbase[n+1]) - 1; left > 0; g-- {
+			if f.gwhole[g] {
+				f.setWhole(n, g, false)
+				left--
+			}
+		}
+	}, nil, 0)
 	return nil
+}
+
+// WholeHeld is the number of node n's GPUs held whole.
+func (f *Fleet) WholeHeld(n NodeID) int {
+	c := 0
+	for g := f.gbase[n]; g < f.gbase[n+1]; g++ {
+		if f.gwhole[g] {
+			c++
+		}
+	}
+	return c
+}
+
+func (f *Fleet) setWhole(n NodeID, g int, held bool) {
+	f.setGPU(n, g, func() {
+		f.gwhole[g], f.gused[g], f.gmig[g] = held, 0, 0
+		if held {
+			f.gused[g] = MilliGPU
+			if f.nmig[n] >= 0 {
+				f.gmig[g] = migFull
+			}
+		}
+	})
 }
 
 // SetHealth changes node n's health. Allocations stay recorded whatever
@@ -74,7 +117,15 @@ func (f *Fleet) SetHealth(n NodeID, h Health) error {
 		return &NodeError{Node: f.NodeName(n), Err: ErrInvalidSpec}
 	}
 	if h != f.nhealth[n] {
-		f.update(n, f.nalloc[n], h)
+		f.change(n, func() {
+			for g := int(f.gbase[n]); g < int(f.gbase[n+1]); g++ {
+				f.indexGPU(n, g, false)
+			}
+			f.nhealth[n] = h
+			for g := int(f.gbase[n]); g < int(f.gbase[n+1]); g++ {
+				f.indexGPU(n, g, true)
+			}
+		}, nil, 0)
 	}
 	return nil
 }
@@ -89,13 +140,22 @@ func (f *Fleet) checkNode(n NodeID, gpus int) error {
 	return nil
 }
 
-// update applies a node's new state and carries the difference up to every
-// ancestor and into the ordered indexes: O(depth x log n), no allocation in
-// steady state.
-func (f *Fleet) update(n NodeID, alloc int32, h Health) {
+// change applies fn, a change of node n's GPUs or health, and res, taken
+// (sign 1) or returned (sign -1), then carries the difference up to every
+// ancestor and into the ordered indexes: O(depth x log n), no allocation
+// in steady state.
+func (f *Fleet) change(n NodeID, fn func(), res []ResourceAmount, sign int64) {
 	before := f.contrib(n)
-	f.nalloc[n], f.nhealth[n] = alloc, h
+	oldH := f.nhealth[n]
+	oldMilli := f.MilliUsed(n)
+	fn()
+	R := len(f.rnames)
+	for _, r := range res {
+		f.ralloc[int(n)*R+int(r.Resource)] += sign * r.Amount
+	}
 	after := f.contrib(n)
+	dMilli := int64(f.MilliUsed(n) - oldMilli)
+	newH := f.nhealth[n]
 	g := f.ngroup[n]
 	base := int(n) * (f.depth + 1)
 	s0, s1, ns := f.slotsOf(g)
@@ -110,12 +170,16 @@ func (f *Fleet) update(n NodeID, alloc int32, h Health) {
 			old := *a
 			a.add(before, -1)
 			a.add(after, 1)
+			a.milli += dMilli
 			hb := f.histBase(d, s)
 			if before.bucket >= 0 {
 				f.hist[hb+int(before.bucket)]--
 			}
 			if after.bucket >= 0 {
 				f.hist[hb+int(after.bucket)]++
+			}
+			if R > 0 {
+				f.changeResources(n, (int(d)*f.slots+s)*R, oldH, newH, res, sign)
 			}
 			if i == 0 && l >= 1 && l < f.depth {
 				if old.freeNodes != a.freeNodes {
@@ -138,6 +202,28 @@ func (f *Fleet) update(n NodeID, alloc int32, h Health) {
 		}
 		if after.bucket > 0 {
 			t.ReplaceOrInsert(key(after.bucket, int32(n)))
+		}
+	}
+}
+
+// changeResources carries a change of node n's resources into one
+// aggregate slot whose resource figures start at at: free amounts on
+// healthy nodes.
+func (f *Fleet) changeResources(n NodeID, at int, oldH, newH Health, res []ResourceAmount, sign int64) {
+	R := len(f.rnames)
+	switch {
+	case oldH == Healthy && newH == Healthy:
+		for _, r := range res {
+			f.rfree[at+int(r.Resource)] -= sign * r.Amount
+		}
+	case oldH == Healthy || newH == Healthy:
+		s := int64(1)
+		if oldH == Healthy {
+			s = -1
+		}
+		for r := range R {
+			x := int(n)*R + r
+			f.rfree[at+r] += s * (f.rcap[x] - f.ralloc[x])
 		}
 	}
 }

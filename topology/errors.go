@@ -21,6 +21,19 @@ var (
 	ErrOverRelease  = errors.New("topology: releasing more GPUs than allocated")
 	ErrNodeDown     = errors.New("topology: node is down")
 	ErrBadAmount    = errors.New("topology: GPU amount must be positive")
+	// ErrBadGPUIndex: a claim names a GPU the node does not have.
+	ErrBadGPUIndex = errors.New("topology: no such GPU on the node")
+	// ErrBadShare: a share outside (0, 1000] thousandths, a share on a
+	// MIG GPU, or one GPU both whole and shared in a claim.
+	ErrBadShare = errors.New("topology: invalid GPU share")
+	// ErrUnknownProfile: a MIG profile the node's GPU model lacks, a start
+	// slice its geometry forbids, or MIG on a model with no geometry.
+	ErrUnknownProfile = errors.New("topology: unknown MIG profile")
+	// ErrUnknownResource: a resource no node of the fleet has.
+	ErrUnknownResource = errors.New("topology: unknown resource")
+	// ErrBadResource: a node resource with an empty name or an amount
+	// outside 0..MaxResource.
+	ErrBadResource = errors.New("topology: invalid resource")
 )
 
 // SpecError says which part of a Spec was refused and why.
@@ -53,14 +66,19 @@ type NodeError struct {
 	Node      string
 	Requested int // GPUs asked to allocate or release
 	Available int // free GPUs (allocate) or allocated GPUs (release)
+	Detail    string
 	Err       error
 }
 
 func (e *NodeError) Error() string {
+	msg := fmt.Sprintf("%v: node %q", e.Err, e.Node)
 	if e.Requested != 0 || e.Available != 0 {
-		return fmt.Sprintf("%v: node %q: requested %d, available %d", e.Err, e.Node, e.Requested, e.Available)
+		msg += fmt.Sprintf(": requested %d, available %d", e.Requested, e.Available)
 	}
-	return fmt.Sprintf("%v: node %q", e.Err, e.Node)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
 }
 
 func (e *NodeError) Unwrap() error { return e.Err }

@@ -70,6 +70,7 @@ type aggregate struct {
 	nodes, healthyNodes, freeNodes int32
 	gpus, healthyGPUs, free, alloc int32
 	stranded                       int32
+	milli                          int64 // thousandths of GPU in use, any health
 }
 
 // Fleet is the live physical state of a fleet: its tree, each node's health
@@ -107,6 +108,26 @@ type Fleet struct {
 	byFreeNodes [][]*btree.BTreeG[uint64]
 	byFreeGPUs  [][]*btree.BTreeG[uint64]
 	nodesByFree []*btree.BTreeG[uint64]
+
+	// Per GPU (see gpu.go): node n's GPUs are gbase[n]..gbase[n+1]-1.
+	gbase     []int32
+	gnode     []NodeID
+	gused     []uint16 // thousandths held: shares, slices, or 1000 when whole
+	gmig      []uint8  // occupied memory slices of a MIG GPU
+	gwhole    []bool   // held whole by one pod
+	nmig      []int8   // index into migModels, -1 when the node has no MIG
+	migModels []migModel
+	// Per group: partly shared GPUs by thousandths left, partly carved MIG
+	// GPUs by free slices. Keys pack (left<<32 | global GPU index).
+	sharedByLeft []*btree.BTreeG[uint64]
+	migByLeft    []*btree.BTreeG[uint64]
+
+	// Named resources (see resource.go), IDs in name order.
+	rnames []string
+	rindex map[string]ResourceID
+	rcap   []int64 // rcap[n*R+r]
+	ralloc []int64
+	rfree  []int64 // per aggregate slot and resource: free on healthy nodes
 }
 
 func key(count int32, id int32) uint64 { return uint64(uint32(count))<<32 | uint64(uint32(id)) }
@@ -161,8 +182,16 @@ func validate(spec Spec) error {
 			return &SpecError{Node: n.Name, Index: i, Detail: fmt.Sprintf("also nodes[%d]", names[n.Name]), Err: ErrDuplicate}
 		}
 		names[n.Name] = i
-		if n.GPUs <= 0 || n.GPUs > 1<<20 {
+		if n.GPUs < 0 || n.GPUs > 1<<20 || n.GPUs == 0 && len(n.Resources) == 0 {
 			return &SpecError{Node: n.Name, Index: i, Detail: fmt.Sprintf("gpus=%d", n.GPUs), Err: ErrBadGPUs}
+		}
+		if n.MIG && (MIGProfiles(n.Flavor) == nil || n.GPUs == 0) {
+			return &SpecError{Node: n.Name, Index: i, Detail: fmt.Sprintf("flavor %q has no known MIG geometry", n.Flavor), Err: ErrUnknownProfile}
+		}
+		for _, r := range slices.Sorted(maps.Keys(n.Resources)) {
+			if r == "" || n.Resources[r] < 0 || n.Resources[r] > MaxResource {
+				return &SpecError{Node: n.Name, Index: i, Detail: fmt.Sprintf("resource %q = %d", r, n.Resources[r]), Err: ErrBadResource}
+			}
 		}
 		if len(n.Path) != len(spec.Levels)-1 {
 			return &SpecError{Node: n.Name, Index: i, Detail: fmt.Sprintf("path has %d entries, levels above the node are %d", len(n.Path), len(spec.Levels)-1), Err: ErrBadPath}
@@ -189,6 +218,7 @@ func cloneSpec(s Spec) Spec {
 	for i, n := range s.Nodes {
 		n.Path = slices.Clone(n.Path)
 		n.Labels = maps.Clone(n.Labels)
+		n.Resources = maps.Clone(n.Resources)
 		c.Nodes[i] = n
 	}
 	return c
@@ -283,6 +313,7 @@ func (f *Fleet) build() {
 			f.anc[n*(depth+1)+l] = a
 		}
 	}
+	f.buildGPUs(nn)
 	// Node ranges, bottom-up.
 	for d := len(f.dom) - 1; d >= 0; d-- {
 		if d >= int(f.nodeBase) {
@@ -310,9 +341,15 @@ func (f *Fleet) build() {
 		}
 	}
 	f.nodesByFree = make([]*btree.BTreeG[uint64], len(f.groups))
+	f.sharedByLeft = make([]*btree.BTreeG[uint64], len(f.groups))
+	f.migByLeft = make([]*btree.BTreeG[uint64], len(f.groups))
 	for g := range f.groups {
 		f.nodesByFree[g] = btree.NewG(16, less)
+		f.sharedByLeft[g] = btree.NewG(16, less)
+		f.migByLeft[g] = btree.NewG(16, less)
 	}
+	R := len(f.rnames)
+	f.rfree = make([]int64, len(f.dom)*f.slots*R)
 	// Static totals, then every node enters as healthy and empty.
 	for n := range nn {
 		c := f.contrib(NodeID(n))
@@ -329,6 +366,9 @@ func (f *Fleet) build() {
 				a.gpus += f.ncap[n]
 				a.add(c, 1)
 				f.hist[f.histBase(d, s)+int(c.bucket)]++
+				for r := range R {
+					f.rfree[(int(d)*f.slots+s)*R+r] += f.rcap[n*R+r]
+				}
 			}
 		}
 	}
@@ -378,11 +418,23 @@ func (f *Fleet) Clone() *Fleet {
 	c.hist = slices.Clone(f.hist)
 	c.byFreeNodes = cloneIndexes(f.byFreeNodes)
 	c.byFreeGPUs = cloneIndexes(f.byFreeGPUs)
-	c.nodesByFree = make([]*btree.BTreeG[uint64], len(f.nodesByFree))
-	for g, t := range f.nodesByFree {
-		c.nodesByFree[g] = t.Clone()
-	}
+	c.nodesByFree = cloneTrees(f.nodesByFree)
+	c.sharedByLeft = cloneTrees(f.sharedByLeft)
+	c.migByLeft = cloneTrees(f.migByLeft)
+	c.gused = slices.Clone(f.gused)
+	c.gmig = slices.Clone(f.gmig)
+	c.gwhole = slices.Clone(f.gwhole)
+	c.ralloc = slices.Clone(f.ralloc)
+	c.rfree = slices.Clone(f.rfree)
 	return &c
+}
+
+func cloneTrees(src []*btree.BTreeG[uint64]) []*btree.BTreeG[uint64] {
+	out := make([]*btree.BTreeG[uint64], len(src))
+	for g, t := range src {
+		out[g] = t.Clone()
+	}
+	return out
 }
 
 func cloneIndexes(src [][]*btree.BTreeG[uint64]) [][]*btree.BTreeG[uint64] {

@@ -292,4 +292,9 @@ func assertSameState(t assert.TestingT, want, got *Fleet) {
 	assert.Equal(t, want.nhealth, got.nhealth)
 	assert.Equal(t, want.agg, got.agg)
 	assert.Equal(t, want.hist, got.hist)
+	assert.Equal(t, want.gused, got.gused)
+	assert.Equal(t, want.gmig, got.gmig)
+	assert.Equal(t, want.gwhole, got.gwhole)
+	assert.Equal(t, want.ralloc, got.ralloc)
+	assert.Equal(t, want.rfree, got.rfree)
 }

@@ -34,6 +34,14 @@ type NodeSpec struct {
 	Flavor string            `json:"flavor,omitempty"`
 	Pool   string            `json:"pool,omitempty"`
 	Labels map[string]string `json:"labels,omitempty"`
+	// Resources holds the node's capacity of named resources besides GPUs
+	// ("cpu" in millicores, "memory" in bytes, any extended resource). A
+	// node with resources may have no GPU (a CPU-only node).
+	Resources map[string]int64 `json:"resources,omitempty"`
+	// MIG says the node's GPUs are partitioned with MIG: they take MIG
+	// slices of the profiles of the flavor's model (see MIGProfiles), or
+	// whole-GPU pods, but no time-sliced shares.
+	MIG bool `json:"mig,omitempty"`
 }
 
 // UniformSpec describes a regular fleet: every domain of a level has the

@@ -1,0 +1,78 @@
+package topology_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet/topology"
+)
+
+func sharedFleet(t *testing.T) *topology.Fleet {
+	f, err := topology.New(topology.Spec{Levels: []string{"rack", "node"}, Nodes: []topology.NodeSpec{
+		{Name: "h", Path: []string{"r"}, GPUs: 8, Flavor: "H100", MIG: true, Resources: map[string]int64{"cpu": 64000}},
+		{Name: "l", Path: []string{"r"}, GPUs: 4, Flavor: "L4", Resources: map[string]int64{"cpu": 32000, "memory": 1 << 38}},
+		{Name: "c", Path: []string{"r"}, Resources: map[string]int64{"cpu": 96000}},
+	}})
+	require.NoError(t, err)
+	return f
+}
+
+func TestClaimsRefuseBadInputTyped(t *testing.T) {
+	f := sharedFleet(t)
+	h, _ := f.Node("h")
+	l, _ := f.Node("l")
+	cpu, _ := f.Resource("cpu")
+	before := f.String()
+	for _, tt := range []struct {
+		name string
+		c    topology.Claim
+		want error
+	}{
+		{"share above a GPU", topology.Claim{Node: l, GPU: 0, Share: 1001}, topology.ErrBadShare},
+		{"share on a MIG GPU", topology.Claim{Node: h, GPU: 0, Share: 500}, topology.ErrBadShare},
+		{"profile the model lacks", topology.Claim{Node: h, GPU: 0, MIG: "1g.5gb"}, topology.ErrUnknownProfile},
+		{"MIG on a model without it", topology.Claim{Node: l, GPU: 0, MIG: "1g.10gb"}, topology.ErrUnknownProfile},
+		{"forbidden start", topology.Claim{Node: h, GPU: 0, MIG: "3g.40gb", Slice: 2}, topology.ErrUnknownProfile},
+		{"GPU beyond the node", topology.Claim{Node: l, Whole: 1 << 4}, topology.ErrBadGPUIndex},
+		{"unknown resource", topology.Claim{Node: l, Resources: []topology.ResourceAmount{{Resource: 9, Amount: 1}}}, topology.ErrUnknownResource},
+		{"more cpu than the node", topology.Claim{Node: l, Resources: []topology.ResourceAmount{{Resource: cpu, Amount: 32001}}}, topology.ErrOverAlloc},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := f.AllocateClaim(tt.c)
+			require.ErrorIs(t, err, tt.want)
+			var ne *topology.NodeError
+			require.True(t, errors.As(err, &ne))
+			require.Equal(t, before, f.String())
+		})
+	}
+}
+
+func TestClaimsShareAndSlice(t *testing.T) {
+	f := sharedFleet(t)
+	h, _ := f.Node("h")
+	l, _ := f.Node("l")
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: l, GPU: 1, Share: 600}))
+	require.ErrorIs(t, f.AllocateClaim(topology.Claim{Node: l, GPU: 1, Share: 500}), topology.ErrOverAlloc)
+	require.ErrorIs(t, f.AllocateClaim(topology.Claim{Node: l, Whole: 1 << 1}), topology.ErrOverAlloc, "a whole pod never lands on a shared GPU")
+	require.Equal(t, 3, f.Free(l), "a shared GPU is not free for whole pods")
+	require.Equal(t, 3*2+0, f.SharesThatFit(l, 500), "three free GPUs take two halves each; 400 left on GPU 1 takes none")
+	var seen []int
+	f.AscendSharedGPUs(f.NodeGroup(l), 300, func(n topology.NodeID, gpu, left int) bool {
+		seen = append(seen, gpu, left)
+		return true
+	})
+	require.Equal(t, []int{1, 400}, seen)
+
+	p, ok := f.NodeMIGProfile(h, "3g.40gb")
+	require.True(t, ok)
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 2, MIG: "3g.40gb", Slice: 4}))
+	used, slices := f.GPUUsed(h, 2)
+	require.Equal(t, p.Share, used)
+	require.Equal(t, uint8(0xF0), slices)
+	require.Equal(t, 1, topology.MIGFits(slices, p), "slices 0-3 still take a 3g")
+	require.ErrorIs(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 2, MIG: "4g.40gb", Slice: 0}), nil)
+	require.ErrorIs(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 2, MIG: "1g.10gb", Slice: 0}), topology.ErrOverAlloc)
+	require.Equal(t, int64(600+p.Share+571), f.MilliAllocated(topology.Root, topology.AllGroups))
+}
