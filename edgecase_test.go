@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -86,6 +87,8 @@ func TestAdoptRefusesNodesOfAnotherFlavor(t *testing.T) {
 		}
 	}
 	cfg.Quota.Flavors = append(cfg.Quota.Flavors, "B200")
+	cfg.Quota.Nodes[1].Quotas[0] = quota.FlavorQuota{Flavor: "H100", Nominal: 16} // the H100s left: 32
+	cfg.Quota.Nodes[2].Quotas[0].Nominal = 16
 	s, err := fleet.New(cfg)
 	require.NoError(t, err)
 	before := s.Snapshot()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
@@ -73,6 +74,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, &Error{Op: "new", Detail: "quota", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
 	}
+	if err := checkFlavors(f, t); err != nil {
+		return nil, &Error{Op: "new", Detail: "quota", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
+	}
 	classes := map[string]PriorityClass{}
 	for _, c := range cfg.Classes {
 		if c.Name == "" {
@@ -97,6 +101,28 @@ func New(cfg Config) (*Scheduler, error) {
 		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead, Cost: cfg.Policy.Cost,
 			Placement: placement.Options{Scorer: cfg.Policy.Scorer}}),
 	}, nil
+}
+
+// checkFlavors refuses a quota tree whose guarantees exceed the fleet's
+// GPUs of some flavor, and a quota flavor that the fleet spells otherwise
+// (h100 against H100): such a queue could never run anything.
+func checkFlavors(f *topology.Fleet, t *quota.Tree) error {
+	capacity := map[string]int64{}
+	for n := range topology.NodeID(f.NumNodes()) {
+		capacity[f.GroupFlavor(f.NodeGroup(n))] += int64(f.Capacity(n))
+	}
+	for fl := range quota.FlavorID(t.NumFlavors()) {
+		name := t.FlavorName(fl)
+		if _, ok := capacity[name]; ok {
+			continue
+		}
+		for have := range capacity {
+			if strings.EqualFold(have, name) {
+				return fmt.Errorf("quota flavor %q is spelled %q in the topology", name, have)
+			}
+		}
+	}
+	return t.ValidateCapacity(capacity)
 }
 
 // tick checks a call's now: time never moves backwards. It changes

@@ -295,3 +295,25 @@ func TestHostQueueOrder(t *testing.T) {
 	}
 	assert.Equal(t, []string{"small", "mid", "big"}, ids)
 }
+
+// New refuses guarantees the fleet cannot hold and a quota flavor the
+// topology spells otherwise, naming both spellings.
+func TestNewRefusesFlavorsTheFleetCannotServe(t *testing.T) {
+	over := fleet.ReferenceConfig()
+	over.Quota.Nodes[1].Quotas[0].Nominal = 2000
+	_, err := fleet.New(over)
+	require.ErrorIs(t, err, fleet.ErrInvalidConfig)
+	require.ErrorIs(t, err, quota.ErrOverPromised)
+
+	spelled := fleet.ReferenceConfig()
+	spelled.Quota.Flavors = []string{"h100"}
+	for i := range spelled.Quota.Nodes {
+		for j := range spelled.Quota.Nodes[i].Quotas {
+			spelled.Quota.Nodes[i].Quotas[j].Flavor = "h100"
+		}
+	}
+	_, err = fleet.New(spelled)
+	require.ErrorIs(t, err, fleet.ErrInvalidConfig)
+	assert.ErrorContains(t, err, `"h100"`)
+	assert.ErrorContains(t, err, `"H100"`)
+}
