@@ -68,6 +68,10 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	blocked := map[quota.NodeID]string{} // StrictFIFO queue -> its blocked head
 	taken := map[string]bool{}
 	failed := map[failKey]int{}
+	// The run of identical replicas the current workload belongs to is
+	// found once (runEnd), and a run that found no joint plan asks for
+	// its members one by one: a spike costs one scan and one search.
+	runEnd, joint := 0, false
 	for i, e := range pending {
 		e.wait = waitVerdict{cycle: s.cycles, at: now}
 		if head, ok := blocked[e.queue]; ok {
@@ -85,7 +89,19 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 			// preempt its way around the reservation either.
 			e.wait.reason, e.wait.behind = WaitReservation, s.reserve.id
 		default:
-			if s.tryPreempt(now, replicas(pending[i:]), taken, failed, &d) {
+			if i >= runEnd {
+				runEnd = i + len(replicas(pending[i:]))
+				joint = runEnd-i > 1
+			}
+			run := pending[i:runEnd]
+			if !joint {
+				run = run[:1]
+			}
+			ok, jointFailed := s.tryPreempt(now, run, taken, failed, &d)
+			if jointFailed {
+				joint = false
+			}
+			if ok {
 				continue
 			}
 		}
@@ -99,6 +115,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	clear(pending) // the buffer must not keep ended workloads alive
 	s.lastEvents = len(s.events)
 	d.Events, s.events = s.events, nil
+	d.EventsDropped, s.dropped = s.dropped, 0
 	return d
 }
 

@@ -24,8 +24,11 @@ type Decisions struct {
 	// pod. The GPUs are already accounted to them.
 	Admit []Admission
 	// Events records what happened in this cycle and in the calls since the
-	// previous cycle, in order: the feed for metrics and audit logs.
-	Events []Event
+	// previous cycle, in order: the feed for metrics and audit logs. At
+	// most MaxEvents are kept between two cycles; EventsDropped counts the
+	// ones beyond.
+	Events        []Event
+	EventsDropped int
 }
 
 // Admission starts one workload.

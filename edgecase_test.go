@@ -199,3 +199,20 @@ func fullOfBatch(t *testing.T) *fleet.Scheduler {
 	require.Len(t, s.Schedule(t0).Admit, 8)
 	return s
 }
+
+// A host that never calls Schedule cannot make the scheduler hold events
+// without bound: beyond MaxEvents they are counted, not kept.
+func TestEventsBetweenCyclesAreBounded(t *testing.T) {
+	s := newRef(t)
+	require.NoError(t, s.Submit(t0, replica("r", 1)))
+	require.Len(t, s.Schedule(t0).Admit, 1)
+	for range fleet.MaxEvents + 10 {
+		require.NoError(t, s.Checkpointed(t0, "r", t0))
+	}
+	d := s.Schedule(t0)
+	assert.Len(t, d.Events, fleet.MaxEvents)
+	assert.Equal(t, 10, d.EventsDropped)
+	d = s.Schedule(t0)
+	assert.Zero(t, d.EventsDropped)
+	assert.Empty(t, d.Events)
+}

@@ -49,25 +49,29 @@ func replicable(e *entry) bool {
 // of run (its replicas) when one plan can serve them all, by draining
 // victims not already taken this cycle, and accepts it. It falls back to
 // run[0] alone.
-func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]bool, failed map[failKey]int, d *Decisions) bool {
+//
+// jointFailed reports that a run of several replicas found no joint plan:
+// the caller then asks for its remaining members one by one.
+func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]bool, failed map[failKey]int, d *Decisions) (ok, jointFailed bool) {
 	if s.cfg.Policy.NoPreemption {
-		return false
+		return false, false
 	}
 	key, keyed := failureKey(run[0])
 	if keyed {
 		if pods, ok := failed[key]; ok && run[0].w.Pods() >= pods {
 			run[0].wait.reason = WaitMemo // a no larger gang of its class found no plan this cycle
-			return false
+			return false, false
 		}
 	}
 	if len(run) > 1 {
 		if ok, _ := s.preemptFor(now, run, taken, d); ok {
-			return true
+			return true, false
 		}
+		jointFailed = true
 	}
 	ok, found := s.preemptFor(now, run[:1], taken, d)
 	if ok {
-		return true
+		return true, jointFailed
 	}
 	// Only a search that found no plan says anything of larger gangs of
 	// the class: a plan refused for a reservation, or one that needs no
@@ -77,7 +81,7 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 			failed[key] = run[0].w.Pods()
 		}
 	}
-	return false
+	return false, jointFailed
 }
 
 // failKey is a class of pending workloads for which a failed victim search

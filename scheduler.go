@@ -42,6 +42,7 @@ type Scheduler struct {
 	reserve    *reservation
 	searcher   *preempt.Searcher
 	lastEvents int      // events of the last cycle, to size the next
+	dropped    int      // events not kept since the last cycle (MaxEvents)
 	pendingBuf []*entry // scratch of Schedule
 }
 
@@ -142,11 +143,22 @@ func (s *Scheduler) advance(now time.Time) {
 	}
 }
 
+// MaxEvents bounds the events the scheduler keeps between two cycles. A
+// host that calls Schedule rarely (or never) while much happens gets the
+// first MaxEvents of them and Decisions.EventsDropped counts the rest: the
+// memory it holds stays bounded whatever the host does.
+const MaxEvents = 1 << 16
+
 func (s *Scheduler) emit(e Event) {
 	if s.events == nil {
 		// The slice goes to the host with the cycle's Decisions; size the
-		// next one like the last, so a busy cycle does not regrow it.
-		s.events = make([]Event, 0, max(16, s.lastEvents))
+		// next one like the last, within reason, so a busy cycle does not
+		// regrow it and a burst does not pin a huge slice.
+		s.events = make([]Event, 0, min(max(16, s.lastEvents), 4096))
+	}
+	if len(s.events) >= MaxEvents {
+		s.dropped++
+		return
 	}
 	s.events = append(s.events, e)
 }
