@@ -8,7 +8,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/fleetsched/fleet/internal/sim"
+	"github.com/fleetsched/fleet/sim"
 )
 
 // layer is one band of the stacked day chart.

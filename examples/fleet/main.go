@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/fleetsched/fleet"
-	"github.com/fleetsched/fleet/internal/sim"
+	"github.com/fleetsched/fleet/sim"
 	"github.com/fleetsched/fleet/metrics"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
-	"github.com/fleetsched/fleet/internal/sim"
+	"github.com/fleetsched/fleet/sim"
 )
 
 // dollarsPerGPUHour prices an H100 hour, as the estimates do.
