@@ -182,7 +182,7 @@ func (sm *sim) init() {
 			sm.researchNominal = int(n.Quotas[0].Nominal)
 		}
 	}
-	maxGang := min(512, max(8, sm.gpus/4))
+	maxGang := traceMaxGang(sm.gpus)
 	sm.training = newMix(trainingSizes(), maxGang)
 	sm.batch = newMix(batchSizes(), min(64, maxGang))
 	w := c.Workload
@@ -736,22 +736,20 @@ func (sm *sim) arriveTrace() {
 	if sm.trace < len(c.Trace) {
 		sm.push(event{at: int64(c.Trace[sm.trace].Arrival), kind: evTrace})
 	}
-	run := min(max(tj.Duration, time.Minute), 72*time.Hour)
+	gpus, run := traceShape(tj, traceMaxGang(sm.gpus))
 	var w gang.Workload
-	maxGang := sm.training.sizes[len(sm.training.sizes)-1]
 	if tj.GPUs >= 8 {
 		if sm.pendingResearch >= c.Workload.TrainingBacklog {
 			sm.res.TurnedAway++
 			return
 		}
-		gpus := min((tj.GPUs+7)/8*8, maxGang)
 		w = trainingWorkload(sm.id("philly-"+tj.Team), gpus, run, c.Checkpoint)
 	} else {
 		if sm.pendingBatch >= c.Workload.BatchBacklog*8 {
 			sm.res.TurnedAway++
 			return
 		}
-		w = batchWorkload(sm.id("philly-"+tj.Team), tj.GPUs, run, sm.batchCheckpoint())
+		w = batchWorkload(sm.id("philly-"+tj.Team), gpus, run, sm.batchCheckpoint())
 	}
 	i := sm.newJob(w, int64(run), -1)
 	sm.jobs[i].trace = true
