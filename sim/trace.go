@@ -127,8 +127,9 @@ func traceShape(tj TraceJob, maxGang int) (gpus int, run time.Duration) {
 }
 
 // OfferedGPUs is the average GPU demand the jobs arriving within window
-// offer a fleet of gpus GPUs: their GPUs x run time, as the simulator
-// runs them, over the window's length.
+// offer a fleet of gpus GPUs: their GPUs x the part of their run time
+// (as the simulator runs them) that falls inside the window, were each
+// to start on arrival, over the window's length.
 func OfferedGPUs(jobs []TraceJob, gpus int, window time.Duration) float64 {
 	if window <= 0 {
 		return 0
@@ -140,7 +141,7 @@ func OfferedGPUs(jobs []TraceJob, gpus int, window time.Duration) float64 {
 			break
 		}
 		g, run := traceShape(tj, maxGang)
-		sum += float64(g) * run.Hours()
+		sum += float64(g) * min(run, window-tj.Arrival).Hours()
 	}
 	return sum / window.Hours()
 }

@@ -30,7 +30,7 @@ func TestCompressTraceHitsTarget(t *testing.T) {
 		target float64
 	}{
 		{"as recorded", as},
-		{"1.1x the training share of 512 GPUs", 1.1 * (512 - 300)},
+		{"half", as / 2},
 		{"sparser", as / 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
