@@ -21,7 +21,8 @@ type Call struct {
 	Node     string          `json:"node,omitempty"`
 	Health   topology.Health `json:"health,omitempty"`
 	Started  time.Time       `json:"started,omitzero"`
-	At       time.Time       `json:"at,omitzero"` // checkpointed: when it was taken
+	At       time.Time       `json:"at,omitzero"`     // checkpointed: when it was taken
+	Grace    time.Duration   `json:"grace,omitempty"` // drain: the grace asked for
 	Pods     []PodAssignment `json:"pods,omitempty"`
 }
 
@@ -67,6 +68,14 @@ func (j *Journal) Exited(now time.Time, id string, how gang.ExitReason) error {
 // Checkpointed records and forwards Scheduler.Checkpointed.
 func (j *Journal) Checkpointed(now time.Time, id string, at time.Time) error {
 	return j.call(Call{Op: "checkpointed", Time: now, ID: id, At: at})
+}
+
+// RequestDrain records and forwards Scheduler.RequestDrain.
+func (j *Journal) RequestDrain(now time.Time, id string, grace time.Duration) (Drain, error) {
+	if err := j.enc.Encode(Call{Op: "drain", Time: now, ID: id, Grace: grace}); err != nil {
+		return Drain{}, err
+	}
+	return j.s.RequestDrain(now, id, grace)
 }
 
 // SetNodeHealth records and forwards Scheduler.SetNodeHealth.
@@ -116,6 +125,9 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 		return nil, s.Exited(c.Time, c.ID, c.Exit)
 	case "checkpointed":
 		return nil, s.Checkpointed(c.Time, c.ID, c.At)
+	case "drain":
+		_, err := s.RequestDrain(c.Time, c.ID, c.Grace)
+		return nil, err
 	case "health":
 		_, err := s.SetNodeHealth(c.Time, c.Node, c.Health)
 		return nil, err
@@ -129,7 +141,7 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 // knownOp reports whether op is a call a journal records.
 func knownOp(op string) bool {
 	switch op {
-	case "submit", "adopt", "cancel", "exited", "checkpointed", "health", "schedule":
+	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule":
 		return true
 	}
 	return false

@@ -184,3 +184,33 @@ func TestRestoreRefusesASnapshotThatDoesNotAddUp(t *testing.T) {
 	_, err := fleet.Restore(fleet.ReferenceConfig(), snap)
 	require.ErrorIs(t, err, fleet.ErrInvalid)
 }
+
+// A drain the host asks for (maintenance) follows the same contract: a
+// deadline, then a kill every cycle until the exit; nobody is nominated,
+// so the GPUs go back to the pool.
+func TestRequestDrainForMaintenance(t *testing.T) {
+	s := newRef(t)
+	require.NoError(t, s.Submit(t0, training("job", 8, fleet.ClassReservedResearch, "research")))
+	require.Len(t, s.Schedule(t0).Admit, 1)
+	before := s.Snapshot()
+	for name, call := range map[string]func() error{
+		"unknown":        func() error { _, err := s.RequestDrain(t0, "nope", 0); return err },
+		"negative grace": func() error { _, err := s.RequestDrain(t0, "job", -time.Second); return err },
+		"time reversed":  func() error { _, err := s.RequestDrain(t0.Add(-time.Hour), "job", 0); return err },
+	} {
+		require.Error(t, call(), name)
+		require.Equal(t, before, s.Snapshot(), name)
+	}
+	now := t0.Add(time.Hour)
+	d, err := s.RequestDrain(now, "job", 5*time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, fleet.Drain{ID: "job", Deadline: now.Add(5 * time.Minute), Reason: gang.DrainHost}, d)
+	again, err := s.RequestDrain(now.Add(time.Minute), "job", time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, d.Deadline, again.Deadline, "a second request does not extend the deadline")
+	k := s.Schedule(now.Add(6 * time.Minute)).Kill
+	require.Len(t, k, 1)
+	assert.Equal(t, time.Minute, k[0].Overdue)
+	require.NoError(t, s.Exited(now.Add(7*time.Minute), "job", gang.ExitKilled))
+	assert.Equal(t, 2048, s.Snapshot().Fleet.FreeGPUs)
+}

@@ -359,6 +359,45 @@ func (s *Scheduler) Checkpointed(now time.Time, id string, at time.Time) error {
 	return nil
 }
 
+// RequestDrain asks for a running workload to be drained for the host's
+// own reasons (maintenance, an operator): it returns the Drain the host
+// carries out now, with a deadline grace from now (0: the workload's
+// contract), after which every cycle asks for a kill. Nobody is nominated
+// for its GPUs: they return to the pool when it exits. A workload already
+// draining keeps its deadline. It is refused for an unknown workload, one
+// not running, or a negative grace.
+func (s *Scheduler) RequestDrain(now time.Time, id string, grace time.Duration) (Drain, error) {
+	if err := s.tick("drain", now); err != nil {
+		return Drain{}, err
+	}
+	e, ok := s.work[id]
+	if !ok {
+		return Drain{}, refuse("drain", id, ErrUnknownID, "")
+	}
+	if !e.state().HoldsGPUs() {
+		return Drain{}, refuse("drain", id, ErrBadState, "workload is %s, not running", e.state())
+	}
+	if grace < 0 {
+		return Drain{}, refuse("drain", id, ErrInvalid, "negative grace %s", grace)
+	}
+	if grace == 0 {
+		grace = e.grace()
+	}
+	was := e.state()
+	r, err := s.books.DrainFor(id, now, now.Add(grace), gang.DrainHost)
+	if err != nil {
+		panic("fleet: the ledger refused a checked drain: " + err.Error())
+	}
+	s.advance(now)
+	d := Drain{ID: id, Deadline: r.Drain.Deadline, Reason: r.Drain.Reason, Beneficiaries: slices.Clone(r.Drain.Beneficiaries)}
+	if was != gang.Draining {
+		ev := s.event(EventDrainStarted, now, e)
+		ev.Reason, ev.Deadline = d.Reason.String(), d.Deadline
+		s.emit(ev)
+	}
+	return d, nil
+}
+
 // finish removes a workload: the ledger releases what it holds and
 // dissolves what it was promised.
 func (s *Scheduler) finish(now time.Time, e *entry, how gang.ExitReason) {

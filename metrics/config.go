@@ -45,6 +45,24 @@ type Config struct {
 	// restarts (loading, warm-up), charged per preemption as GPUs x
 	// RestartTime on top of the work since its last checkpoint (default 0).
 	RestartTime time.Duration
+	// ReplicaRestartTime is what a stateless inference replica loses when
+	// it is preempted or its node fails: no work, only the time to start
+	// again and warm up (default RestartTime).
+	ReplicaRestartTime time.Duration
+	// MFUFloor flags busy-but-inefficient work: a workload whose SM
+	// activity is at or above IdleThreshold but whose MFU stays under the
+	// floor of its priority class (MFUFloors, else MFUFloor) for longer
+	// than MFUWindow counts the whole stretch as low-MFU GPU-hours, and
+	// Inefficient lists it. 0 turns the check off (the default).
+	MFUFloor  float64
+	MFUFloors map[string]float64
+	// MFUWindow is how long MFU must stay under the floor (default 1 h).
+	MFUWindow time.Duration
+	// RightSizeTarget is the SM activity (0-1) an inference replica is
+	// sized for (default 0.6): the right-sizing advice counts, hour by
+	// hour, the GPUs of each team's inference beyond what its observed
+	// use needs at this target.
+	RightSizeTarget float64
 }
 
 // withDefaults validates c and fills in its defaults.
@@ -65,6 +83,19 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("RestartTime", "negative: %v", c.RestartTime)
 	case !(c.IdleThreshold >= 0 && c.IdleThreshold <= 1):
 		return bad("IdleThreshold", "want 0-1, got %v", c.IdleThreshold)
+	case c.ReplicaRestartTime < 0:
+		return bad("ReplicaRestartTime", "negative: %v", c.ReplicaRestartTime)
+	case !(c.MFUFloor >= 0 && c.MFUFloor <= 1):
+		return bad("MFUFloor", "want 0-1, got %v", c.MFUFloor)
+	case c.MFUWindow < 0:
+		return bad("MFUWindow", "negative: %v", c.MFUWindow)
+	case !(c.RightSizeTarget >= 0 && c.RightSizeTarget <= 1):
+		return bad("RightSizeTarget", "want 0-1, got %v", c.RightSizeTarget)
+	}
+	for class, f := range c.MFUFloors {
+		if !(f >= 0 && f <= 1) {
+			return bad(fmt.Sprintf("MFUFloors[%q]", class), "want 0-1, got %v", f)
+		}
 	}
 	if err := checkFlavor("Default", c.Default); err != nil {
 		return Config{}, err
@@ -90,6 +121,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IdleWindow == 0 {
 		c.IdleWindow = 15 * time.Minute
+	}
+	if c.ReplicaRestartTime == 0 {
+		c.ReplicaRestartTime = c.RestartTime
+	}
+	if c.MFUWindow == 0 {
+		c.MFUWindow = time.Hour
+	}
+	if c.RightSizeTarget == 0 {
+		c.RightSizeTarget = 0.6
 	}
 	return c, nil
 }

@@ -40,12 +40,25 @@
 //
 // # Definitions
 //
-//   - Lost work of a preemption: the drain event's LostGPUSeconds, or
-//     GPUs x time since the latest checkpoint (or admission) when it is 0,
-//     plus GPUs x Config.RestartTime. A victim killed past its deadline
-//     also loses the work since the drain began. A workload whose node was
-//     lost counts as preempted with cause "node-lost".
-//   - Preemption tax: lost GPU-hours over borrowed GPU-hours.
+//   - Lost work of a preemption, measured when the victim exits: GPUs x
+//     time since its latest checkpoint (or admission), so a victim that
+//     checkpoints on SIGTERM and reports it loses no work and a killed one
+//     loses its drain too; plus GPUs x Config.RestartTime. A stateless
+//     inference replica loses no work, only GPUs x ReplicaRestartTime
+//     (restart and warm-up). The drain event's LostGPUSeconds is the
+//     scheduler's estimate at the decision and is not used.
+//   - Node losses: runs a failed node ended (cause "node-lost") lose the
+//     same way, but are reported in their own rows (Report.NodeLosses,
+//     Usage.NodeLostGPUHours) and are not preemptions.
+//   - Preemption tax: preemption-lost over borrowed GPU-hours, broken
+//     down by team and cause (work since checkpoints, restarts, kills).
+//   - Busy but inefficient: SM activity at or above the idle threshold
+//     but MFU under the class's floor (Config.MFUFloor) past MFUWindow.
+//   - Right-sizing: per team and hour, inference GPUs beyond observed use
+//     over Config.RightSizeTarget; the GPU-hours and dollars fewer
+//     replicas would save.
+//   - Cohorts: teams roll up into every cohort above them in the quota
+//     tree of the latest snapshot.
 //   - Drain time: from the drain decision to the victim's exit, when its
 //     capacity is back; a kill is a deadline miss.
 //   - Lent: a Snapshot says how much each queue could lend and how much

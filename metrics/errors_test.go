@@ -116,7 +116,7 @@ func TestCSV(t *testing.T) {
 		}
 		return "missing"
 	}
-	assert.Equal(t, "4", find("preemptions", "research/reclaim", "lost GPU-h"))
+	assert.Equal(t, "4.266666666666667", find("preemptions", "research/reclaim", "lost GPU-h"))
 	assert.Equal(t, "1", find("drains", "", "deadline misses"))
 	assert.Equal(t, "1", find("cross-spine", "research", "gangs admitted"))
 	assert.Equal(t, "", find("cost", "fleet", "per useful PFLOP"), "undefined without MFU")

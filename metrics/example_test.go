@@ -44,19 +44,19 @@ func Example() {
 	//
 	// ## Allocation and use by team
 	//
-	// | team | allocated GPU-h | sampled GPU-h | used GPU-h (SM) | use rate | useful PFLOP | idle allocated GPU-h |
-	// |---|---:|---:|---:|---:|---:|---:|
-	// | inference | 8.0 | 8.0 | 4.8 | 60.0% | 0 | 0.0 |
-	// | research | 16.0 | 16.0 | 7.2 | 45.0% | 12817 | 8.0 |
-	// | fleet | 24.0 | 24.0 | 12.0 | 50.0% | 12817 | 8.0 |
+	// | team | allocated GPU-h | sampled GPU-h | used GPU-h (SM) | use rate | useful PFLOP | idle allocated GPU-h | busy, low-MFU GPU-h |
+	// |---|---:|---:|---:|---:|---:|---:|---:|
+	// | inference | 8.0 | 8.0 | 4.8 | 60.0% | 0 | 0.0 | 0.0 |
+	// | research | 16.0 | 16.0 | 7.2 | 45.0% | 12817 | 8.0 | 0.0 |
+	// | fleet | 24.0 | 24.0 | 12.0 | 50.0% | 12817 | 8.0 | 0.0 |
 	//
 	// ## Allocation and use by shape
 	//
-	// | shape | allocated GPU-h | sampled GPU-h | used GPU-h (SM) | use rate | useful PFLOP | idle allocated GPU-h |
-	// |---|---:|---:|---:|---:|---:|---:|
-	// | inference | 8.0 | 8.0 | 4.8 | 60.0% | 0 | 0.0 |
-	// | training | 16.0 | 16.0 | 7.2 | 45.0% | 12817 | 8.0 |
-	// | fleet | 24.0 | 24.0 | 12.0 | 50.0% | 12817 | 8.0 |
+	// | shape | allocated GPU-h | sampled GPU-h | used GPU-h (SM) | use rate | useful PFLOP | idle allocated GPU-h | busy, low-MFU GPU-h |
+	// |---|---:|---:|---:|---:|---:|---:|---:|
+	// | inference | 8.0 | 8.0 | 4.8 | 60.0% | 0 | 0.0 | 0.0 |
+	// | training | 16.0 | 16.0 | 7.2 | 45.0% | 12817 | 8.0 | 0.0 |
+	// | fleet | 24.0 | 24.0 | 12.0 | 50.0% | 12817 | 8.0 | 0.0 |
 	//
 	// ## Queue wait by team
 	//
@@ -75,19 +75,25 @@ func Example() {
 	// | 65-512 | 0 | - | - | - |
 	// | 513+ | 0 | - | - | - |
 	//
-	// ## Preemptions by team and cause
+	// ## Preemption tax by team and cause
 	//
-	// | team | cause | preemptions | lost GPU-h |
-	// |---|---|---:|---:|
-	// | fleet | all | 0 | 0.0 |
+	// | team | cause | preemptions | killed at deadline | work lost GPU-h | restart GPU-h | lost GPU-h | share of borrowed |
+	// |---|---|---:|---:|---:|---:|---:|---:|
+	// | fleet | all | 0 | 0 | 0.0 | 0.0 | 0.0 | - |
+	//
+	// ## Node losses (not preemptions, not in the tax)
+	//
+	// | team | runs ended | work lost GPU-h | restart GPU-h | lost GPU-h |
+	// |---|---:|---:|---:|---:|
+	// | fleet | 0 | 0.0 | 0.0 | 0.0 |
 	//
 	// ## Borrowing and preemption tax
 	//
-	// | team | borrowed GPU-h | lent GPU-h | lost GPU-h | preemption tax |
+	// | team | borrowed GPU-h | lent GPU-h | preemption lost GPU-h | preemption tax |
 	// |---|---:|---:|---:|---:|
-	// | inference | 0.0 | 0.0 | 0.0 | 0.0% |
-	// | research | 0.0 | 0.0 | 0.0 | 0.0% |
-	// | fleet | 0.0 | 0.0 | 0.0 | 0.0% |
+	// | inference | 0.0 | 0.0 | 0.0 | - |
+	// | research | 0.0 | 0.0 | 0.0 | - |
+	// | fleet | 0.0 | 0.0 | 0.0 | - |
 	//
 	// ## Drains: decision to capacity back
 	//

@@ -104,6 +104,7 @@ func TestUsedWithinAllocatedWithinCapacity(t *testing.T) {
 func additive(u metrics.Usage) []float64 {
 	return []float64{u.HealthyGPUHours, u.AllocatedGPUHours, u.SampledGPUHours, u.UsedGPUHours, u.UsefulPFLOP,
 		u.IdleGPUHours, u.BorrowedGPUHours, u.LentGPUHours, u.IdleReservedGPUHours, u.LostGPUHours,
+		u.RestartGPUHours, u.NodeLostGPUHours, u.LowMFUGPUHours, u.RightSizeGPUHours, u.RightSizeDollars, float64(u.NodeLosses),
 		u.CrossSpineGPUHours, float64(u.Submissions), float64(u.Admissions), float64(u.Preemptions),
 		float64(u.Kills), float64(u.CrossSpineGangs), u.AllocatedDollars, u.IdleReservationDollars, u.RecoveredDollars}
 }

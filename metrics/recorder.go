@@ -40,6 +40,8 @@ type Recorder struct {
 
 	snap      snapState
 	unmatched int
+	// parent is each quota node's parent, from the latest snapshot.
+	parent map[string]string
 }
 
 type cellKey struct {
@@ -68,7 +70,10 @@ type workload struct {
 	sm        float64
 	flops     float64 // achieved FLOP/s of the whole workload
 	idleSince int64   // start of the current idle stretch, or noIdle
+	lowSince  int64   // start of the current busy-but-under-the-MFU-floor stretch, or noIdle
+	shape     gang.Shape
 	draining  bool
+	killed    bool
 	drainAt   int64
 	cause     int32 // the drain's (team, reason) while draining
 }
@@ -144,10 +149,12 @@ func (r *Recorder) cellID(team int32, shape gang.Shape, flavor int32) int32 {
 	return id
 }
 
+// CauseNodeLost is the cause of the runs a failed node ended. They are
+// reported apart from preemptions (Report.NodeLosses) and are not part
+// of the preemption tax.
+const CauseNodeLost = "node-lost"
+
 func (r *Recorder) causeID(team int32, reason string) int32 {
-	if reason == "" {
-		reason = "unspecified"
-	}
 	k := causeKey{team, r.reasons.id(reason)}
 	if id, ok := r.causes[k]; ok {
 		return id
@@ -293,7 +300,7 @@ func (r *Recorder) admit(e *fleet.Event, t int64) {
 	r.work[i] = workload{
 		id: e.Workload, cell: cell, team: team, class: r.classes.id(e.Class), flavor: flavor,
 		gpus: float64(e.GPUs), borrowed: float64(e.BorrowedGPUs), crosses: e.CrossesSpines,
-		lastT: t, lastCkpt: t, idleSince: noIdle,
+		lastT: t, lastCkpt: t, idleSince: noIdle, lowSince: noIdle, shape: e.Shape,
 	}
 	r.live[e.Workload] = i
 
@@ -308,38 +315,38 @@ func (r *Recorder) admit(e *fleet.Event, t int64) {
 	b.waitClass[gangClass(e.GPUs)].add(w, 1)
 }
 
-// preempted books one preemption of w for reason at t, with lost
-// GPU-seconds of work (restart cost added here).
-func (r *Recorder) preempted(w *workload, reason string, t int64, lost float64) int32 {
-	lost += w.gpus * r.cfg.RestartTime.Seconds()
-	b := r.st.point(t)
-	c := b.cell(w.cell)
-	c.Preemptions++
-	c.Lost += lost
-	id := r.causeID(w.team, reason)
-	cs := b.cause(id)
-	cs.Count++
-	cs.Lost += lost
-	return id
+// lost is what stopping w at t throws away, in GPU-seconds: the work
+// since its latest checkpoint (or admission), and the restart. A
+// stateless inference replica has no work to lose: it pays its restart
+// and warm-up (Config.ReplicaRestartTime) only.
+func (r *Recorder) lost(w *workload, t int64) (work, restart float64) {
+	if w.shape == gang.Inference {
+		return 0, w.gpus * r.cfg.ReplicaRestartTime.Seconds()
+	}
+	return w.gpus * float64(max(0, t-w.lastCkpt)) / 1e9, w.gpus * r.cfg.RestartTime.Seconds()
 }
 
+// drainStarted counts a preemption when the drain begins; what it
+// loses is measured when the victim exits (see exited).
 func (r *Recorder) drainStarted(e *fleet.Event, t int64) {
 	w := r.find(e.Workload)
 	if w == nil || w.draining {
 		r.unmatched++
 		return
 	}
-	lost := e.LostGPUSeconds
-	if lost == 0 {
-		lost = w.gpus * float64(t-w.lastCkpt) / 1e9
+	reason := e.Reason
+	if reason == "" {
+		reason = "unspecified"
 	}
-	w.cause = r.preempted(w, e.Reason, t, lost)
+	w.cause = r.causeID(w.team, reason)
+	b := r.st.point(t)
+	b.cell(w.cell).Preemptions++
+	b.cause(w.cause).Count++
 	w.draining, w.drainAt = true, t
 }
 
-// killed books a deadline miss. The victim never finished its checkpoint,
-// so the work it did since the drain began (or its latest checkpoint, if
-// later) is lost as well.
+// killed books a deadline miss. The victim never finished a checkpoint
+// after the drain began, so its exit loses the work since its latest one.
 func (r *Recorder) killed(e *fleet.Event, t int64) {
 	w := r.find(e.Workload)
 	if w == nil || !w.draining {
@@ -347,13 +354,9 @@ func (r *Recorder) killed(e *fleet.Event, t int64) {
 		return
 	}
 	b := r.st.point(t)
-	c := b.cell(w.cell)
-	c.Kills++
-	if from := max(w.drainAt, w.lastCkpt); t > from {
-		extra := w.gpus * float64(t-from) / 1e9
-		c.Lost += extra
-		b.cause(w.cause).Lost += extra
-	}
+	b.cell(w.cell).Kills++
+	b.cause(w.cause).Kills++
+	w.killed = true
 }
 
 func (r *Recorder) exited(e *fleet.Event, t int64) {
@@ -367,11 +370,30 @@ func (r *Recorder) exited(e *fleet.Event, t int64) {
 	w := &r.work[i]
 	r.integrate(&r.st, w, t)
 	r.closeIdle(&r.st, w, t)
+	r.closeLow(&r.st, w, t)
 	switch {
 	case w.draining:
-		r.st.point(t).drain.add(float64(t-w.drainAt)/1e9, 1)
+		// A victim that checkpointed on SIGTERM reported it before its
+		// exit, so only work after that checkpoint is lost.
+		work, restart := r.lost(w, t)
+		b := r.st.point(t)
+		b.drain.add(float64(t-w.drainAt)/1e9, 1)
+		c := b.cell(w.cell)
+		c.Lost += work + restart
+		c.Restart += restart
+		cs := b.cause(w.cause)
+		cs.Work += work
+		cs.Restart += restart
 	case e.Exit == gang.ExitNodeLost:
-		r.preempted(w, "node-lost", t, w.gpus*float64(t-w.lastCkpt)/1e9)
+		work, restart := r.lost(w, t)
+		b := r.st.point(t)
+		c := b.cell(w.cell)
+		c.NodeLost += work + restart
+		c.NodeLosses++
+		cs := b.cause(r.causeID(w.team, CauseNodeLost))
+		cs.Count++
+		cs.Work += work
+		cs.Restart += restart
 	}
 	delete(r.live, e.Workload)
 	*w = workload{}
@@ -402,6 +424,22 @@ func (r *Recorder) integrate(st *store, w *workload, t int64) {
 	})
 	if st == &r.st {
 		w.lastT = t
+	}
+}
+
+// closeLow ends w's busy-but-inefficient stretch at t, booking it if it
+// outlasted Config.MFUWindow.
+func (r *Recorder) closeLow(st *store, w *workload, t int64) {
+	if w.lowSince == noIdle {
+		return
+	}
+	if t-w.lowSince > int64(r.cfg.MFUWindow) {
+		st.spread(w.lowSince, t, func(bk *bucket, secs float64) {
+			bk.cell(w.cell).LowMFU += w.gpus * secs
+		})
+	}
+	if st == &r.st {
+		w.lowSince = noIdle
 	}
 }
 

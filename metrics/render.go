@@ -85,14 +85,15 @@ func (c column) csv(x value) string {
 
 func usageRow(key string, u Usage) []value {
 	return []value{txt(key), num(u.AllocatedGPUHours), num(u.SampledGPUHours), num(u.UsedGPUHours),
-		num(u.UseRate()), num(u.UsefulPFLOP), num(u.IdleGPUHours)}
+		num(u.UseRate()), num(u.UsefulPFLOP), num(u.IdleGPUHours), num(u.LowMFUGPUHours)}
 }
 
 // tables lays the report out as the monthly review's tables.
 func tables(r Report) []table {
 	var ts []table
 	usageCols := []column{{"team", text}, {"allocated GPU-h", hours}, {"sampled GPU-h", hours},
-		{"used GPU-h (SM)", hours}, {"use rate", share}, {"useful PFLOP", pflop}, {"idle allocated GPU-h", hours}}
+		{"used GPU-h (SM)", hours}, {"use rate", share}, {"useful PFLOP", pflop}, {"idle allocated GPU-h", hours},
+		{"busy, low-MFU GPU-h", hours}}
 
 	fleet := table{name: "fleet", title: "Fleet: allocation is not use", columns: []column{
 		{"healthy GPU-h", hours}, {"allocated GPU-h", hours}, {"allocation rate", share},
@@ -107,6 +108,15 @@ func tables(r Report) []table {
 	}
 	byTeam.rows = append(byTeam.rows, usageRow("fleet", r.Fleet))
 	ts = append(ts, byTeam)
+
+	if len(r.Cohorts) > 0 {
+		byCohort := table{name: "usage-by-cohort", title: "Allocation and use by cohort (teams rolled up)",
+			columns: append([]column{{"cohort", text}}, usageCols[1:]...)}
+		for _, c := range r.Cohorts {
+			byCohort.rows = append(byCohort.rows, usageRow(c.Team, c.Usage))
+		}
+		ts = append(ts, byCohort)
+	}
 
 	byShape := table{name: "usage-by-shape", title: "Allocation and use by shape", columns: append([]column{{"shape", text}}, usageCols[1:]...)}
 	for _, s := range r.Shapes {
@@ -134,18 +144,40 @@ func tables(r Report) []table {
 	}
 	ts = append(ts, wt, ws)
 
-	pre := table{name: "preemptions", title: "Preemptions by team and cause", columns: []column{
-		{"team", text}, {"cause", text}, {"preemptions", count}, {"lost GPU-h", hours}}}
-	for _, p := range r.Preemptions {
-		pre.rows = append(pre.rows, []value{txt(p.Team), txt(p.Cause), cnt(p.Count), num(p.LostGPUHours)})
+	pre := table{name: "preemptions", title: "Preemption tax by team and cause", columns: []column{
+		{"team", text}, {"cause", text}, {"preemptions", count}, {"killed at deadline", count},
+		{"work lost GPU-h", hours}, {"restart GPU-h", hours}, {"lost GPU-h", hours}, {"share of borrowed", share}}}
+	taxRow := func(team, cause string, n, kills int64, work, restart float64) []value {
+		share := num(ratio(work+restart, r.Fleet.BorrowedGPUHours))
+		share.na = r.Fleet.BorrowedGPUHours == 0
+		return []value{txt(team), txt(cause), cnt(n), cnt(kills), num(work), num(restart), num(work + restart), share}
 	}
-	pre.rows = append(pre.rows, []value{txt("fleet"), txt("all"), cnt(r.Fleet.Preemptions), num(r.Fleet.LostGPUHours)})
+	for _, p := range r.Preemptions {
+		pre.rows = append(pre.rows, taxRow(p.Team, p.Cause, p.Count, p.Kills, p.LostWorkGPUHours, p.RestartGPUHours))
+	}
+	pre.rows = append(pre.rows, taxRow("fleet", "all", r.Fleet.Preemptions, r.Fleet.Kills,
+		r.Fleet.LostGPUHours-r.Fleet.RestartGPUHours, r.Fleet.RestartGPUHours))
 	ts = append(ts, pre)
 
+	nl := table{name: "node-losses", title: "Node losses (not preemptions, not in the tax)", columns: []column{
+		{"team", text}, {"runs ended", count}, {"work lost GPU-h", hours}, {"restart GPU-h", hours}, {"lost GPU-h", hours}}}
+	for _, p := range r.NodeLosses {
+		nl.rows = append(nl.rows, []value{txt(p.Team), cnt(p.Count), num(p.LostWorkGPUHours), num(p.RestartGPUHours), num(p.LostGPUHours)})
+	}
+	var nlWork, nlRestart float64
+	for _, p := range r.NodeLosses {
+		nlWork += p.LostWorkGPUHours
+		nlRestart += p.RestartGPUHours
+	}
+	nl.rows = append(nl.rows, []value{txt("fleet"), cnt(r.Fleet.NodeLosses), num(nlWork), num(nlRestart), num(r.Fleet.NodeLostGPUHours)})
+	ts = append(ts, nl)
+
 	bor := table{name: "borrowing", title: "Borrowing and preemption tax", columns: []column{
-		{"team", text}, {"borrowed GPU-h", hours}, {"lent GPU-h", hours}, {"lost GPU-h", hours}, {"preemption tax", share}}}
+		{"team", text}, {"borrowed GPU-h", hours}, {"lent GPU-h", hours}, {"preemption lost GPU-h", hours}, {"preemption tax", share}}}
 	borRow := func(k string, u Usage) []value {
-		return []value{txt(k), num(u.BorrowedGPUHours), num(u.LentGPUHours), num(u.LostGPUHours), num(u.PreemptionTax())}
+		tax := num(u.PreemptionTax())
+		tax.na = u.BorrowedGPUHours == 0
+		return []value{txt(k), num(u.BorrowedGPUHours), num(u.LentGPUHours), num(u.LostGPUHours), tax}
 	}
 	for _, t := range r.Teams {
 		bor.rows = append(bor.rows, borRow(t.Team, t.Usage))
@@ -193,8 +225,23 @@ func tables(r Report) []table {
 	for _, t := range r.Teams {
 		cost.rows = append(cost.rows, costRow(t.Team, t.Usage))
 	}
+	for _, c := range r.Cohorts {
+		cost.rows = append(cost.rows, costRow("cohort "+c.Team, c.Usage))
+	}
 	cost.rows = append(cost.rows, costRow("fleet", r.Fleet))
 	ts = append(ts, cost)
+
+	rs := table{name: "right-sizing", title: fmt.Sprintf("Right-sizing inference: fewer replicas, sized to %.0f%% SM activity", 100*r.RightSizeTarget), columns: []column{
+		{"team", text}, {"GPU-h beyond need", hours}, {"share of its allocated", share}, {"saving", dollars}}}
+	for _, t := range r.Teams {
+		if t.RightSizeGPUHours > 0 {
+			rs.rows = append(rs.rows, []value{txt(t.Team), num(t.RightSizeGPUHours),
+				num(ratio(t.RightSizeGPUHours, t.AllocatedGPUHours)), num(t.RightSizeDollars)})
+		}
+	}
+	if len(rs.rows) > 0 {
+		ts = append(ts, rs)
+	}
 	return ts
 }
 

@@ -18,18 +18,29 @@ type Report struct {
 	Fleet Usage
 	// Teams has one row per team (queue) seen, by name.
 	Teams []TeamUsage
+	// Cohorts rolls the teams up into every cohort above them in the
+	// quota tree (as the latest snapshot has it), by name: a cohort's row
+	// sums the teams below it, at any depth.
+	Cohorts []TeamUsage
 	// Shapes has one row per workload shape seen, in gang.Shape order.
 	Shapes []ShapeUsage
 	// Waits are queue-wait quantiles of the admissions in the window.
 	Waits Waits
-	// Preemptions has one row per team and cause, by team then cause.
+	// Preemptions has one row per team and cause, by team then cause:
+	// what the preemption tax is made of.
 	Preemptions []Preemptions
+	// NodeLosses has one row per team whose runs a failed node ended
+	// (cause CauseNodeLost). They are not preemptions and not in the tax.
+	NodeLosses []Preemptions
 	// Drains are the drains that gave their capacity back in the window.
 	Drains Drains
 	// Fragmentation is the time-weighted free-capacity picture.
 	Fragmentation Fragmentation
 	// Hourly is one point per bucket of the window, for charts.
 	Hourly []Point
+	// RightSizeTarget is the SM activity the right-sizing advice sizes
+	// inference for (Config.RightSizeTarget).
+	RightSizeTarget float64
 }
 
 // Usage is the additive account of a team, a shape or the fleet. Real use
@@ -50,16 +61,30 @@ type Usage struct {
 	LentGPUHours     float64 // the team's unused quota others borrowed
 	// IdleReservedGPUHours is guaranteed quota that was neither used nor lent.
 	IdleReservedGPUHours float64
-	LostGPUHours         float64 // work lost to preemption, restarts included
+	// LostGPUHours is what preemptions threw away: the victims' work
+	// since their last checkpoint, and their restarts (RestartGPUHours).
+	LostGPUHours, RestartGPUHours float64
+	// NodeLostGPUHours is the same for runs ended by failed nodes; a
+	// stateless inference replica loses only its restart and warm-up.
+	NodeLostGPUHours float64
 
 	CrossSpineGPUHours float64 // allocated to gangs spanning spines
 
-	Submissions, Admissions, Preemptions, Kills, CrossSpineGangs int64
+	// LowMFUGPUHours are allocated hours of busy work under its MFU floor
+	// past the window (Config.MFUFloor): busy, but inefficient.
+	LowMFUGPUHours float64
+	// RightSizeGPUHours are inference GPU-hours beyond what the observed
+	// use needed at Config.RightSizeTarget, hour by hour: what running
+	// fewer replicas (or fewer GPUs per replica) would save.
+	RightSizeGPUHours float64
+
+	Submissions, Admissions, Preemptions, Kills, CrossSpineGangs, NodeLosses int64
 
 	// Cost, at each flavor's price.
 	AllocatedDollars       float64
 	IdleReservationDollars float64 // IdleReservedGPUHours priced
 	RecoveredDollars       float64 // BorrowedGPUHours priced: value lending recovered
+	RightSizeDollars       float64 // RightSizeGPUHours priced
 }
 
 func ratio(a, b float64) float64 {
@@ -78,15 +103,21 @@ func (u Usage) AllocationRate() float64 { return ratio(u.AllocatedGPUHours, u.He
 func (u Usage) UseRate() float64 { return ratio(u.UsedGPUHours, u.SampledGPUHours) }
 
 // PreemptionTax is lost over borrowed GPU-hours: what borrowing cost in
-// work thrown away (0 without borrowing).
+// work thrown away (0 without borrowing). Node losses are not in it.
 func (u Usage) PreemptionTax() float64 { return ratio(u.LostGPUHours, u.BorrowedGPUHours) }
 
 // DollarsPerPFLOP is the allocated cost per useful PFLOP (0 without MFU
 // or FLOP/s samples).
 func (u Usage) DollarsPerPFLOP() float64 { return ratio(u.AllocatedDollars, u.UsefulPFLOP) }
 
-func (u *Usage) addSums(s *sums, price Flavor) {
+func (u *Usage) addSums(s *sums, price Flavor, rightSize float64) {
 	const h = 3600.0
+	u.RestartGPUHours += s.Restart / h
+	u.NodeLostGPUHours += s.NodeLost / h
+	u.NodeLosses += s.NodeLosses
+	u.LowMFUGPUHours += s.LowMFU / h
+	u.RightSizeGPUHours += rightSize / h
+	u.RightSizeDollars += rightSize / h * price.DollarsPerGPUHour
 	u.AllocatedGPUHours += s.Allocated / h
 	u.SampledGPUHours += s.Sampled / h
 	u.UsedGPUHours += s.Used / h
@@ -133,11 +164,14 @@ type Waits struct {
 	ByGangSize []Quantiles // the four classes in order, empty ones included
 }
 
-// Preemptions counts one team's preemptions for one cause.
+// Preemptions counts one team's preemptions (or node losses) for one
+// cause, and what they lost: the work since each victim's last checkpoint
+// and the restarts. Kills are victims that missed their drain deadline.
 type Preemptions struct {
 	Team, Cause  string
-	Count        int64
-	LostGPUHours float64
+	Count, Kills int64
+	// LostGPUHours = LostWorkGPUHours + RestartGPUHours.
+	LostGPUHours, LostWorkGPUHours, RestartGPUHours float64
 }
 
 // Drains measure the drain contract: from the drain decision to the
@@ -197,7 +231,7 @@ func (r *Recorder) Report(from, to time.Time) Report {
 		hi = lo - 1
 	}
 	hi++
-	rep := Report{From: time.Unix(0, lo*width).UTC(), To: time.Unix(0, hi*width).UTC()}
+	rep := Report{From: time.Unix(0, lo*width).UTC(), To: time.Unix(0, hi*width).UTC(), RightSizeTarget: r.cfg.RightSizeTarget}
 
 	// What is still in progress goes into an overlay clipped to the window.
 	ov := newStore(width, lo, hi)
@@ -208,6 +242,7 @@ func (r *Recorder) Report(from, to time.Time) Report {
 		}
 		r.integrate(&ov, w, r.clock)
 		r.closeIdle(&ov, w, r.clock)
+		r.closeLow(&ov, w, r.clock)
 	}
 	if r.snap.valid {
 		r.integrateSnap(&ov, r.clock)
@@ -241,9 +276,15 @@ func (r *Recorder) Report(from, to time.Time) Report {
 				if *c != (sums{}) {
 					teamSeen[k.team] = true
 				}
-				teams[k.team].addSums(c, price)
+				// Right-sizing: an hour's inference that used U GPUs at
+				// the target needs U/target of them.
+				var rightSize float64
+				if k.shape == gang.Inference {
+					rightSize = max(0, c.Sampled-c.Used/r.cfg.RightSizeTarget)
+				}
+				teams[k.team].addSums(c, price, rightSize)
 				if k.shape >= gang.Inference && k.shape <= gang.Batch {
-					shapes[k.shape].addSums(c, price)
+					shapes[k.shape].addSums(c, price, rightSize)
 					if c.Allocated > 0 || c.Admissions > 0 || c.Submissions > 0 {
 						shapeSeen[k.shape] = true
 					}
@@ -261,8 +302,11 @@ func (r *Recorder) Report(from, to time.Time) Report {
 				p.Idle += c.Idle
 			}
 			for id := range b.causes {
-				causes[id].Count += b.causes[id].Count
-				causes[id].Lost += b.causes[id].Lost
+				c := &causes[id]
+				c.Count += b.causes[id].Count
+				c.Kills += b.causes[id].Kills
+				c.Work += b.causes[id].Work
+				c.Restart += b.causes[id].Restart
 			}
 			for id := range b.waitTeam {
 				waitTeam[id].merge(&b.waitTeam[id])
@@ -330,22 +374,30 @@ func (r *Recorder) Report(from, to time.Time) Report {
 	}
 
 	for id, c := range causes {
-		if c.Count == 0 && c.Lost == 0 {
+		if c == (causeSums{}) {
 			continue
 		}
 		k := r.causeKey[id]
-		rep.Preemptions = append(rep.Preemptions, Preemptions{
-			Team: r.teams.names[k.team], Cause: r.reasons.names[k.reason],
-			Count: c.Count, LostGPUHours: c.Lost / 3600,
+		p := Preemptions{
+			Team: r.teams.names[k.team], Cause: r.reasons.names[k.reason], Count: c.Count, Kills: c.Kills,
+			LostWorkGPUHours: c.Work / 3600, RestartGPUHours: c.Restart / 3600, LostGPUHours: (c.Work + c.Restart) / 3600,
+		}
+		if p.Cause == CauseNodeLost {
+			rep.NodeLosses = append(rep.NodeLosses, p)
+		} else {
+			rep.Preemptions = append(rep.Preemptions, p)
+		}
+	}
+	for _, ps := range [][]Preemptions{rep.Preemptions, rep.NodeLosses} {
+		sort.Slice(ps, func(a, b int) bool {
+			pa, pb := ps[a], ps[b]
+			if pa.Team != pb.Team {
+				return pa.Team < pb.Team
+			}
+			return pa.Cause < pb.Cause
 		})
 	}
-	sort.Slice(rep.Preemptions, func(a, b int) bool {
-		pa, pb := rep.Preemptions[a], rep.Preemptions[b]
-		if pa.Team != pb.Team {
-			return pa.Team < pb.Team
-		}
-		return pa.Cause < pb.Cause
-	})
+	rep.Cohorts = r.cohorts(rep.Teams)
 
 	rep.Drains = Drains{
 		Count:          int64(math.Round(drain.total)),
@@ -385,6 +437,12 @@ func (u *Usage) add(o *Usage) {
 	u.LentGPUHours += o.LentGPUHours
 	u.IdleReservedGPUHours += o.IdleReservedGPUHours
 	u.LostGPUHours += o.LostGPUHours
+	u.RestartGPUHours += o.RestartGPUHours
+	u.NodeLostGPUHours += o.NodeLostGPUHours
+	u.NodeLosses += o.NodeLosses
+	u.LowMFUGPUHours += o.LowMFUGPUHours
+	u.RightSizeGPUHours += o.RightSizeGPUHours
+	u.RightSizeDollars += o.RightSizeDollars
 	u.CrossSpineGPUHours += o.CrossSpineGPUHours
 	u.Submissions += o.Submissions
 	u.Admissions += o.Admissions
@@ -403,4 +461,32 @@ func quantiles(key string, s *sketch) Quantiles {
 		Key: key, Count: int64(math.Round(s.total)),
 		P50: seconds(s.quantile(0.5)), P90: seconds(s.quantile(0.9)), P99: seconds(s.quantile(0.99)),
 	}
+}
+
+// cohorts rolls teams up into every cohort above them, by name.
+func (r *Recorder) cohorts(teams []TeamUsage) []TeamUsage {
+	sums := map[string]*Usage{}
+	for i := range teams {
+		name := teams[i].Team
+		// Bounded: a cycle in a broken snapshot ends the walk.
+		for range len(r.parent) {
+			p, ok := r.parent[name]
+			if !ok || p == "" {
+				break
+			}
+			u := sums[p]
+			if u == nil {
+				u = &Usage{}
+				sums[p] = u
+			}
+			u.add(&teams[i].Usage)
+			name = p
+		}
+	}
+	out := make([]TeamUsage, 0, len(sums))
+	for name, u := range sums {
+		out = append(out, TeamUsage{Team: name, Usage: *u})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Team < out[b].Team })
+	return out
 }

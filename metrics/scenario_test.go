@@ -150,14 +150,16 @@ func TestPreemptedAfterCheckpoint(t *testing.T) {
 	play(t, r, preemptScenario())
 	rep := r.Report(t0, at(2*time.Hour))
 
-	// train: 16 GPUs x 10 min since the checkpoint + 16 x 5 min restart = 4 GPU-h.
-	// b2: the scheduler's 3,600 GPU-s + 8 x 5 min restart + 8 x 2 min of
-	// drain never checkpointed = 6,960 GPU-s.
+	// Lost work is measured at the exit, not estimated at the drain:
+	// train: 16 GPUs x 11 min since the checkpoint (it exited without
+	// reporting one on SIGTERM) + 16 x 5 min restart = 4.27 GPU-h.
+	// b2 never checkpointed: 8 x 32 min of run + 8 x 5 min restart.
 	assert.Equal(t, roundPreemptions([]metrics.Preemptions{
-		{Team: "evals", Cause: "in-queue", Count: 1, LostGPUHours: 6960.0 / 3600},
-		{Team: "research", Cause: "reclaim", Count: 1, LostGPUHours: 4},
+		{Team: "evals", Cause: "in-queue", Count: 1, Kills: 1, LostGPUHours: 8 * 37.0 / 60, LostWorkGPUHours: 8 * 32.0 / 60, RestartGPUHours: 8 * 5.0 / 60},
+		{Team: "research", Cause: "reclaim", Count: 1, LostGPUHours: 16 * 16.0 / 60, LostWorkGPUHours: 16 * 11.0 / 60, RestartGPUHours: 16 * 5.0 / 60},
 	}), roundPreemptions(rep.Preemptions))
-	assert.InDelta(t, 4+6960.0/3600, rep.Fleet.LostGPUHours, 1e-9)
+	assert.InDelta(t, 16*16.0/60+8*37.0/60, rep.Fleet.LostGPUHours, 1e-9)
+	assert.InDelta(t, 16*5.0/60+8*5.0/60, rep.Fleet.RestartGPUHours, 1e-9)
 	assert.Equal(t, int64(2), rep.Fleet.Preemptions)
 	assert.Equal(t, int64(1), rep.Drains.DeadlineMisses)
 	assert.Equal(t, int64(2), rep.Drains.Count)
@@ -191,6 +193,7 @@ func borrowScenario() []step {
 		snap(fleetSnap(0, 32, 4, 0, 0, cohort, queue("inference", 16, 12, 0), queue("research", 16, 16, 0))),
 		snap(fleetSnap(time.Hour, 32, 0, 0, 0, cohort, queue("inference", 16, 8, 0), queue("research", 16, 24, 8))),
 		ev(fleet.Event{Kind: fleet.EventAdmitted, Time: at(time.Hour), Workload: "bt", Queue: "research", Shape: gang.Batch, Flavor: "h100", GPUs: 8, Borrowing: true, BorrowedGPUs: 8}),
+		ev(fleet.Event{Kind: fleet.EventCheckpointed, Time: at(2*time.Hour + 40*time.Minute), Workload: "bt", Queue: "research"}),
 		ev(fleet.Event{Kind: fleet.EventDrainStarted, Time: at(3 * time.Hour), Workload: "bt", Queue: "research", Reason: "reclaim-while-borrowing", LostGPUSeconds: 4800}),
 		ev(fleet.Event{Kind: fleet.EventExited, Time: at(3*time.Hour + time.Minute), Workload: "bt", Queue: "research", Exit: gang.ExitDrained}),
 		snap(fleetSnap(3*time.Hour+time.Minute, 32, 0, 0, 0, cohort, queue("inference", 16, 16, 0), queue("research", 16, 16, 0))),
@@ -211,11 +214,14 @@ func TestBorrowingThroughTrough(t *testing.T) {
 	assert.InDelta(t, 4, inf.IdleReservedGPUHours, 1e-9, "4 unused, unlent GPUs for the first hour")
 	assert.InDelta(t, 10, inf.IdleReservationDollars, 1e-9)
 	assert.InDelta(t, borrowed*2.5, res.RecoveredDollars, 1e-9)
-	assert.InDelta(t, 4800.0/3600, res.LostGPUHours, 1e-9)
-	assert.InDelta(t, (4800.0/3600)/borrowed, res.PreemptionTax(), 1e-9)
+	// 8 GPUs x 21 min since its checkpoint at 2:40, measured at its exit
+	// (the scheduler's estimate at the drain is not what was lost).
+	lost := 8 * 21.0 / 60
+	assert.InDelta(t, lost, res.LostGPUHours, 1e-9)
+	assert.InDelta(t, lost/borrowed, res.PreemptionTax(), 1e-9)
 	assert.InDelta(t, res.PreemptionTax(), rep.Fleet.PreemptionTax(), 1e-9)
 	assert.InDelta(t, 128, rep.Fleet.HealthyGPUHours, 1e-9)
-	assert.Equal(t, roundPreemptions([]metrics.Preemptions{{Team: "research", Cause: "reclaim-while-borrowing", Count: 1, LostGPUHours: 4800.0 / 3600}}),
+	assert.Equal(t, roundPreemptions([]metrics.Preemptions{{Team: "research", Cause: "reclaim-while-borrowing", Count: 1, LostGPUHours: lost, LostWorkGPUHours: lost}}),
 		roundPreemptions(rep.Preemptions))
 	assert.InDelta(t, 8, rep.Hourly[1].Borrowed, 1e-9)
 	assert.InDelta(t, 8.0/60, rep.Hourly[3].Borrowed, 1e-9)
@@ -224,7 +230,9 @@ func TestBorrowingThroughTrough(t *testing.T) {
 func roundPreemptions(ps []metrics.Preemptions) []metrics.Preemptions {
 	out := make([]metrics.Preemptions, len(ps))
 	for i, p := range ps {
-		p.LostGPUHours = float64(int64(p.LostGPUHours*1e9+0.5)) / 1e9
+		for _, v := range []*float64{&p.LostGPUHours, &p.LostWorkGPUHours, &p.RestartGPUHours} {
+			*v = float64(int64(*v*1e9+0.5)) / 1e9
+		}
 		out[i] = p
 	}
 	return out

@@ -54,6 +54,12 @@ func (r *Recorder) ObserveSnapshot(s fleet.Snapshot) error {
 		r.snap.levels = append(r.snap.levels, levelValue{r.levels.id(b.Level), float64(b.Nodes)})
 	}
 	r.snap.quota = r.quotaValues(s.Queues, r.snap.quota[:0])
+	if r.parent == nil {
+		r.parent = map[string]string{}
+	}
+	for _, q := range s.Queues {
+		r.parent[q.Name] = q.Parent
+	}
 	return nil
 }
 

@@ -15,10 +15,13 @@ type sums struct {
 	Borrowed     float64 // above the queue's nominal quota
 	Lent         float64 // the team's unused quota that others borrowed
 	IdleReserved float64 // the team's unused quota nobody borrowed
-	Lost         float64 // work lost to preemption
+	Lost         float64 // lost to preemption: work since the last checkpoint plus restart
+	Restart      float64 // the restart part of Lost
+	NodeLost     float64 // lost to failed nodes, likewise
 	CrossSpine   float64 // allocated to gangs that cross spines
+	LowMFU       float64 // allocated while busy but under the MFU floor past its window
 
-	Submissions, Admissions, Preemptions, Kills, CrossSpineGangs int64
+	Submissions, Admissions, Preemptions, Kills, CrossSpineGangs, NodeLosses int64
 }
 
 func (s *sums) add(o *sums) {
@@ -31,7 +34,11 @@ func (s *sums) add(o *sums) {
 	s.Lent += o.Lent
 	s.IdleReserved += o.IdleReserved
 	s.Lost += o.Lost
+	s.Restart += o.Restart
+	s.NodeLost += o.NodeLost
 	s.CrossSpine += o.CrossSpine
+	s.LowMFU += o.LowMFU
+	s.NodeLosses += o.NodeLosses
 	s.Submissions += o.Submissions
 	s.Admissions += o.Admissions
 	s.Preemptions += o.Preemptions
@@ -39,10 +46,11 @@ func (s *sums) add(o *sums) {
 	s.CrossSpineGangs += o.CrossSpineGangs
 }
 
-// causeSums count preemptions of one team for one cause.
+// causeSums count preemptions (or node losses) of one team for one cause.
 type causeSums struct {
-	Count int64
-	Lost  float64 // GPU-seconds
+	Count, Kills int64
+	Work         float64 // GPU-seconds since the last checkpoint
+	Restart      float64 // GPU-seconds of restart (and warm-up)
 }
 
 // levelSums integrate the largest free block of one topology level.

@@ -61,7 +61,60 @@ func (r *Recorder) Observe(now time.Time, id string, s Sample) error {
 	if w.flops == 0 {
 		w.flops = s.MFU * r.price[w.flavor].PeakFLOPS * w.gpus
 	}
+	floor := r.mfuFloor(w.class)
+	low := floor > 0 && !idle && r.mfu(w) < floor
+	switch {
+	case low && w.lowSince == noIdle:
+		w.lowSince = t
+	case !low:
+		r.closeLow(&r.st, w, t)
+	}
 	return nil
+}
+
+// mfuFloor is the MFU floor of a priority class, 0 for none.
+func (r *Recorder) mfuFloor(class int32) float64 {
+	if f, ok := r.cfg.MFUFloors[r.classes.names[class]]; ok {
+		return f
+	}
+	return r.cfg.MFUFloor
+}
+
+// mfu is w's MFU from its latest sample.
+func (r *Recorder) mfu(w *workload) float64 {
+	return ratio(w.flops, r.price[w.flavor].PeakFLOPS*w.gpus)
+}
+
+// Inefficiency is a running workload busy under its class's MFU floor for
+// longer than Config.MFUWindow: its GPUs work, but do little useful math.
+type Inefficiency struct {
+	ID, Queue, Class string
+	GPUs             int
+	MFU, Floor       float64
+	For              time.Duration
+}
+
+// Inefficient lists the running workloads busy under their MFU floor for
+// longer than Config.MFUWindow as of now, longest first, then by ID. It
+// changes nothing.
+func (r *Recorder) Inefficient(now time.Time) []Inefficiency {
+	t := now.UnixNano()
+	var out []Inefficiency
+	for i := range r.work {
+		w := &r.work[i]
+		if w.id == "" || w.lowSince == noIdle || t-w.lowSince <= int64(r.cfg.MFUWindow) {
+			continue
+		}
+		out = append(out, Inefficiency{ID: w.id, Queue: r.teams.names[w.team], Class: r.classes.names[w.class],
+			GPUs: int(w.gpus), MFU: r.mfu(w), Floor: r.mfuFloor(w.class), For: time.Duration(t - w.lowSince)})
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].For != out[b].For {
+			return out[a].For > out[b].For
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out
 }
 
 // IdleCandidate is a running workload idle past its class's limit.

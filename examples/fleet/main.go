@@ -1,18 +1,21 @@
 // Fleet simulates a month of the reference fleet (2,048 H100s: 4 spines x
-// 8 leaf switches x 8 nodes x 8 GPUs) twice, on the same seed and the same
-// workload: once under a static split (inference keeps its 1,200 GPUs to
-// itself, training and batch share the other 848, nothing is preempted)
-// and once under quotas with borrowing and preemption (inference lends up
-// to 700 idle GPUs and takes them back with a 120 s drain). It prints one
-// table of the economics beside the published estimates:
+// 8 leaf switches x 8 nodes x 8 GPUs) under two policies, on the same
+// seeds and the same workload: a static split (inference keeps its 1,200
+// GPUs and their nodes to itself; training and batch share the other 848,
+// with priorities and preemption inside that partition) and quotas with
+// borrowing (inference lends up to 700 idle GPUs and takes them back with
+// a 120 s drain). It runs several seeds at once and prints one table,
+// each figure as the median and range over the seeds, beside the
+// published estimates:
 //
 //	go run ./examples/fleet
-//	go run ./examples/fleet -days 7 -policy borrow -out out
-//	go run ./examples/fleet -trace philly.csv   # Philly arrivals for training and batch
+//	go run ./examples/fleet -days 7 -seeds 1 -out out
+//	go run ./examples/fleet -trace philly.csv -load 1.1   # Philly arrivals for training and batch
 //
-// With -out it also writes, per policy, the monthly review of the metrics
-// package (Markdown) and two charts (SVG): one day of the fleet stacked by
-// use, and the stranded GPUs over the month.
+// With -out it also writes, for the first seed and per policy, the
+// monthly review of the metrics package (Markdown) and PNG charts: a day
+// of the fleet, stranded GPUs per hour, inference capacity-back times,
+// queue waits per team per day and drains per day.
 package main
 
 import (
@@ -21,32 +24,37 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/fleetsched/fleet"
-	"github.com/fleetsched/fleet/internal/sim"
 	"github.com/fleetsched/fleet/metrics"
+	"github.com/fleetsched/fleet/sim"
 )
 
 // options are the command line.
 type options struct {
 	days   int
 	seed   uint64
+	seeds  int
 	gpus   int
 	policy string
 	trace  string
+	load   float64
 	out    string
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.days, "days", 30, "simulated days")
-	flag.Uint64Var(&o.seed, "seed", 1, "random seed: the same seed gives the same run")
+	flag.Uint64Var(&o.seed, "seed", 1, "first random seed: the same seeds give the same runs")
+	flag.IntVar(&o.seeds, "seeds", 5, "seeds run (in parallel), from -seed on")
 	flag.IntVar(&o.gpus, "gpus", 2048, "fleet size in GPUs (8-GPU nodes)")
 	flag.StringVar(&o.policy, "policy", "both", "static, borrow or both")
 	flag.StringVar(&o.trace, "trace", "", "Philly job CSV whose arrivals replace the synthetic training and batch streams")
-	flag.StringVar(&o.out, "out", "", "folder for the Markdown review and the SVG charts")
+	flag.Float64Var(&o.load, "load", 0, "with -trace: compress arrivals to offer this multiple of the non-inference capacity (0: as recorded)")
+	flag.StringVar(&o.out, "out", "", "folder for the Markdown reviews and the PNG charts of the first seed")
 	flag.Parse()
 	if err := run(o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
@@ -54,11 +62,17 @@ func main() {
 	}
 }
 
-// outcome is one policy's run and what it took.
+// outcome is one run (a policy and a seed) and its metrics.
 type outcome struct {
 	res  *sim.Result
-	wall time.Duration
+	rep  metrics.Report
 	rec  *metrics.Recorder
+	wall time.Duration
+}
+
+// load is a trace run's offered load.
+type load struct {
+	gpus, capacity, compression float64
 }
 
 func run(o options, stdout, stderr io.Writer) error {
@@ -73,10 +87,17 @@ func run(o options, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("-policy %q: want static, borrow or both", o.policy)
 	}
-	if o.days < 1 {
+	switch {
+	case o.days < 1:
 		return fmt.Errorf("-days %d: want at least 1", o.days)
+	case o.seeds < 1:
+		return fmt.Errorf("-seeds %d: want at least 1", o.seeds)
+	case o.load < 0 || o.load > 0 && o.trace == "":
+		return fmt.Errorf("-load %v: want a positive multiple, with -trace", o.load)
 	}
+	window := time.Duration(o.days) * 24 * time.Hour
 	var trace []sim.TraceJob
+	var offered *load
 	if o.trace != "" {
 		f, err := os.Open(o.trace)
 		if err != nil {
@@ -87,55 +108,118 @@ func run(o options, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		cfg := sim.FleetConfig(o.gpus, sim.Borrow)
+		capacity := float64(nonInference(cfg))
+		offered = &load{capacity: capacity, compression: 1}
+		if o.load > 0 {
+			trace, offered.compression = sim.CompressTrace(trace, o.gpus, window, o.load*capacity)
+		}
+		offered.gpus = sim.OfferedGPUs(trace, o.gpus, window)
 	}
 	if o.out != "" {
 		if err := os.MkdirAll(o.out, 0o755); err != nil {
 			return err
 		}
 	}
-	runs := map[sim.Policy]*outcome{}
-	for _, p := range policies {
-		oc, err := simulate(o, p, trace, stderr)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
+
+	// One goroutine per run, as many at once as there are CPUs; results
+	// land in fixed slots, so the output does not depend on which ends
+	// first.
+	runs := make([][]*outcome, len(policies))
+	errs := make([][]error, len(policies))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for pi, p := range policies {
+		runs[pi] = make([]*outcome, o.seeds)
+		errs[pi] = make([]error, o.seeds)
+		for k := range o.seeds {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				seed := o.seed + uint64(k)
+				oc, err := simulate(o, p, seed, trace)
+				runs[pi][k], errs[pi][k] = oc, err
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					fmt.Fprintf(stderr, "%-6s seed %d: %d days in %.1fs, %d events\n", p, seed, o.days, oc.wall.Seconds(), oc.res.Events)
+				}
+			}()
 		}
-		runs[p] = oc
-		if o.out != "" {
-			if err := write(o.out, p, oc); err != nil {
+	}
+	wg.Wait()
+	for pi, p := range policies {
+		for k, err := range errs[pi] {
+			if err != nil {
+				return fmt.Errorf("%s, seed %d: %w", p, o.seed+uint64(k), err)
+			}
+		}
+	}
+	if o.out != "" {
+		for pi, p := range policies {
+			if err := write(o.out, p, runs[pi][0]); err != nil {
 				return err
 			}
 		}
 	}
-	return table(stdout, runs[sim.Static], runs[sim.Borrow])
+	var static, borrow []*outcome
+	for pi, p := range policies {
+		if p == sim.Static {
+			static = runs[pi]
+		} else {
+			borrow = runs[pi]
+		}
+	}
+	return table(stdout, o, offered, static, borrow)
 }
 
-func simulate(o options, p sim.Policy, trace []sim.TraceJob, stderr io.Writer) (*outcome, error) {
-	oc := &outcome{}
-	cfg := sim.Config{GPUs: o.gpus, Policy: p, Seed: o.seed, Duration: time.Duration(o.days) * 24 * time.Hour, Trace: trace}
-	if o.out != "" {
-		rec, err := metrics.New(metrics.Config{RestartTime: 3 * time.Minute})
-		if err != nil {
-			return nil, err
+// nonInference is the capacity outside the inference guarantee, in GPUs.
+func nonInference(cfg fleet.Config) int64 {
+	total := int64(0)
+	for _, n := range cfg.Topology.Nodes {
+		total += int64(n.GPUs)
+	}
+	for _, n := range cfg.Quota.Nodes {
+		if n.Name == sim.QueueInference && len(n.Quotas) > 0 {
+			total -= n.Quotas[0].Nominal
 		}
-		oc.rec = rec
-		cfg.Observer = recorder{rec}
 	}
-	t0 := time.Now()
-	cfg.Progress = func(now time.Time, done float64) {
-		fmt.Fprintf(stderr, "\r%-6s day %2.0f of %d (%3.0f%%) %5.1fs", p, done*float64(o.days), o.days, 100*done, time.Since(t0).Seconds())
-	}
-	r, err := sim.Run(cfg)
-	oc.wall = time.Since(t0)
-	fmt.Fprintf(stderr, "\r%-6s %d days in %.1fs: %d events, %.0f events/s\n", p, o.days, oc.wall.Seconds(), r.Events, float64(r.Events)/oc.wall.Seconds())
+	return total
+}
+
+// metricsConfig is the recorder's configuration, matching the simulator:
+// a 3-minute restart, and a replica's restart plus 2-minute warm-up.
+func metricsConfig() metrics.Config {
+	return metrics.Config{RestartTime: 3 * time.Minute, ReplicaRestartTime: 5 * time.Minute,
+		MFUFloors: map[string]float64{fleet.ClassReservedResearch: 0.2}}
+}
+
+func simulate(o options, p sim.Policy, seed uint64, trace []sim.TraceJob) (*outcome, error) {
+	rec, err := metrics.New(metricsConfig())
 	if err != nil {
 		return nil, err
 	}
-	oc.res = r
+	oc := &outcome{rec: rec}
+	cfg := sim.Config{GPUs: o.gpus, Policy: p, Seed: seed, Duration: time.Duration(o.days) * 24 * time.Hour,
+		Trace: trace, Observer: recorder{rec}}
+	t0 := time.Now()
+	r, err := sim.Run(cfg)
+	oc.wall = time.Since(t0)
+	if err != nil {
+		return nil, err
+	}
 	if len(r.Violations) > 0 {
 		return nil, errors.New("scheduler contract broken: " + r.Violations[0])
 	}
+	oc.res = r
+	oc.rep = rec.Report(r.Start, end(r))
 	return oc, nil
 }
+
+func end(r *sim.Result) time.Time { return r.Start.Add(time.Duration(r.Hours * float64(time.Hour))) }
 
 // recorder feeds a metrics.Recorder from the simulator.
 type recorder struct{ r *metrics.Recorder }
@@ -151,25 +235,4 @@ func (x recorder) Usage(now time.Time, us []sim.Usage) error {
 		}
 	}
 	return nil
-}
-
-// write puts the Markdown review and the charts of one run in dir.
-func write(dir string, p sim.Policy, oc *outcome) error {
-	r := oc.res
-	end := r.Start.Add(time.Duration(r.Hours * float64(time.Hour)))
-	f, err := os.Create(filepath.Join(dir, "review-"+p.String()+".md"))
-	if err != nil {
-		return err
-	}
-	if err := metrics.WriteMarkdown(f, oc.rec.Report(r.Start, end)); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := dayChart(filepath.Join(dir, "day-"+p.String()+".svg"), r); err != nil {
-		return err
-	}
-	return strandedChart(filepath.Join(dir, "stranded-"+p.String()+".svg"), r)
 }

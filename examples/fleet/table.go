@@ -3,135 +3,322 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
-	"github.com/fleetsched/fleet/internal/sim"
+	"github.com/fleetsched/fleet/metrics"
+	"github.com/fleetsched/fleet/sim"
 )
 
-// dollarsPerGPUHour prices an H100 hour, as the estimates do.
+// dollarsPerGPUHour prices an H100 hour, as the estimates and the metrics
+// package's default flavor do.
 const dollarsPerGPUHour = 2.50
 
-// table prints the economics of the runs beside the published estimates.
-// Either run may be nil (one policy only).
-func table(w io.Writer, static, borrow *outcome) error {
-	any := static
-	if any == nil {
-		any = borrow
+// unit says how a figure prints.
+type unit uint8
+
+const (
+	gpus unit = iota + 1
+	gpuHours
+	dollars
+	percent
+	hours
+	jobs
+	count
+	signedGPUHours
+	signedDollars
+)
+
+// figure is one row of the table: how to read it from a run (ok false
+// when the run has no such figure) and the published estimate.
+type figure struct {
+	name     string
+	unit     unit
+	value    func(oc *outcome) (float64, bool)
+	estimate string
+}
+
+// team is a team's row of a metrics report.
+func team(rep metrics.Report, name string) metrics.Usage {
+	for _, t := range rep.Teams {
+		if t.Team == name {
+			return t.Usage
+		}
 	}
-	r0 := any.res
-	days := r0.Hours / 24
-	fmt.Fprintf(w, "fleet: %d GPUs, %.0f days, seed %d; inference guaranteed %d, research %d\n\n",
-		r0.GPUs, days, r0.Seed, r0.InferenceNominal, r0.ResearchNominal)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(name string, f func(r *sim.Result) string, estimate string) {
-		cells := []string{name}
-		for _, oc := range []*outcome{static, borrow} {
-			if oc == nil {
-				cells = append(cells, "-")
-				continue
-			}
-			cells = append(cells, f(oc.res))
+	return metrics.Usage{}
+}
+
+func wait90(rep metrics.Report, queue string) (float64, bool) {
+	for _, q := range rep.Waits.ByTeam {
+		if q.Key == queue && q.Count > 0 {
+			return q.P90.Seconds(), true
 		}
-		fmt.Fprintln(tw, strings.Join(append(cells, estimate), "\t")+"\t")
 	}
-	fmt.Fprintln(tw, "\tstatic split\tborrowing\testimate\t")
-	row("idle inference reservation, avg GPUs", func(r *sim.Result) string {
-		return fmt.Sprintf("%.0f", r.Avg(max(0, r.ReservedIdleGPUh-r.BorrowedGPUh)))
-	}, "~400 (static)")
-	row("  its cost per month", func(r *sim.Result) string {
-		return money(r.Month(max(0, r.ReservedIdleGPUh-r.BorrowedGPUh)) * dollarsPerGPUHour)
-	}, "~$730k (static)")
-	row("GPU-h lent by inference per month", func(r *sim.Result) string {
-		return fmt.Sprintf("%.0fk", r.Month(r.BorrowedGPUh)/1000)
-	}, "")
-	recovered := "-"
-	worth := "-"
-	if static != nil && borrow != nil {
-		others := func(r *sim.Result) float64 { return r.Month(r.TrainingGPUh + r.BatchGPUh) }
-		gain := others(borrow.res) - others(static.res)
-		recovered = fmt.Sprintf("%.0fk", gain/1000)
-		worth = money(gain * dollarsPerGPUHour)
+	return 0, false
+}
+
+// month scales a run's figure to 30 days.
+func month(oc *outcome, v float64) float64 { return oc.res.Month(v) }
+
+// figures are the table's rows. The preemption tax and its parts come
+// from the metrics report, the same one the review renders.
+func figures() []figure {
+	always := func(f func(oc *outcome) float64) func(oc *outcome) (float64, bool) {
+		return func(oc *outcome) (float64, bool) { return f(oc), true }
 	}
-	fmt.Fprintf(tw, "GPU-h recovered by borrowing per month\t\t%s\t~252k\t\n", recovered)
-	fmt.Fprintf(tw, "  worth per month\t\t%s\t~$630k\t\n", worth)
-	row("preemption tax, lost / borrowed GPU-h", func(r *sim.Result) string {
-		if r.BorrowedGPUh == 0 {
-			return fmt.Sprintf("n/a (%d drains)", r.Drains)
+	share := func(f func(oc *outcome) float64) func(oc *outcome) (float64, bool) {
+		return func(oc *outcome) (float64, bool) {
+			b := oc.rep.Fleet.BorrowedGPUHours
+			return 100 * f(oc) / b, b > 0
 		}
-		return fmt.Sprintf("%.1f%% (%d drains, %d kills)", 100*(r.PreemptedLostGPUh+r.RestartGPUh)/r.BorrowedGPUh, r.Drains, r.Kills)
-	}, "~3%")
-	row("stranded GPUs, mean (peak)", func(r *sim.Result) string {
-		mean, peak := r.StrandedShare()
-		return fmt.Sprintf("%.1f%% (%.1f%%)", 100*mean, 100*peak)
-	}, "<5%")
-	row("inference capacity back, p50/p99", func(r *sim.Result) string {
-		if len(r.ReclaimWaits) > 0 {
-			return fmt.Sprintf("%s / %s (%d reclaims; drain to back p99 %s)", dur(sim.Quantile(r.ReclaimWaits, 0.5)),
-				dur(sim.Quantile(r.ReclaimWaits, 0.99)), len(r.ReclaimWaits), dur(sim.Quantile(r.RestoreTimes, 0.99)))
-		}
-		var waited []time.Duration
-		for _, d := range r.InferenceWaits {
-			if d > 0 {
-				waited = append(waited, d)
-			}
-		}
-		if len(waited) == 0 {
-			return "never waited"
-		}
-		return fmt.Sprintf("%s / %s (%d waited)", dur(sim.Quantile(waited, 0.5)), dur(sim.Quantile(waited, 0.99)), len(waited))
-	}, "<=5 min")
-	for _, q := range []string{sim.QueueInference, sim.QueueResearch, sim.QueueBatch} {
-		row("queue wait p90, "+q, func(r *sim.Result) string {
-			for _, w := range r.Waits {
-				if w.Queue == q {
-					return dur(w.P90)
+	}
+	pct := func(num func(r *sim.Result) float64) func(oc *outcome) (float64, bool) {
+		return always(func(oc *outcome) float64 { return 100 * num(oc.res) / (oc.res.Hours * float64(oc.res.GPUs)) })
+	}
+	idleReserved := func(r *sim.Result) float64 { return max(0, r.ReservedIdleGPUh-r.BorrowedGPUh) }
+	return []figure{
+		{"idle inference guarantee", gpus, always(func(oc *outcome) float64 { return oc.res.Avg(idleReserved(oc.res)) }), "~400 GPUs st."},
+		{"  its cost per month", dollars, always(func(oc *outcome) float64 {
+			return month(oc, idleReserved(oc.res)) * dollarsPerGPUHour
+		}), "~$730k st."},
+		{"lent by inference, per month", gpuHours, always(func(oc *outcome) float64 { return month(oc, oc.res.BorrowedGPUh) }), "~252k GPU-h"},
+		{"  worth per month", dollars, always(func(oc *outcome) float64 {
+			return month(oc, oc.res.BorrowedGPUh) * dollarsPerGPUHour
+		}), "~$630k"},
+		{"preemption tax, of borrowed", percent, share(func(oc *outcome) float64 { return oc.rep.Fleet.LostGPUHours }), "~3%"},
+		{"  work since checkpoint", percent, share(func(oc *outcome) float64 {
+			return oc.rep.Fleet.LostGPUHours - oc.rep.Fleet.RestartGPUHours
+		}), ""},
+		{"  restarts", percent, share(func(oc *outcome) float64 { return oc.rep.Fleet.RestartGPUHours }), ""},
+		{"drains per day", count, always(func(oc *outcome) float64 { return float64(oc.res.Drains) / (oc.res.Hours / 24) }), ""},
+		{"  killed at the deadline", count, always(func(oc *outcome) float64 { return float64(oc.res.Kills) / (oc.res.Hours / 24) }), ""},
+		{"node losses, per month", gpuHours, always(func(oc *outcome) float64 { return month(oc, oc.rep.Fleet.NodeLostGPUHours) }), ""},
+		{"stranded GPUs, mean", percent, always(func(oc *outcome) float64 { m, _ := oc.res.StrandedShare(); return 100 * m }), "<5%"},
+		{"  peak", percent, always(func(oc *outcome) float64 { _, p := oc.res.StrandedShare(); return 100 * p }), ""},
+		{"inference capacity back p99", hours, capacityBack(0.99), "<=5 min"},
+		{"  p50", hours, capacityBack(0.5), ""},
+		{"queue wait p90, inference", hours, func(oc *outcome) (float64, bool) { return wait90(oc.rep, sim.QueueInference) }, ""},
+		{"  research", hours, func(oc *outcome) (float64, bool) { return wait90(oc.rep, sim.QueueResearch) }, ""},
+		{"  batch", hours, func(oc *outcome) (float64, bool) { return wait90(oc.rep, sim.QueueBatch) }, ""},
+		{"allocated, of GPU-h", percent, pct(func(r *sim.Result) float64 { return r.InferenceGPUh + r.TrainingGPUh + r.BatchGPUh }), ""},
+		{"  SM-busy", percent, pct(func(r *sim.Result) float64 { return r.BusyGPUh }), ""},
+		{"  MFU", percent, pct(func(r *sim.Result) float64 { return r.UsefulGPUh }), ""},
+		{"training, average", gpus, always(func(oc *outcome) float64 { return oc.res.Avg(oc.res.TrainingGPUh) }), ""},
+		{"batch, average", gpus, always(func(oc *outcome) float64 { return oc.res.Avg(oc.res.BatchGPUh) }), ""},
+		{"training jobs done", jobs, always(func(oc *outcome) float64 { return float64(oc.res.Completed[gang.Training]) }), ""},
+		{"batch jobs done", jobs, always(func(oc *outcome) float64 { return float64(oc.res.Completed[gang.Batch]) }), ""},
+		{"node failures", count, always(func(oc *outcome) float64 { return float64(oc.res.NodeFailures) }), "~31 a month"},
+	}
+}
+
+// capacityBack is the quantile p of the time an inference replica waited
+// for capacity: of reclaims under borrowing, of every replica that waited
+// under the static split (there is nothing to reclaim there).
+func capacityBack(p float64) func(oc *outcome) (float64, bool) {
+	return func(oc *outcome) (float64, bool) {
+		r := oc.res
+		ws := r.ReclaimWaits
+		if len(ws) == 0 {
+			for _, d := range r.InferenceWaits {
+				if d > 0 {
+					ws = append(ws, d)
 				}
 			}
-			return "-"
-		}, "")
-	}
-	row("allocated / SM-busy / MFU, % of GPU-h", func(r *sim.Result) string {
-		total := r.Hours * float64(r.GPUs)
-		alloc := r.InferenceGPUh + r.TrainingGPUh + r.BatchGPUh
-		return fmt.Sprintf("%.0f / %.0f / %.0f", 100*alloc/total, 100*r.BusyGPUh/total, 100*r.UsefulGPUh/total)
-	}, "")
-	row("avg GPUs: inference / training / batch", func(r *sim.Result) string {
-		return fmt.Sprintf("%.0f / %.0f / %.0f", r.Avg(r.InferenceGPUh), r.Avg(r.TrainingGPUh), r.Avg(r.BatchGPUh))
-	}, "")
-	row("jobs done: training / batch", func(r *sim.Result) string {
-		return fmt.Sprintf("%d / %d", r.Completed[gang.Training], r.Completed[gang.Batch])
-	}, "")
-	row("node failures (runs lost)", func(r *sim.Result) string {
-		return fmt.Sprintf("%d (%d)", r.NodeFailures, r.FailedRuns)
-	}, "~5e-4 /GPU-day")
-	row("simulator: events, events/s", func(r *sim.Result) string {
-		oc := static
-		if r.Policy == sim.Borrow.String() {
-			oc = borrow
 		}
-		return fmt.Sprintf("%dk, %.0fk/s", r.Events/1000, float64(r.Events)/oc.wall.Seconds()/1000)
-	}, "")
-	return tw.Flush()
+		if len(ws) == 0 {
+			return 0, true
+		}
+		return sim.Quantile(ws, p).Seconds(), true
+	}
+}
+
+// spread is a figure over the seeds: median, least and most.
+type spread struct {
+	med, lo, hi float64
+	n           int
+}
+
+func over(ocs []*outcome, f figure) spread {
+	var vs []float64
+	for _, oc := range ocs {
+		if v, ok := f.value(oc); ok {
+			vs = append(vs, v)
+		}
+	}
+	return spreadOf(vs)
+}
+
+// cell prints a spread with its unit: the median, and the range over the
+// seeds when there is more than one.
+func cell(s spread, u unit) string {
+	if s.n == 0 {
+		return "n/a"
+	}
+	one := func(v float64) string { return format(v, u) }
+	if s.n == 1 || one(s.lo) == one(s.hi) {
+		return one(s.med)
+	}
+	switch u {
+	case hours:
+		return one(s.med) + " (" + one(s.lo) + "-" + one(s.hi) + ")"
+	case dollars, signedDollars:
+		return one(s.med) + " (" + one(s.lo) + "-" + one(s.hi) + ")"
+	}
+	num := func(v float64) string { return strings.TrimSuffix(one(v), suffix(u)) }
+	return num(s.med) + " (" + num(s.lo) + "-" + num(s.hi) + ")" + suffix(u)
+}
+
+func suffix(u unit) string {
+	switch u {
+	case gpus:
+		return " GPUs"
+	case gpuHours, signedGPUHours:
+		return " GPU-h"
+	case percent:
+		return "%"
+	case jobs:
+		return " jobs"
+	}
+	return ""
+}
+
+// format prints one value with its unit. Nothing prints as a negative
+// zero, and only signed units print a sign.
+func format(v float64, u unit) string {
+	zero := func(s string) string {
+		if strings.Trim(s, "-0.") == "" || strings.HasPrefix(s, "-") && strings.Trim(s[1:], "0.k") == "" {
+			return strings.TrimPrefix(s, "-")
+		}
+		return s
+	}
+	switch u {
+	case gpus:
+		return zero(fmt.Sprintf("%.0f", v)) + " GPUs"
+	case jobs:
+		return zero(fmt.Sprintf("%.0f", v)) + " jobs"
+	case count:
+		if v < 10 {
+			return zero(fmt.Sprintf("%.1f", v))
+		}
+		return zero(fmt.Sprintf("%.0f", v))
+	case percent:
+		return zero(fmt.Sprintf("%.1f", v)) + "%"
+	case gpuHours:
+		if v < 9999.5 {
+			return zero(fmt.Sprintf("%.0f", max(0, v))) + " GPU-h"
+		}
+		return fmt.Sprintf("%.0fk", v/1000) + " GPU-h"
+	case signedGPUHours:
+		return signed(zero(fmt.Sprintf("%.0fk", v/1000))) + " GPU-h"
+	case dollars:
+		return money(max(0, v))
+	case signedDollars:
+		switch m := money(math.Abs(v)); {
+		case m == "$0k":
+			return m
+		case v < 0:
+			return "-" + m
+		default:
+			return "+" + m
+		}
+	case hours:
+		return dur(time.Duration(v * float64(time.Second)))
+	}
+	return fmt.Sprint(v)
+}
+
+func signed(s string) string {
+	if strings.HasPrefix(s, "-") || strings.Trim(s, "0.k") == "" {
+		return s
+	}
+	return "+" + s
 }
 
 func money(d float64) string {
-	if d >= 1e6 {
+	if math.Round(d/1e4) >= 100 {
 		return fmt.Sprintf("$%.2fM", d/1e6)
 	}
 	return fmt.Sprintf("$%.0fk", d/1e3)
 }
 
+// dur prints a duration with its unit, whatever its size.
 func dur(d time.Duration) string {
 	switch {
-	case d == 0:
-		return "0"
 	case d < time.Minute:
-		return fmt.Sprintf("%.0fs", d.Seconds())
+		return fmt.Sprintf("%.0f s", d.Seconds())
 	case d < time.Hour:
 		return fmt.Sprintf("%.1f min", d.Minutes())
 	}
 	return fmt.Sprintf("%.1f h", d.Hours())
+}
+
+// table prints the economics of the runs beside the published estimates.
+// Either policy's runs may be missing (one policy only).
+func table(w io.Writer, o options, offered *load, static, borrow []*outcome) error {
+	any := static
+	if len(any) == 0 {
+		any = borrow
+	}
+	r0 := any[0].res
+	seeds := fmt.Sprintf("seed %d", o.seed)
+	if o.seeds > 1 {
+		seeds = fmt.Sprintf("seeds %d-%d, median (range)", o.seed, o.seed+uint64(o.seeds)-1)
+	}
+	fmt.Fprintf(w, "fleet: %d GPUs, %.0f days, %s\n", r0.GPUs, r0.Hours/24, seeds)
+	fmt.Fprintf(w, "inference guaranteed %d GPUs, research %d GPUs; batch checkpoints every 10 min\n",
+		r0.InferenceNominal, r0.ResearchNominal)
+	if offered != nil {
+		fmt.Fprintf(w, "trace: offered load %.0f GPUs = %.2fx the non-inference capacity (%.0f GPUs),\n"+
+			"  arrivals compressed %.2fx\n", offered.gpus, offered.gpus/offered.capacity, offered.capacity, offered.compression)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tstatic split\tborrowing\testimate")
+	for _, f := range figures() {
+		cells := []string{f.name}
+		for _, ocs := range [][]*outcome{static, borrow} {
+			if len(ocs) == 0 {
+				cells = append(cells, "-")
+				continue
+			}
+			cells = append(cells, cell(over(ocs, f), f.unit))
+		}
+		fmt.Fprintln(tw, strings.Join(append(cells, f.estimate), "\t"))
+	}
+	if len(static) > 0 && len(static) == len(borrow) {
+		// The gain is paired by seed: the same workload under each policy.
+		var gains, worth []float64
+		for k := range static {
+			others := func(oc *outcome) float64 { return month(oc, oc.res.TrainingGPUh+oc.res.BatchGPUh) }
+			g := others(borrow[k]) - others(static[k])
+			gains = append(gains, g)
+			worth = append(worth, g*dollarsPerGPUHour)
+		}
+		fmt.Fprintln(tw, strings.Join([]string{"training+batch gained", "", cell(spreadOf(gains), signedGPUHours), ""}, "\t"))
+		fmt.Fprintln(tw, strings.Join([]string{"  worth per month", "", cell(spreadOf(worth), signedDollars), ""}, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nTax, waits and drains come from the metrics report the review renders. Batch is not\n"+
+		"elastic: the library cannot shrink a running workload yet, so a drain stops it whole.")
+	return nil
+}
+
+// spreadOf is the median, least and most of vs.
+func spreadOf(vs []float64) spread {
+	if len(vs) == 0 {
+		return spread{}
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return spread{med: med, lo: s[0], hi: s[len(s)-1], n: len(s)}
 }

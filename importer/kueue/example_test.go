@@ -32,7 +32,7 @@ spec:
 		fmt.Println(n)
 	}
 	// Output:
-	// queue team-a gpus [{h100 16 8 none}]
+	// queue team-a gpus [{h100 16 8 none []}]
 	// cohort gpus  []
 	// note: line 2: ClusterQueue "team-a": resource cpu of flavor h100 not modelled (nominal 96)
 	// note: line 2: Cohort "gpus": implicit cohort: referenced, no Cohort object

@@ -455,3 +455,26 @@ func (l *Ledger) Claimed(n topology.NodeID) int {
 	}
 	return g
 }
+
+// DrainFor starts a drain the host asked for (maintenance, an operator):
+// the workload keeps its GPUs until it exits or is killed at deadline; no
+// beneficiary waits for it, so what it frees goes back to the pool. A
+// workload already draining keeps its drain.
+func (l *Ledger) DrainFor(id string, now, deadline time.Time, reason gang.DrainReason) (*Record, error) {
+	r, ok := l.recs[id]
+	switch {
+	case !ok || !r.State.HoldsGPUs():
+		return nil, fmt.Errorf("ledger: drain %q: it holds no GPUs", id)
+	case !reason.Valid():
+		return nil, fmt.Errorf("ledger: drain %q: unknown reason %d", id, reason)
+	case deadline.Before(now):
+		return nil, fmt.Errorf("ledger: drain %q: deadline before now", id)
+	case r.State == gang.Draining:
+		return r, nil
+	}
+	l.move(r, gang.Draining)
+	r.Drain = &Drain{Since: now, Deadline: deadline, Reason: reason}
+	l.draining[id] = r
+	l.stale = true
+	return r, nil
+}

@@ -142,9 +142,11 @@ func trainingWorkload(id string, gpus int, run, checkpoint time.Duration) gang.W
 	return w
 }
 
-// batchWorkload is an elastic batch job: one pod up to 8 GPUs, 8-GPU pods
-// above, anywhere, preemptible, without checkpoints.
-func batchWorkload(id string, gpus int, run time.Duration) gang.Workload {
+// batchWorkload is a batch job: one pod up to 8 GPUs, 8-GPU pods above,
+// anywhere, preemptible, saving its state every checkpoint interval (0:
+// never). The library cannot shrink a running workload yet, so batch is
+// not elastic: a drain stops it whole.
+func batchWorkload(id string, gpus int, run, checkpoint time.Duration) gang.Workload {
 	ps := gang.PodSet{Name: "tasks", Count: 1, GPUsPerPod: gpus}
 	if gpus > 8 {
 		ps = gang.PodSet{Name: "tasks", Count: gpus / 8, GPUsPerPod: 8}
@@ -153,7 +155,7 @@ func batchWorkload(id string, gpus int, run time.Duration) gang.Workload {
 		ID: id, Queue: QueueBatch, PriorityClass: fleet.ClassPreemptibleBatch, Priority: 100,
 		Shape: gang.Batch, PodSets: []gang.PodSet{ps}, Flavor: "H100",
 		Topology:        gang.TopologyRequest{Preferred: "leaf"},
-		Drain:           gang.DrainContract{Preemptible: true},
+		Drain:           gang.DrainContract{Preemptible: true, CheckpointInterval: checkpoint},
 		ExpectedRuntime: run,
 	}
 }

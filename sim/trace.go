@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,4 +109,67 @@ func ReadPhilly(r io.Reader) ([]TraceJob, error) {
 		out[i].Arrival = r.at.Sub(rows[0].at)
 	}
 	return out, nil
+}
+
+// traceMaxGang is the largest gang a trace job becomes on a fleet of
+// gpus GPUs: the synthetic mix's cap.
+func traceMaxGang(gpus int) int { return min(512, max(8, gpus/4)) }
+
+// traceShape is what a trace job asks of the simulated fleet: gangs of 8
+// GPUs or more in whole 8-GPU nodes (capped at the largest gang), and
+// its run time clamped to 1 minute - 3 days.
+func traceShape(tj TraceJob, maxGang int) (gpus int, run time.Duration) {
+	gpus = tj.GPUs
+	if gpus >= 8 {
+		gpus = min((gpus+7)/8*8, maxGang)
+	}
+	return gpus, min(max(tj.Duration, time.Minute), 72*time.Hour)
+}
+
+// OfferedGPUs is the average GPU demand the jobs arriving within window
+// offer a fleet of gpus GPUs: their GPUs x the part of their run time
+// (as the simulator runs them) that falls inside the window, were each
+// to start on arrival, over the window's length.
+func OfferedGPUs(jobs []TraceJob, gpus int, window time.Duration) float64 {
+	if window <= 0 {
+		return 0
+	}
+	maxGang := traceMaxGang(gpus)
+	sum := 0.0
+	for _, tj := range jobs {
+		if tj.Arrival >= window {
+			break
+		}
+		g, run := traceShape(tj, maxGang)
+		sum += float64(g) * min(run, window-tj.Arrival).Hours()
+	}
+	return sum / window.Hours()
+}
+
+// CompressTrace scales a trace's arrival times so that the jobs arriving
+// within window offer target GPUs on average (OfferedGPUs), keeping every
+// job's size and run time. It returns the scaled copy and the
+// compression: 2 means arrivals come twice as fast. A trace that cannot
+// offer the target even compressed 1,000 times comes back at that.
+func CompressTrace(jobs []TraceJob, gpus int, window time.Duration, target float64) ([]TraceJob, float64) {
+	scaled := func(f float64) []TraceJob {
+		out := make([]TraceJob, len(jobs))
+		for i, tj := range jobs {
+			out[i] = tj
+			out[i].Arrival = time.Duration(float64(tj.Arrival) / f)
+		}
+		return out
+	}
+	// Offered load grows with the compression: bisect on its logarithm.
+	lo, hi := math.Log(1e-3), math.Log(1e3)
+	for range 60 {
+		mid := (lo + hi) / 2
+		if OfferedGPUs(scaled(math.Exp(mid)), gpus, window) < target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	f := math.Exp(hi)
+	return scaled(f), f
 }

@@ -37,19 +37,24 @@ type Result struct {
 	// Preemption: drains asked, kills at the deadline, drains made for an
 	// inference replica, work lost since the last checkpoint and the
 	// restart overhead paid, in GPU-hours.
-	Drains, Kills, InferenceReclaims  int
-	PreemptedLostGPUh, RestartGPUh    float64
-	NodeFailures, FailedRuns          int
-	FailureLostGPUh                   float64
-	Requeues, Checkpoints, TurnedAway int
-	Spikes, ScaleUps, ScaleDowns      int
-	Completed                         [4]int // by gang.Shape
+	Drains, Kills, InferenceReclaims int
+	PreemptedLostGPUh, RestartGPUh   float64
+	// Node failures: nodes, runs they ended, the work those runs lost
+	// since their last checkpoint (none for an inference replica) and
+	// their restart (and, for a replica, warm-up) in GPU-hours.
+	NodeFailures, FailedRuns            int
+	FailureLostGPUh, FailureRestartGPUh float64
+	Requeues, Checkpoints, TurnedAway   int
+	Spikes, ScaleUps, ScaleDowns        int
+	Completed                           [4]int // by gang.Shape
 
 	// InferenceWaits are the admission waits of inference replicas;
 	// ReclaimWaits those of replicas for which victims were drained, and
 	// RestoreTimes, for those, the time from the first drain to admission:
 	// the drain contract bounds it by the grace period plus a cycle.
 	InferenceWaits, ReclaimWaits, RestoreTimes []time.Duration
+	// Reclaims are the same reclaims in time order, for charts.
+	Reclaims []Reclaim
 	// Waits are the admission waits per queue, sorted by queue name.
 	Waits []QueueWaits
 
@@ -62,6 +67,14 @@ type Result struct {
 	Violations []string
 
 	waits map[string][]float64
+}
+
+// Reclaim is one inference replica admitted on capacity taken back by
+// drains: when, its wait since submission, and the time since the first
+// drain made for it.
+type Reclaim struct {
+	At            time.Duration // since the start
+	Wait, Restore time.Duration
 }
 
 // QueueWaits is the admission-wait distribution of one queue.
@@ -85,9 +98,10 @@ func (r *Result) wait(queue string, d time.Duration) {
 	r.waits[queue] = append(r.waits[queue], d.Seconds())
 }
 
-func (r *Result) inferenceWait(d time.Duration, reclaim bool, restore time.Duration) {
+func (r *Result) inferenceWait(at, d time.Duration, reclaim bool, restore time.Duration) {
 	r.InferenceWaits = append(r.InferenceWaits, d)
 	if reclaim {
+		r.Reclaims = append(r.Reclaims, Reclaim{At: at, Wait: d, Restore: restore})
 		r.ReclaimWaits = append(r.ReclaimWaits, d)
 		r.RestoreTimes = append(r.RestoreTimes, restore)
 	}
@@ -170,7 +184,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	p("GPU-h: inference %.1f training %.1f batch %.1f idle %.1f down %.1f\n", r.InferenceGPUh, r.TrainingGPUh, r.BatchGPUh, r.IdleGPUh, r.DownGPUh)
 	p("GPU-h: reserved-idle %.1f borrowed %.1f busy %.1f useful %.1f\n", r.ReservedIdleGPUh, r.BorrowedGPUh, r.BusyGPUh, r.UsefulGPUh)
 	p("preemption: drains %d kills %d inference-reclaims %d lost %.1f GPU-h restart %.1f GPU-h\n", r.Drains, r.Kills, r.InferenceReclaims, r.PreemptedLostGPUh, r.RestartGPUh)
-	p("failures: nodes %d runs %d lost %.1f GPU-h\n", r.NodeFailures, r.FailedRuns, r.FailureLostGPUh)
+	p("failures: nodes %d runs %d lost %.1f GPU-h restart %.1f GPU-h\n", r.NodeFailures, r.FailedRuns, r.FailureLostGPUh, r.FailureRestartGPUh)
 	p("jobs: requeues %d checkpoints %d turned-away %d spikes %d scale-ups %d scale-downs %d completed %v\n",
 		r.Requeues, r.Checkpoints, r.TurnedAway, r.Spikes, r.ScaleUps, r.ScaleDowns, r.Completed[1:])
 	p("inference waits: n=%d p50 %v p99 %v max %v; reclaim n=%d p50 %v p99 %v\n", len(r.InferenceWaits),

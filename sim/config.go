@@ -22,8 +22,10 @@ const (
 	// preemption.
 	Borrow Policy = iota + 1
 	// Static is a fixed split: inference keeps its guarantee (and the
-	// nodes that hold it, as a pool) to itself, training and batch share
-	// the rest, and nothing is preempted.
+	// nodes that hold it, as a pool) to itself, and training and batch
+	// share the rest. Only lending across the split is off: inside each
+	// partition priorities and preemption work as under Borrow, so
+	// research reclaims its quota from batch filler by preemption.
 	Static
 )
 
@@ -81,7 +83,6 @@ func FleetConfig(gpus int, p Policy) fleet.Config {
 			}
 		}
 	}
-	cfg.Policy.NoPreemption = p == Static
 	if p == Static {
 		// The split is physical too: inference keeps its own nodes, so
 		// its replicas never wait behind fragments left by batch jobs.
@@ -129,7 +130,25 @@ type Workload struct {
 	BatchBacklog int
 	// BatchMedian is the median run time of a batch job (default 45 min).
 	BatchMedian time.Duration
+	// ScaleDown picks the inference replica a scale-down stops (default
+	// ScaleDownConsolidate).
+	ScaleDown ScaleDown
 }
+
+// ScaleDown is the autoscaler's choice of which replica to stop.
+type ScaleDown uint8
+
+const (
+	// ScaleDownConsolidate stops a pending replica if there is one, else
+	// the running replica in the top-level domain (spine) holding the
+	// fewest inference GPUs, newest first among equals: inference drains
+	// out of lightly used spines, so a spine can empty for a large gang.
+	ScaleDownConsolidate ScaleDown = iota + 1
+	// ScaleDownNewest stops the newest replica wherever it runs. Replicas
+	// started at the trough then live on every spine for weeks, and a
+	// spine-wide gang can wait forever behind them (see the README).
+	ScaleDownNewest
+)
 
 // Config is one simulation run. The zero value of every field but
 // Fleet and Days takes the default its comment names.
@@ -154,7 +173,18 @@ type Config struct {
 	// Sample is the period of usage samples and of the series (default 5 min).
 	Sample time.Duration
 	// Checkpoint is the training checkpoint interval (default 20 min).
+	// Training also saves its state when drained (SIGTERM, checkpoint,
+	// exit), so a drain that ends in time loses only the restart.
 	Checkpoint time.Duration
+	// BatchCheckpoint is the batch checkpoint interval (default 10 min;
+	// negative: batch does not checkpoint, and a drain or a lost node
+	// throws its whole run away). Batch saves only on its interval, not
+	// when drained: a drain loses the work since its last checkpoint.
+	BatchCheckpoint time.Duration
+	// ReplicaWarmup is what an inference replica loses when its node
+	// fails: it is stateless, so it loses no work, only the time to start
+	// again and warm up (default 2 min, on top of RestartOverhead).
+	ReplicaWarmup time.Duration
 	// RestartOverhead is the time a restarted job spends before it makes
 	// progress again (default 3 min).
 	RestartOverhead time.Duration
@@ -212,6 +242,8 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.Autoscale, time.Minute)
 	def(&c.Sample, 5*time.Minute)
 	def(&c.Checkpoint, 20*time.Minute)
+	def(&c.BatchCheckpoint, 10*time.Minute)
+	def(&c.ReplicaWarmup, 2*time.Minute)
 	def(&c.RestartOverhead, 3*time.Minute)
 	def(&c.DrainMin, 20*time.Second)
 	def(&c.DrainMax, 100*time.Second)
@@ -235,13 +267,16 @@ func (c Config) withDefaults() (Config, error) {
 	if w.BatchBacklog == 0 {
 		w.BatchBacklog = 12
 	}
+	if w.ScaleDown == 0 {
+		w.ScaleDown = ScaleDownConsolidate
+	}
 	bad := func(format string, args ...any) (Config, error) {
 		return Config{}, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case c.GPUs < 8:
 		return bad("fleet of %d GPUs: want at least one 8-GPU node", c.GPUs)
-	case c.Duration < 0 || c.Cycle < 0 || c.Autoscale < 0 || c.Sample < 0 || c.Checkpoint < 0 || c.RestartOverhead < 0:
+	case c.Duration < 0 || c.Cycle < 0 || c.Autoscale < 0 || c.Sample < 0 || c.Checkpoint < 0 || c.RestartOverhead < 0 || c.ReplicaWarmup < 0:
 		return bad("negative duration")
 	case c.DrainMin > c.DrainMax:
 		return bad("DrainMin %v above DrainMax %v", c.DrainMin, c.DrainMax)
@@ -255,6 +290,8 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("TroughHours %v: want 0-24", w.TroughHours)
 	case w.TrainingBacklog < 0 || w.BatchBacklog < 0:
 		return bad("negative backlog")
+	case w.ScaleDown > ScaleDownNewest:
+		return bad("ScaleDown %d: want ScaleDownConsolidate or ScaleDownNewest", w.ScaleDown)
 	}
 	return c, nil
 }

@@ -1,8 +1,9 @@
 // Package sim is a deterministic discrete-event simulator of a GPU fleet
 // that drives fleet.Scheduler exactly as a real host would. It backs the
-// month-long example (examples/fleet) and the end-to-end tests and
-// benchmarks: the proof that the scheduler's decisions, carried out,
-// give the economics the design claims.
+// month-long example (examples/fleet), the end-to-end tests and
+// benchmarks, and any host that wants to price a policy or a booking
+// before it commits to one: the proof that the scheduler's decisions,
+// carried out, give the economics the design claims.
 //
 // # What it simulates
 //
@@ -17,19 +18,25 @@
 //     every 20 minutes (Checkpointed), a restart overhead of 3 minutes;
 //     a preempted or failed job is resubmitted with the work it has left.
 //     Researchers stop submitting into a deep queue (a backlog cap).
-//   - Batch: elastic, preemptible filler of 1 to 64 GPUs that does not
-//     checkpoint; a fixed backlog is kept waiting.
+//   - Batch: preemptible filler of 1 to 64 GPUs that checkpoints every
+//     Config.BatchCheckpoint (10 min) but not on SIGTERM; a fixed backlog
+//     is kept waiting. It is not elastic: the scheduler cannot shrink a
+//     running workload yet.
 //   - Drains: a victim exits 20-100 s after SIGTERM, saving its state if
 //     it checkpoints; a configurable share hangs and is killed when the
 //     scheduler asks (Kill, Exited killed).
 //   - Node failures at a rate per GPU-day (default 5e-4, as in Llama 3's
 //     training run), taking every workload on the node down; repair
-//     after 2-6 hours.
+//     after 2-6 hours. A stateless inference replica loses only its
+//     restart and warm-up; other work what it had not saved.
+//   - Policies: Borrow (the reference quota tree) and Static (no lending
+//     across the inference split, preemption inside each partition).
 //   - Usage: SM activity and MFU per shape (inference 0.3-0.7 by load,
 //     training 0.8-0.95, batch 0.6-0.9) as samples for an Observer, such
 //     as a metrics recorder.
 //   - Optionally, a job trace (ReadPhilly: the Microsoft Philly trace)
-//     replaces the synthetic training and batch streams.
+//     replaces the synthetic training and batch streams; CompressTrace
+//     scales its arrivals to a target offered load (OfferedGPUs).
 //
 // # How it runs
 //

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -91,8 +92,11 @@ type sim struct {
 	nodeCap  []int
 	nodeUsed []int
 	nodeDown []bool
+	nodeTop  []int32 // top-level domain (spine) of each node
 	gpus     int
-	healthy  int
+
+	topInference []int // scratch of inferenceByTop
+	healthy      int
 
 	infNominal, researchNominal int
 	pools                       bool // the fleet is split into node pools
@@ -147,13 +151,23 @@ func Run(cfg Config) (*Result, error) {
 
 func (sm *sim) init() {
 	c := sm.cfg
+	tops := map[string]int32{}
 	for i, n := range c.Fleet.Topology.Nodes {
+		top := ""
+		if len(n.Path) > 0 {
+			top = n.Path[0]
+		}
+		if _, ok := tops[top]; !ok {
+			tops[top] = int32(len(tops))
+		}
+		sm.nodeTop = append(sm.nodeTop, tops[top])
 		sm.nodeName = append(sm.nodeName, n.Name)
 		sm.nodeIdx[n.Name] = int32(i)
 		sm.nodeCap = append(sm.nodeCap, n.GPUs)
 		sm.pools = sm.pools || n.Pool == PoolInference
 		sm.gpus += n.GPUs
 	}
+	sm.topInference = make([]int, len(tops))
 	sm.healthy = sm.gpus
 	sm.nodeUsed = make([]int, len(sm.nodeCap))
 	sm.nodeDown = make([]bool, len(sm.nodeCap))
@@ -168,7 +182,7 @@ func (sm *sim) init() {
 			sm.researchNominal = int(n.Quotas[0].Nominal)
 		}
 	}
-	maxGang := min(512, max(8, sm.gpus/4))
+	maxGang := traceMaxGang(sm.gpus)
 	sm.training = newMix(trainingSizes(), maxGang)
 	sm.batch = newMix(batchSizes(), min(64, maxGang))
 	w := c.Workload
@@ -421,7 +435,7 @@ func (sm *sim) admit(a fleet.Admission) {
 	}
 	sm.res.wait(a.Queue, a.Wait)
 	if j.w.Shape == gang.Inference {
-		sm.res.inferenceWait(a.Wait, j.reclaim, time.Duration(sm.now-j.drainAt))
+		sm.res.inferenceWait(time.Duration(sm.now), a.Wait, j.reclaim, time.Duration(sm.now-j.drainAt))
 		j.reclaim = false
 	}
 	j.runStart = sm.now
@@ -518,22 +532,24 @@ func (sm *sim) drain(d fleet.Drain) {
 }
 
 // stopped ends a preempted run (drained or killed) and requeues the job
-// with its remaining work.
+// with its remaining work. A drained training job saves its state on
+// SIGTERM; batch keeps only its latest periodic checkpoint; a job that
+// never checkpoints loses its whole run; a killed job loses everything
+// since its latest checkpoint.
 func (sm *sim) stopped(i int32, how gang.ExitReason) {
 	j := sm.jobs[i]
-	lost := sm.progress(j) - j.done
-	if how == gang.ExitDrained && j.w.Drain.CheckpointInterval > 0 {
-		// SIGTERM makes a checkpointing job save its state before it exits.
-		j.done, lost = sm.progress(j), 0
+	var lost int64
+	switch {
+	case j.w.Drain.CheckpointInterval == 0:
+		lost, j.done = sm.progress(j), 0
+	case how == gang.ExitDrained && j.w.Shape == gang.Training:
+		j.done = sm.progress(j)
 		if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
 			sm.fail(err)
 			return
 		}
-	} else {
-		j.done = min(j.done, sm.progress(j))
-	}
-	if j.w.Drain.CheckpointInterval == 0 {
-		lost, j.done = sm.progress(j), 0
+	default:
+		lost = sm.progress(j) - j.done
 	}
 	sm.res.PreemptedLostGPUh += float64(lost) * float64(j.gpus) / float64(time.Hour)
 	sm.res.RestartGPUh += float64(sm.cfg.RestartOverhead) * float64(j.gpus) / float64(time.Hour)
@@ -608,8 +624,9 @@ func (sm *sim) autoscale() {
 			sm.res.ScaleUps++
 		}
 		for len(sv.replicas) > target {
-			i := sv.replicas[len(sv.replicas)-1]
-			sv.replicas = sv.replicas[:len(sv.replicas)-1]
+			k := sm.scaleDownVictim(sv)
+			i := sv.replicas[k]
+			sv.replicas = slices.Delete(sv.replicas, k, k+1)
 			j := sm.jobs[i]
 			switch j.state {
 			case jsPending:
@@ -629,6 +646,48 @@ func (sm *sim) autoscale() {
 		// Inference is latency-bound: its scale-up is scheduled at once.
 		sm.schedule()
 	}
+}
+
+// scaleDownVictim is the position in sv.replicas of the replica a
+// scale-down stops (see ScaleDown).
+func (sm *sim) scaleDownVictim(sv *service) int {
+	last := len(sv.replicas) - 1
+	if sm.cfg.Workload.ScaleDown == ScaleDownNewest {
+		return last
+	}
+	for k := last; k >= 0; k-- {
+		if sm.jobs[sv.replicas[k]].state == jsPending {
+			return k
+		}
+	}
+	per := sm.inferenceByTop()
+	best, bestGPUs := last, math.MaxInt
+	for k := last; k >= 0; k-- {
+		j := sm.jobs[sv.replicas[k]]
+		if len(j.pods) == 0 {
+			continue
+		}
+		if g := per[sm.nodeTop[j.pods[0].node]]; g < bestGPUs {
+			best, bestGPUs = k, g
+		}
+	}
+	return best
+}
+
+// inferenceByTop counts the inference GPUs running in each top-level
+// domain, in a buffer reused from call to call.
+func (sm *sim) inferenceByTop() []int {
+	clear(sm.topInference)
+	for _, i := range sm.live {
+		j := sm.jobs[i]
+		if j.w.Shape != gang.Inference {
+			continue
+		}
+		for _, p := range j.pods {
+			sm.topInference[sm.nodeTop[p.node]] += p.gpus
+		}
+	}
+	return sm.topInference
 }
 
 func (sm *sim) spike(e event) {
@@ -657,12 +716,15 @@ func (sm *sim) arriveTraining() {
 	sm.submit(i)
 }
 
+// batchCheckpoint is the checkpoint interval of batch jobs, 0 for none.
+func (sm *sim) batchCheckpoint() time.Duration { return max(0, sm.cfg.BatchCheckpoint) }
+
 func (sm *sim) topUpBatch() {
 	w := sm.cfg.Workload
 	for sm.pendingBatch < w.BatchBacklog && sm.err == nil {
 		gpus := sm.batch.draw(sm.rng)
 		run := lognormal(sm.rng, w.BatchMedian, batchSigma, 5*time.Minute, 8*time.Hour)
-		i := sm.newJob(batchWorkload(sm.id("batch"), gpus, run), int64(run), -1)
+		i := sm.newJob(batchWorkload(sm.id("batch"), gpus, run, sm.batchCheckpoint()), int64(run), -1)
 		sm.submit(i)
 	}
 }
@@ -676,22 +738,20 @@ func (sm *sim) arriveTrace() {
 	if sm.trace < len(c.Trace) {
 		sm.push(event{at: int64(c.Trace[sm.trace].Arrival), kind: evTrace})
 	}
-	run := min(max(tj.Duration, time.Minute), 72*time.Hour)
+	gpus, run := traceShape(tj, traceMaxGang(sm.gpus))
 	var w gang.Workload
-	maxGang := sm.training.sizes[len(sm.training.sizes)-1]
 	if tj.GPUs >= 8 {
 		if sm.pendingResearch >= c.Workload.TrainingBacklog {
 			sm.res.TurnedAway++
 			return
 		}
-		gpus := min((tj.GPUs+7)/8*8, maxGang)
 		w = trainingWorkload(sm.id("philly-"+tj.Team), gpus, run, c.Checkpoint)
 	} else {
 		if sm.pendingBatch >= c.Workload.BatchBacklog*8 {
 			sm.res.TurnedAway++
 			return
 		}
-		w = batchWorkload(sm.id("philly-"+tj.Team), tj.GPUs, run)
+		w = batchWorkload(sm.id("philly-"+tj.Team), gpus, run, sm.batchCheckpoint())
 	}
 	i := sm.newJob(w, int64(run), -1)
 	sm.jobs[i].trace = true
@@ -700,8 +760,10 @@ func (sm *sim) arriveTrace() {
 
 // nodeFail takes a random node down: every workload on it fails as a
 // whole and is requeued (an inference replica is replaced at once).
-func (sm *sim) nodeFail() {
-	n := int32(sm.rng.IntN(len(sm.nodeCap)))
+func (sm *sim) nodeFail() { sm.failNode(int32(sm.rng.IntN(len(sm.nodeCap)))) }
+
+// failNode takes node n down, if it is up.
+func (sm *sim) failNode(n int32) {
 	if sm.nodeDown[n] {
 		return
 	}
@@ -721,11 +783,18 @@ func (sm *sim) nodeFail() {
 			continue
 		}
 		j := sm.jobs[i]
+		// A stateless inference replica loses no work, only its restart
+		// and warm-up; other work loses what it has not saved.
 		lost := sm.progress(j) - j.done
-		if j.w.Drain.CheckpointInterval == 0 && j.work > 0 {
+		restart := sm.cfg.RestartOverhead
+		switch {
+		case j.w.Shape == gang.Inference:
+			lost, restart = 0, restart+sm.cfg.ReplicaWarmup
+		case j.w.Drain.CheckpointInterval == 0:
 			lost, j.done = sm.progress(j), 0
 		}
 		sm.res.FailureLostGPUh += float64(lost) * float64(j.gpus) / float64(time.Hour)
+		sm.res.FailureRestartGPUh += float64(restart) * float64(j.gpus) / float64(time.Hour)
 		sm.res.FailedRuns++
 		sm.release(j)
 		sm.requeue(i)
