@@ -195,8 +195,15 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 		}
 		return notAdmitted
 	}
-	if s.blockedByReservation(now, e, a) {
-		return reserved
+	if s.intoHold(now, e, a) {
+		// Place it around the held domain when the rest of the fleet has
+		// room; failing that, only work of higher priority than the gang
+		// may enter.
+		if b, err := s.placer.PlaceAvoiding(s.fleet, &e.w, s.reserve.domain); err == nil {
+			a = b
+		} else if e.priority <= s.reserve.priority {
+			return reserved
+		}
 	}
 	if err := s.books.Admit(e.w.ID, a.Clone(), now); err != nil {
 		panic(fmt.Sprintf("fleet: admitting a fresh placement: %v", err))
@@ -317,8 +324,16 @@ func (s *Scheduler) groupOf(e *entry) (topology.GroupID, bool) {
 // priority (the gang can evict it when its turn comes), or expected to end
 // before the planned start (backfill: it cannot delay the gang).
 func (s *Scheduler) blockedByReservation(now time.Time, e *entry, a placement.Assignment) bool {
+	return s.intoHold(now, e, a) && e.priority <= s.reserve.priority
+}
+
+// intoHold reports whether a puts work the reserved gang could not get rid
+// of in time into the held domain: work it cannot evict (not preemptible
+// filler of lower priority) that is not expected to end before the planned
+// start.
+func (s *Scheduler) intoHold(now time.Time, e *entry, a placement.Assignment) bool {
 	r := s.reserve
-	if r == nil || e.w.ID == r.id || e.priority > r.priority || e.w.Drain.Preemptible && e.priority < r.priority {
+	if r == nil || e.w.ID == r.id || e.w.Drain.Preemptible && e.priority < r.priority {
 		return false
 	}
 	if !r.start.IsZero() && e.w.ExpectedRuntime > 0 && !now.Add(e.w.ExpectedRuntime).After(r.start) {

@@ -214,3 +214,34 @@ func TestRequestDrainForMaintenance(t *testing.T) {
 	require.NoError(t, s.Exited(now.Add(7*time.Minute), "job", gang.ExitKilled))
 	assert.Equal(t, 2048, s.Snapshot().Fleet.FreeGPUs)
 }
+
+// A domain held for a blocked gang does not starve other work that fits
+// elsewhere: a 1-GPU replica whose best fit lies in the held spine is
+// placed around it, on the free node of the other spine.
+func TestHeldDomainDoesNotStarveWorkThatFitsElsewhere(t *testing.T) {
+	cfg := smallConfig()
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	adopt := func(id string, gpus int, node string) {
+		w := gang.Workload{ID: id, Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: gpus}}}
+		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: gpus}}))
+	}
+	adopt("r0", 7, "node-0-0-0")
+	adopt("r1", 8, "node-0-0-1")
+	adopt("r2", 8, "node-1-0-0")
+	adopt("r3", 8, "node-1-0-1")
+	adopt("r4", 8, "node-1-1-0")
+	gangW := gang.Workload{ID: "gang", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
+		PodSets: []gang.PodSet{{Name: "p", Count: 4, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "spine"}}
+	require.NoError(t, s.Submit(t0, gangW))
+	require.Empty(t, s.Schedule(t0).Admit)
+	x, err := s.Explain("gang")
+	require.NoError(t, err)
+	require.NotEqual(t, fleet.WaitUnscheduled, x.Waiting)
+
+	require.NoError(t, s.Submit(t0, replica("small", 1)))
+	d := s.Schedule(t0.Add(time.Second))
+	require.Len(t, d.Admit, 1, "the replica must not wait behind the hold: %s", d)
+	assert.Equal(t, "node-1-1-1", d.Admit[0].Pods[0].Node)
+}

@@ -142,7 +142,7 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 			if left != last {
 				last, inClass = left, 0
 			}
-			if inClass < per && p.resourcesFit(n) {
+			if inClass < per && !p.avoided(n) && p.resourcesFit(n) {
 				add(n, gpu, int64(left-p.share)<<32|int64(f.Free(n)))
 				inClass++
 			}
@@ -161,7 +161,7 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 			}
 			used, sl := f.GPUUsed(n, gpu)
 			_ = used
-			if _, fits := topology.MIGStart(sl, prof); fits && inClass < per && p.resourcesFit(n) {
+			if _, fits := topology.MIGStart(sl, prof); fits && inClass < per && !p.avoided(n) && p.resourcesFit(n) {
 				add(n, gpu, int64(free-prof.Slices)<<32|int64(f.Free(n)))
 				inClass++
 			}

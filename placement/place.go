@@ -76,6 +76,10 @@ type Placer struct {
 	claim  []topology.ResourceAmount // scratch for trial claims
 	best   []Pod                     // the best assignment across groups
 	opts   []Option                  // one-pod candidates
+
+	// avoidLo, avoidHi are the nodes PlaceAvoiding keeps out of bounds
+	// (an empty range otherwise).
+	avoidLo, avoidHi topology.NodeID
 }
 
 type candidate struct {
@@ -101,6 +105,19 @@ func Place(f *topology.Fleet, w *gang.Workload, opt Options) (Assignment, error)
 	a, err := NewPlacer(opt).Place(f, w)
 	return a, err
 }
+
+// PlaceAvoiding is Place with the nodes of domain avoid treated as full:
+// a scheduler that holds a domain for a blocked gang places other work
+// around it, without changing the fleet. The policy is Place's, over the
+// rest of the fleet.
+func (p *Placer) PlaceAvoiding(f *topology.Fleet, w *gang.Workload, avoid topology.DomainID) (Assignment, error) {
+	p.avoidLo, p.avoidHi = f.Nodes(avoid)
+	defer func() { p.avoidLo, p.avoidHi = 0, 0 }()
+	return p.Place(f, w)
+}
+
+// avoided reports whether node n is out of bounds for this call.
+func (p *Placer) avoided(n topology.NodeID) bool { return n >= p.avoidLo && n < p.avoidHi }
 
 // Place finds an assignment for every pod of w on f, or returns a *NoFit.
 // f is left exactly as it was. The returned Pods slice belongs to the
@@ -713,6 +730,15 @@ func (p *Placer) capacity(d topology.DomainID) int {
 // the free-count histogram in O(GPUs per node), or by visiting the nodes
 // when a per-node spread limit already has pods of this gang to count.
 func (p *Placer) capBelow(d topology.DomainID) int {
+	if lo, hi := p.f.Nodes(d); p.avoidHi > p.avoidLo && lo < p.avoidHi && p.avoidLo < hi {
+		// d holds avoided nodes (domains nest: it lies inside the avoided
+		// domain or contains it): count node by node.
+		n := 0
+		for x := lo; x < hi; x++ {
+			n += p.nodeCap(x)
+		}
+		return n
+	}
 	if p.shared || p.maxPerNode > 0 && len(p.used) > 0 {
 		lo, hi := p.f.Nodes(d)
 		n := 0
@@ -734,7 +760,7 @@ func (p *Placer) capBelow(d topology.DomainID) int {
 
 func (p *Placer) nodeCap(n topology.NodeID) int {
 	f := p.f
-	if f.Health(n) != topology.Healthy || f.NodeGroup(n) != p.g {
+	if f.Health(n) != topology.Healthy || f.NodeGroup(n) != p.g || p.avoided(n) {
 		return 0
 	}
 	var c int

@@ -242,3 +242,35 @@ func TestPropertyMixedAndSpreadAreValid(t *testing.T) {
 		}
 	})
 }
+
+// PlaceAvoiding places around a held domain: it never uses its nodes, and
+// it finds a placement exactly when one exists on the fleet with those
+// nodes cordoned.
+func TestPropertyPlaceAvoidingKeepsOutOfTheDomain(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		f := genFleet(t)
+		w := genWork(t, f)
+		lo, hi := f.DomainsAt(topology.Level(rapid.IntRange(1, f.Depth()-1).Draw(t, "level")))
+		avoid := topology.DomainID(rapid.IntRange(int(lo), int(hi)-1).Draw(t, "avoid"))
+		before := f.String()
+		a, err := placement.NewPlacer(placement.Options{}).PlaceAvoiding(f, w, avoid)
+		require.Equal(t, before, f.String(), "PlaceAvoiding changed the fleet")
+
+		cordoned := f.Clone()
+		nlo, nhi := f.Nodes(avoid)
+		for n := nlo; n < nhi; n++ {
+			if cordoned.Health(n) == topology.Healthy {
+				require.NoError(t, cordoned.SetHealth(n, topology.Cordoned))
+			}
+		}
+		_, want := placement.Place(cordoned, w, placement.Options{})
+		require.Equal(t, want == nil, err == nil, "feasibility: around the domain %v, cordoned %v", err, want)
+		if err != nil {
+			return
+		}
+		checkValid(t, f, w, a)
+		for _, p := range a.Pods {
+			require.False(t, p.Node >= nlo && p.Node < nhi, "pod on %s, inside the avoided %s", f.NodeName(p.Node), f.DomainName(avoid))
+		}
+	})
+}
