@@ -126,7 +126,7 @@ func (s *Scheduler) restore(snap Snapshot) error {
 		if !ok {
 			return refuse("restore", "", ErrUnknownNode, "%q", h.Node)
 		}
-		if err := s.fleet.SetHealth(n, h.Health); err != nil {
+		if err := s.books.SetHealth(n, h.Health); err != nil {
 			return &Error{Op: "restore", Detail: "node " + h.Node, Err: ErrInvalidHealth}
 		}
 	}

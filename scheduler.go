@@ -448,7 +448,7 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 			}
 		}
 	}
-	if err := s.fleet.SetHealth(n, h); err != nil {
+	if err := s.books.SetHealth(n, h); err != nil {
 		panic(fmt.Sprintf("fleet: health of a known node refused: %v", err))
 	}
 	kind := EventNodeUp

@@ -129,6 +129,10 @@ func (l *Ledger) CheckInvariants() error {
 		if got := held[n] + reserved[n]; got != f.Allocated(n) {
 			return fmt.Errorf("node %s: allocated %d, holders %d + reserved %d", f.NodeName(n), f.Allocated(n), held[n], reserved[n])
 		}
+		if l.scratch.Allocated(n) != f.Allocated(n) || l.scratch.Health(n) != f.Health(n) {
+			return fmt.Errorf("node %s: the mirror has %d allocated (%s), the fleet %d (%s)", f.NodeName(n),
+				l.scratch.Allocated(n), l.scratch.Health(n), f.Allocated(n), f.Health(n))
+		}
 		if f.Allocated(n) > f.Capacity(n) {
 			return fmt.Errorf("node %s: allocated %d of %d", f.NodeName(n), f.Allocated(n), f.Capacity(n))
 		}

@@ -132,7 +132,7 @@ func (l *Ledger) nominate(now time.Time, t Target, victims []*Record) {
 			}
 		}
 		if need > 0 {
-			if err := l.fleet.Allocate(x.Node, need); err != nil {
+			if err := l.allocate(x.Node, need); err != nil {
 				panic(fmt.Sprintf("ledger: reserving GPUs checked free for %q: %v", b, err))
 			}
 			n.reserved = append(n.reserved, placement.NodeGPUs{Node: x.Node, GPUs: need})
@@ -334,7 +334,7 @@ func (l *Ledger) Dissolve(b string) int {
 	}
 	freed := 0
 	for _, x := range n.reserved {
-		if err := l.fleet.Release(x.Node, x.GPUs); err != nil {
+		if err := l.release(x.Node, x.GPUs); err != nil {
 			panic(fmt.Sprintf("ledger: releasing nominated GPUs: %v", err))
 		}
 		l.dec(x.Node, x.GPUs)

@@ -23,11 +23,11 @@ func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) err
 	if _, nominated := l.noms[id]; nominated {
 		return fmt.Errorf("ledger: admit %q: it has a nomination", id)
 	}
-	if err := placement.Apply(l.fleet, a); err != nil {
+	if err := l.apply(a); err != nil {
 		return err
 	}
 	if err := l.tree.AddUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
-		if uerr := placement.Unapply(l.fleet, a); uerr != nil {
+		if uerr := l.unapply(a); uerr != nil {
 			panic("ledger: undoing a fresh allocation: " + uerr.Error())
 		}
 		return err
@@ -68,7 +68,7 @@ func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, err
 		dissolved = n
 	}
 	if r.State.HoldsGPUs() {
-		l.release(r)
+		l.releaseHolder(r)
 		l.Unserve(id)
 	}
 	to := how.State()
@@ -82,7 +82,7 @@ func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, err
 
 // release returns a holder's GPUs and quota. GPUs that nominations claim
 // stay allocated: they are reserved for those nominations from now on.
-func (l *Ledger) release(r *Record) {
+func (l *Ledger) releaseHolder(r *Record) {
 	if err := l.tree.RemoveUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
 		panic(fmt.Sprintf("ledger: quota usage of %q lost: %v", r.W.ID, err))
 	}
@@ -98,7 +98,7 @@ func (l *Ledger) release(r *Record) {
 			}
 		}
 		if free > 0 {
-			if err := l.fleet.Release(ng.Node, free); err != nil {
+			if err := l.release(ng.Node, free); err != nil {
 				panic(fmt.Sprintf("ledger: GPUs of %q lost: %v", r.W.ID, err))
 			}
 		}

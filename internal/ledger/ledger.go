@@ -37,6 +37,11 @@ import (
 type Ledger struct {
 	fleet *topology.Fleet
 	tree  *quota.Tree
+	// scratch mirrors fleet (every write goes to both) for what-if
+	// searches, which change it and put it back; dirty marks a search that
+	// did not finish, after which it is rebuilt from fleet.
+	scratch *topology.Fleet
+	dirty   bool
 
 	recs     map[string]*Record           // every workload known, by ID
 	noms     map[string]*Nomination       // open nominations, by beneficiary
@@ -147,7 +152,7 @@ func (n *Nomination) Reserved() []placement.NodeGPUs { return slices.Clone(n.res
 // yet: the ledger becomes their only writer.
 func New(f *topology.Fleet, t *quota.Tree) *Ledger {
 	return &Ledger{
-		fleet: f, tree: t,
+		fleet: f, tree: t, scratch: f.Clone(),
 		recs: map[string]*Record{}, noms: map[string]*Nomination{}, draining: map[string]*Record{},
 		onNode: map[topology.NodeID][]string{}, reserved: map[topology.NodeID]int{},
 		holders: btree.NewG(16, func(a, b *Record) bool { return a.W.ID < b.W.ID }),
@@ -159,6 +164,77 @@ func (l *Ledger) Fleet() *topology.Fleet { return l.fleet }
 
 // Tree is the live quota tree, for reading.
 func (l *Ledger) Tree() *quota.Tree { return l.tree }
+
+// Scratch returns a fleet equal to the live one, for a what-if search to
+// change and put back. The caller brackets the search with Scratch and
+// ScratchClean: a search that panics leaves it marked dirty, and the next
+// Scratch rebuilds it from the live fleet.
+func (l *Ledger) Scratch() *topology.Fleet {
+	if l.dirty {
+		l.scratch = l.fleet.Clone()
+	}
+	l.dirty = true
+	return l.scratch
+}
+
+// ScratchClean records that the search using Scratch put it back.
+func (l *Ledger) ScratchClean() { l.dirty = false }
+
+// SetHealth changes a node's health on the fleet and its mirror.
+func (l *Ledger) SetHealth(n topology.NodeID, h topology.Health) error {
+	if err := l.fleet.SetHealth(n, h); err != nil {
+		return err
+	}
+	if err := l.scratch.SetHealth(n, h); err != nil {
+		panic("ledger: the mirror refused a health change the fleet took: " + err.Error())
+	}
+	return nil
+}
+
+// allocate, release, apply and unapply write the fleet and its mirror.
+func (l *Ledger) allocate(n topology.NodeID, g int) error {
+	if err := l.fleet.Allocate(n, g); err != nil {
+		return err
+	}
+	mirror(l.scratch.Allocate(n, g))
+	return nil
+}
+
+func (l *Ledger) release(n topology.NodeID, g int) error {
+	if err := l.fleet.Release(n, g); err != nil {
+		return err
+	}
+	mirror(l.scratch.Release(n, g))
+	return nil
+}
+
+// The mirror keeps counts per node, not which GPUs: a search counts and
+// places whole GPUs there, and the live fleet names them.
+func (l *Ledger) apply(a placement.Assignment) error {
+	if err := placement.Apply(l.fleet, a); err != nil {
+		return err
+	}
+	for _, x := range a.NodeGPUs() {
+		mirror(l.scratch.Allocate(x.Node, x.GPUs))
+	}
+	return nil
+}
+
+func (l *Ledger) unapply(a placement.Assignment) error {
+	if err := placement.Unapply(l.fleet, a); err != nil {
+		return err
+	}
+	for _, x := range a.NodeGPUs() {
+		mirror(l.scratch.Release(x.Node, x.GPUs))
+	}
+	return nil
+}
+
+func mirror(err error) {
+	if err != nil {
+		panic("ledger: the mirror refused a change the fleet took: " + err.Error())
+	}
+}
 
 // Get returns the record of a known workload.
 func (l *Ledger) Get(id string) (*Record, bool) {

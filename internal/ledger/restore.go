@@ -77,9 +77,9 @@ func (l *Ledger) RestoreNomination(b string, target placement.Assignment, reserv
 		return fmt.Errorf("ledger: restore nomination of %q: %w", b, err)
 	}
 	for i, x := range reserved {
-		if err := l.fleet.Allocate(x.Node, x.GPUs); err != nil {
+		if err := l.allocate(x.Node, x.GPUs); err != nil {
 			for _, y := range reserved[:i] {
-				_ = l.fleet.Release(y.Node, y.GPUs)
+				_ = l.release(y.Node, y.GPUs)
 			}
 			_ = l.tree.RemoveUsage(r.Queue, r.Flavor, int64(r.GPUs()))
 			return fmt.Errorf("ledger: restore nomination of %q: %w", b, err)
