@@ -62,7 +62,14 @@ type Policy struct {
 	// RestartOverhead is the work a preempted job redoes on restart,
 	// counted in its cost; 0 means 3 minutes.
 	RestartOverhead time.Duration
+	// HotSwapWait is how long a gang that survives the loss of a node
+	// (gang.DrainContract.SurvivesNodeLoss) waits for a replacement node
+	// before it fails whole; 0 means DefaultHotSwapWait.
+	HotSwapWait time.Duration
 }
+
+// DefaultHotSwapWait is the default Policy.HotSwapWait.
+const DefaultHotSwapWait = 10 * time.Minute
 
 // QueueOrder orders pending work for a host that wants its own policy
 // (say, smallest gang first inside a priority). Compare returns a negative

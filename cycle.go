@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/quota"
@@ -60,6 +61,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	s.cycles++
 	var d Decisions
 	s.kills(now, &d)
+	s.hotSwaps(now, &d)
 	s.admitReady(now, &d)
 
 	pending := s.pending()
@@ -134,6 +136,73 @@ func (s *Scheduler) kills(now time.Time, d *Decisions) {
 			s.emit(ev)
 		}
 	}
+}
+
+// hotSwaps finds replacement nodes for the lost pods of gangs that
+// survive the loss of a node: the healthy node of the gang's group with
+// the fewest free GPUs that holds the pod, inside the domain of its
+// required level that holds its other pods (anywhere without one), so the
+// gang keeps its topology request. A gang whose pods wait longer than
+// Policy.HotSwapWait fails whole. Replacements take free GPUs only; they
+// preempt nobody.
+func (s *Scheduler) hotSwaps(now time.Time, d *Decisions) {
+	wait := s.cfg.Policy.HotSwapWait
+	if wait == 0 {
+		wait = DefaultHotSwapWait
+	}
+	for _, r := range s.books.Degraded() {
+		e := s.work[r.W.ID]
+		for _, lp := range slices.Clone(r.Lost) {
+			n, ok := s.replacementNode(e, lp.Pod)
+			if !ok {
+				continue
+			}
+			p, err := s.books.Replace(r.W.ID, lp.Pod, n)
+			if err != nil {
+				panic("fleet: a replacement checked free was refused: " + err.Error())
+			}
+			x := Replacement{ID: r.W.ID, PodSet: e.w.PodSets[p.PodSet].Name, Index: p.Index,
+				OldNode: s.fleet.NodeName(lp.Pod.Node), NewNode: s.fleet.NodeName(n), GPUs: p.GPUs, Wait: now.Sub(lp.Since)}
+			d.Replace = append(d.Replace, x)
+			ev := s.event(EventReplaced, now, e)
+			ev.Node, ev.NewNode, ev.Wait, ev.GPUs = x.OldNode, x.NewNode, x.Wait, x.GPUs
+			s.emit(ev)
+		}
+		if len(r.Lost) > 0 && !now.Before(r.Lost[0].Since.Add(wait)) {
+			d.Failed = append(d.Failed, r.W.ID)
+			ev := s.event(EventExited, now, e)
+			ev.Exit, ev.Runtime, ev.Node = gang.ExitNodeLost, now.Sub(r.Started), s.fleet.NodeName(r.Lost[0].Pod.Node)
+			s.finish(now, e, gang.ExitNodeLost)
+			s.emit(ev)
+		}
+	}
+}
+
+// replacementNode is where a lost pod of e goes: best fit by free GPUs
+// among healthy nodes of its group inside the domain its topology request
+// keeps it in.
+func (s *Scheduler) replacementNode(e *entry, pod placement.Pod) (topology.NodeID, bool) {
+	f, r := s.fleet, e.rec
+	g := f.NodeGroup(pod.Node)
+	lo, hi := topology.NodeID(0), topology.NodeID(f.NumNodes())
+	if req := e.w.Topology.Required; req != "" {
+		if l, ok := f.Level(req); ok {
+			anchor := pod.Node
+			if len(r.Assign.Pods) > 0 {
+				anchor = r.Assign.Pods[0].Node
+			}
+			lo, hi = f.Nodes(f.DomainOf(anchor, l))
+		}
+	}
+	best, found := topology.NodeID(0), false
+	f.AscendNodesByFree(g, pod.GPUs, func(n topology.NodeID, free int) bool {
+		if n >= lo && n < hi && f.Health(n) == topology.Healthy {
+			best, found = n, true
+			return false
+		}
+		return true
+	})
+	return best, found
 }
 
 // admitReady starts every beneficiary whose own victims are gone: the

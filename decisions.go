@@ -8,9 +8,10 @@ import (
 )
 
 // Decisions is what one Schedule cycle asks of the host. The host must act
-// on every field, in this order: Kill, then Drain, then Admit. Kills and
-// drains free capacity the admissions may already count on being nominated
-// for them; admissions never use GPUs that a victim still holds.
+// on every field, in this order: Kill, then Drain, then Failed and
+// Replace, then Admit. Kills and drains free capacity the admissions may
+// already count on being nominated for them; admissions and replacements
+// never use GPUs that a victim still holds.
 type Decisions struct {
 	// Kill lists victims past their drain deadline. The host must
 	// force-stop each one now and report it with Exited(now, id, ExitKilled).
@@ -20,6 +21,13 @@ type Decisions struct {
 	// exit with Exited. If it has not exited by Deadline, a later cycle
 	// lists it in Kill.
 	Drain []Drain
+	// Failed lists gangs that survive the loss of a node but found no
+	// replacement within Policy.HotSwapWait: they hold nothing now; the
+	// host must stop what is left of them, as for a node loss.
+	Failed []string
+	// Replace lists lost pods of running gangs (hot-swap) with their new
+	// node: the host restarts each rank there from its last checkpoint.
+	Replace []Replacement
 	// Admit lists workloads to start now, with the node and GPUs of every
 	// pod. The GPUs are already accounted to them.
 	Admit []Admission
@@ -68,6 +76,19 @@ type Drain struct {
 	LostGPUSeconds float64
 }
 
+// Replacement moves one pod of a running gang from a lost node to a new
+// one, inside the domain its topology request names.
+type Replacement struct {
+	ID      string
+	PodSet  string
+	Index   int
+	OldNode string
+	NewNode string
+	GPUs    int
+	// Wait is the time since the old node was lost.
+	Wait time.Duration
+}
+
 // Kill asks the host to force-stop a victim whose deadline passed. A
 // victim that has not exited is listed again every cycle, with how overdue
 // it is, until the host reports its exit.
@@ -92,6 +113,8 @@ const (
 	EventNodeUp
 	EventNominationDissolved
 	EventCheckpointed
+	EventPodsLost // a node went down under a gang that survives it
+	EventReplaced // a lost pod got a replacement node
 )
 
 func (k EventKind) String() string {
@@ -116,6 +139,10 @@ func (k EventKind) String() string {
 		return "nomination-dissolved"
 	case EventCheckpointed:
 		return "checkpointed"
+	case EventPodsLost:
+		return "pods-lost"
+	case EventReplaced:
+		return "replaced"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -156,7 +183,11 @@ type Event struct {
 	Exit    gang.ExitReason
 	Runtime time.Duration
 
-	// Node events: the node and the workloads that lost it.
+	// Node events: the node and the workloads that lost it. Pods lost:
+	// the node and the GPUs lost there. Replaced: the old node, the new
+	// one, and Wait the time it took.
 	Node     string
 	Affected []string
+	LostGPUs int
+	NewNode  string
 }

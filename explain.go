@@ -125,6 +125,15 @@ func (s *Scheduler) Explain(id string) (Explanation, error) {
 		if r.Borrowing {
 			msg = append(msg, "borrowing quota, so reclaimable by preemption")
 		}
+		if len(r.Lost) > 0 {
+			wait := s.cfg.Policy.HotSwapWait
+			if wait == 0 {
+				wait = DefaultHotSwapWait
+			}
+			lp := r.Lost[0]
+			msg = append(msg, fmt.Sprintf("%d pods lost with node %s at %s wait for a replacement node; it fails whole at %s without one",
+				len(r.Lost), s.fleet.NodeName(lp.Pod.Node), lp.Since.Format(time.TimeOnly), lp.Since.Add(wait).Format(time.TimeOnly)))
+		}
 	case gang.Draining:
 		d := r.Drain
 		x.Reason, x.Deadline, x.Beneficiaries = d.Reason, d.Deadline, slices.Clone(d.Beneficiaries)

@@ -21,6 +21,12 @@ func (d Decisions) String() string {
 	for _, x := range d.Drain {
 		fmt.Fprintf(&b, "drain %s for %s by %s (%s, lost %.0f GPU-s)\n", x.ID, strings.Join(x.Beneficiaries, ","), x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
 	}
+	for _, id := range d.Failed {
+		fmt.Fprintf(&b, "failed %s (no replacement node in time)\n", id)
+	}
+	for _, x := range d.Replace {
+		fmt.Fprintf(&b, "replace %s %s[%d] %s -> %s (%d GPUs, after %s)\n", x.ID, x.PodSet, x.Index, x.OldNode, x.NewNode, x.GPUs, x.Wait)
+	}
 	for _, a := range d.Admit {
 		fmt.Fprintf(&b, "admit %s queue=%s wait=%s span=%s", a.ID, a.Queue, a.Wait, a.Span)
 		if a.Borrowing {
@@ -68,6 +74,10 @@ func (e Event) String() string {
 		fmt.Fprintf(&b, " exit=%s runtime=%s", e.Exit, e.Runtime)
 	case EventNodeDown, EventNodeUp:
 		fmt.Fprintf(&b, " health=%s affected=%v", e.Reason, e.Affected)
+	case EventPodsLost:
+		fmt.Fprintf(&b, " lost=%d GPUs", e.LostGPUs)
+	case EventReplaced:
+		fmt.Fprintf(&b, " new=%s after=%s", e.NewNode, e.Wait)
 	case EventNominationDissolved:
 		fmt.Fprintf(&b, " reason=%q", e.Reason)
 	}

@@ -48,7 +48,11 @@ func (s *Scheduler) restore(snap Snapshot) error {
 		if v.Started.After(snap.Time) {
 			return bad(v.ID, "started after the snapshot was taken")
 		}
-		a, err := s.assignment("restore", e, v.Pods)
+		pods := slices.Clone(v.Pods)
+		for _, lp := range v.Lost {
+			pods = append(pods, lp.Pod)
+		}
+		a, err := s.assignment("restore", e, pods)
 		if err != nil {
 			return err
 		}
@@ -128,6 +132,18 @@ func (s *Scheduler) restore(snap Snapshot) error {
 		}
 		if err := s.books.SetHealth(n, h.Health); err != nil {
 			return &Error{Op: "restore", Detail: "node " + h.Node, Err: ErrInvalidHealth}
+		}
+	}
+	// Pods lost under gangs that survive it leave their (down) nodes again.
+	for _, v := range snap.Running {
+		for _, lp := range v.Lost {
+			n, _ := s.fleet.Node(lp.Pod.Node)
+			if r, _ := s.books.Get(v.ID); !r.OnNode(n) {
+				continue // lost with an earlier pod on the same node
+			}
+			if _, err := s.books.LosePods(v.ID, n, lp.Since); err != nil {
+				return bad(v.ID, "%v", err)
+			}
 		}
 	}
 	if err := s.books.CheckInvariants(); err != nil {

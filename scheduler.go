@@ -91,8 +91,8 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		classes[c.Name] = c
 	}
-	if cfg.Policy.RestartOverhead < 0 {
-		return nil, refuse("new", "", ErrInvalidConfig, "negative restart overhead")
+	if cfg.Policy.RestartOverhead < 0 || cfg.Policy.HotSwapWait < 0 {
+		return nil, refuse("new", "", ErrInvalidConfig, "negative restart overhead or hot-swap wait")
 	}
 	return &Scheduler{
 		cfg: cfg, fleet: f, tree: t, classes: classes, books: ledger.New(f, t),
@@ -430,9 +430,24 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	s.advance(now)
 	var affected []string
 	if h == topology.Down {
-		affected = s.books.OnNode(n)
-		for _, id := range affected {
+		for _, id := range s.books.OnNode(n) {
 			e := s.work[id]
+			if e.w.Drain.SurvivesNodeLoss && e.state() == gang.Admitted {
+				// Hot-swap: the gang runs on; its pods there wait for a
+				// replacement node (see Schedule).
+				lost, err := s.books.LosePods(id, n, now)
+				if err != nil {
+					panic("fleet: losing the pods of a holder on its node: " + err.Error())
+				}
+				ev := s.event(EventPodsLost, now, e)
+				ev.Node = node
+				for _, x := range lost {
+					ev.LostGPUs += x.Pod.GPUs
+				}
+				s.emit(ev)
+				continue
+			}
+			affected = append(affected, id)
 			ev := s.event(EventExited, now, e)
 			ev.Exit, ev.Runtime, ev.Node = gang.ExitNodeLost, now.Sub(e.rec.Started), node
 			s.finish(now, e, gang.ExitNodeLost)

@@ -55,6 +55,11 @@ func (s *Scheduler) Snapshot() Snapshot {
 				Span: f.LevelName(r.Assign.Span), Borrowing: r.Borrowing, LastCheckpoint: r.LastCheckpoint(),
 				Submitted: e.submitted, Seq: e.seq, Spec: e.w.Clone(), Pods: s.podViews(e, r.Assign),
 				Nodes: s.nodeViews(r.Nodes)}
+			for _, lp := range r.Lost {
+				p := lp.Pod
+				v.Lost = append(v.Lost, LostPodView{Since: lp.Since, Pod: PodAssignment{PodSet: e.w.PodSets[p.PodSet].Name,
+					Index: p.Index, Node: f.NodeName(p.Node), GPUs: p.GPUs}})
+			}
 			if d := r.Drain; d != nil {
 				v.Deadline = d.Deadline
 				v.Drain = &DrainView{Since: d.Since, Deadline: d.Deadline, Reason: d.Reason,

@@ -103,6 +103,15 @@ type RunningView struct {
 	Pods []PodAssignment
 	// Drain is set while it drains.
 	Drain *DrainView
+	// Lost lists pods whose node went down, waiting for a replacement
+	// (hot-swap); they are not in Pods or Nodes.
+	Lost []LostPodView
+}
+
+// LostPodView is a pod waiting for a replacement node.
+type LostPodView struct {
+	Pod   PodAssignment // on the lost node
+	Since time.Time
 }
 
 // DrainView is a victim's drain.

@@ -74,7 +74,7 @@ func (m *machine) Submit(t *rapid.T) {
 	class := map[string]string{"prod-inference": fleet.ClassProdInference, "research": fleet.ClassReservedResearch, "batch": fleet.ClassPreemptibleBatch}[queue]
 	w := gang.Workload{ID: fmt.Sprintf("w%d", m.n), Queue: queue, PriorityClass: class, Shape: gang.Batch,
 		PodSets: []gang.PodSet{{Name: "p", Count: rapid.IntRange(1, 4).Draw(t, "count"), GPUsPerPod: rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(t, "gpus")}},
-		Drain:   gang.DrainContract{Preemptible: queue != "prod-inference"}}
+		Drain:   gang.DrainContract{Preemptible: queue != "prod-inference", SurvivesNodeLoss: rapid.Bool().Draw(t, "survives")}}
 	if rapid.Bool().Draw(t, "topo") {
 		w.Topology.Required = rapid.SampledFrom([]string{"spine", "leaf"}).Draw(t, "required")
 	}
@@ -94,6 +94,21 @@ func (m *machine) Schedule(t *rapid.T) {
 		require.False(t, dup, "admitted twice: %s", a.ID)
 		m.h.running[a.ID] = a
 		m.h.started[a.ID] = m.now
+	}
+	for _, id := range d.Failed {
+		delete(m.h.running, id)
+		delete(m.h.specs, id)
+		delete(m.h.draining, id)
+	}
+	for _, x := range d.Replace {
+		a, ok := m.h.running[x.ID]
+		require.True(t, ok, "replacement for %s, which does not run", x.ID)
+		a.Pods = slices.Clone(a.Pods)
+		i := slices.IndexFunc(a.Pods, func(p fleet.PodAssignment) bool { return p.PodSet == x.PodSet && p.Index == x.Index })
+		require.GreaterOrEqual(t, i, 0)
+		require.Equal(t, x.OldNode, a.Pods[i].Node)
+		a.Pods[i].Node = x.NewNode
+		m.h.running[x.ID] = a
 	}
 	for _, x := range d.Drain {
 		require.True(t, m.h.draining[x.ID] == false, "%s told to drain twice", x.ID)
@@ -228,6 +243,10 @@ func (m *machine) Check(t *rapid.T) {
 		for _, ng := range r.Nodes {
 			perNode[ng.Node] += ng.GPUs
 			total += ng.GPUs
+		}
+		for _, lp := range r.Lost {
+			require.True(t, spec.Drain.SurvivesNodeLoss, "%s lost pods but does not survive it", r.ID)
+			total += lp.Pod.GPUs
 		}
 		require.Equal(t, spec.GPUs(), total, "partial gang %s", r.ID)
 		require.Equal(t, spec.GPUs(), r.GPUs)

@@ -19,6 +19,11 @@ type DrainContract struct {
 	// LastCheckpoint is when the last checkpoint completed; the host
 	// updates it as the workload reports progress. Zero means never.
 	LastCheckpoint time.Time `json:"lastCheckpoint,omitzero"`
+	// SurvivesNodeLoss says the workload's framework restarts a lost rank
+	// from its last checkpoint on a replacement node, so losing one node
+	// does not end the gang: the scheduler finds it a replacement that
+	// keeps its topology request (hot-swap) instead of requeueing it whole.
+	SurvivesNodeLoss bool `json:"survivesNodeLoss,omitempty"`
 }
 
 // Unsaved returns the work that stopping the workload at now would lose:

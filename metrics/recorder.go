@@ -194,7 +194,7 @@ func (r *Recorder) checkEvent(e *fleet.Event, clock int64, began bool) *InputErr
 		return &InputError{What: "event", Workload: e.Workload, Detail: fmt.Sprintf(format, args...), Err: ErrInvalidInput}
 	}
 	switch {
-	case e.Kind < fleet.EventSubmitted || e.Kind > fleet.EventCheckpointed:
+	case e.Kind < fleet.EventSubmitted || e.Kind > fleet.EventReplaced:
 		return bad("unknown kind %d", e.Kind)
 	case e.GPUs < 0:
 		return bad("negative GPUs %d", e.GPUs)
@@ -267,10 +267,40 @@ func (r *Recorder) apply(e *fleet.Event) {
 		}
 	case fleet.EventNodeDown:
 		r.st.point(t).fleet.NodeDowns++
+	case fleet.EventPodsLost:
+		r.podsLost(e, t)
+	case fleet.EventReplaced:
+		if w := r.find(e.Workload); w != nil {
+			c := r.st.point(t).cell(w.cell)
+			c.HotSwaps++
+			c.HotSwapWait += e.Wait.Seconds()
+		} else {
+			r.unmatched++
+		}
 	case fleet.EventNodeUp, fleet.EventNominationDissolved:
 		// Capacity comes from snapshots; nominations end in an admission
 		// or a later drain, which are recorded when they happen.
 	}
+}
+
+// podsLost charges a node loss under a gang that runs on (hot-swap): the
+// lost pods' share of the work since the last checkpoint is lost to the
+// node, the rest is what failing whole would have cost and did not.
+func (r *Recorder) podsLost(e *fleet.Event, t int64) {
+	w := r.find(e.Workload)
+	if w == nil || w.gpus <= 0 {
+		r.unmatched++
+		return
+	}
+	work, restart := r.lost(w, t)
+	share := min(1, float64(e.LostGPUs)/w.gpus)
+	b := r.st.point(t)
+	c := b.cell(w.cell)
+	c.NodeLost += (work + restart) * share
+	c.HotSwapSaved += (work + restart) * (1 - share)
+	cs := b.cause(r.causeID(w.team, CauseNodeLost))
+	cs.Work += work * share
+	cs.Restart += restart * share
 }
 
 func (r *Recorder) find(id string) *workload {

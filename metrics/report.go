@@ -80,6 +80,15 @@ type Usage struct {
 
 	Submissions, Admissions, Preemptions, Kills, CrossSpineGangs, NodeLosses int64
 
+	// HotSwaps counts lost pods moved to a replacement node while their
+	// gang ran on; HotSwapWaitHours sums the time each waited, and
+	// HotSwapSavedGPUHours is the work (since the last checkpoint, plus
+	// restart) the rest of those gangs would have lost had they failed
+	// whole. The lost pods' own share is in NodeLostGPUHours.
+	HotSwaps             int64
+	HotSwapWaitHours     float64
+	HotSwapSavedGPUHours float64
+
 	// Cost, at each flavor's price.
 	AllocatedDollars       float64
 	IdleReservationDollars float64 // IdleReservedGPUHours priced
@@ -115,6 +124,9 @@ func (u *Usage) addSums(s *sums, price Flavor, rightSize float64) {
 	u.RestartGPUHours += s.Restart / h
 	u.NodeLostGPUHours += s.NodeLost / h
 	u.NodeLosses += s.NodeLosses
+	u.HotSwaps += s.HotSwaps
+	u.HotSwapWaitHours += s.HotSwapWait / h
+	u.HotSwapSavedGPUHours += s.HotSwapSaved / h
 	u.LowMFUGPUHours += s.LowMFU / h
 	u.RightSizeGPUHours += rightSize / h
 	u.RightSizeDollars += rightSize / h * price.DollarsPerGPUHour

@@ -20,8 +20,10 @@ type sums struct {
 	NodeLost     float64 // lost to failed nodes, likewise
 	CrossSpine   float64 // allocated to gangs that cross spines
 	LowMFU       float64 // allocated while busy but under the MFU floor past its window
+	HotSwapWait  float64 // seconds from a lost node to its replacement, summed
+	HotSwapSaved float64 // GPU-seconds a whole-gang failure would have lost beyond the lost pods
 
-	Submissions, Admissions, Preemptions, Kills, CrossSpineGangs, NodeLosses int64
+	Submissions, Admissions, Preemptions, Kills, CrossSpineGangs, NodeLosses, HotSwaps int64
 }
 
 func (s *sums) add(o *sums) {
@@ -38,6 +40,9 @@ func (s *sums) add(o *sums) {
 	s.NodeLost += o.NodeLost
 	s.CrossSpine += o.CrossSpine
 	s.LowMFU += o.LowMFU
+	s.HotSwapWait += o.HotSwapWait
+	s.HotSwapSaved += o.HotSwapSaved
+	s.HotSwaps += o.HotSwaps
 	s.NodeLosses += o.NodeLosses
 	s.Submissions += o.Submissions
 	s.Admissions += o.Admissions

@@ -54,10 +54,10 @@ func (l *Ledger) CheckInvariants() error {
 			held[x.Node] += x.GPUs
 			total += x.GPUs
 		}
-		if total != r.GPUs() {
-			return fmt.Errorf("%s: holds %d GPUs, its spec asks for %d", id, total, r.GPUs())
+		if total+r.lostGPUs() != r.GPUs() {
+			return fmt.Errorf("%s: holds %d GPUs and waits for %d, its spec asks for %d", id, total, r.lostGPUs(), r.GPUs())
 		}
-		usage[[2]int{int(r.Queue), int(r.Flavor)}] += int64(total)
+		usage[[2]int{int(r.Queue), int(r.Flavor)}] += int64(r.GPUs())
 		if r.Drain == nil {
 			continue
 		}

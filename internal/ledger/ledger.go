@@ -74,6 +74,10 @@ type Record struct {
 
 	// Drain is set while it drains.
 	Drain *Drain
+	// Lost lists pods whose node went down, waiting for a replacement
+	// (a gang that survives the loss of a node). Their GPUs are not in
+	// Assign or Nodes; the quota stays charged for the whole gang.
+	Lost []LostPod
 }
 
 // Policy is what the scheduler's priority classes decide about a holder.

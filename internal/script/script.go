@@ -421,6 +421,7 @@ func parseWorkload(kv map[string]string) (gang.Workload, error) {
 	}
 	w.Topology.Required, w.Topology.Preferred = kv["required"], kv["preferred"]
 	w.Drain.Preemptible = kv["preemptible"] == "true"
+	w.Drain.SurvivesNodeLoss = kv["survives"] == "true"
 	for _, f := range []struct {
 		key string
 		dst *time.Duration

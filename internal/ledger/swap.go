@@ -1,0 +1,123 @@
+package ledger
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// LostPod is a pod of a running gang whose node went down, waiting for a
+// replacement node (hot-swap).
+type LostPod struct {
+	Pod   placement.Pod // as it was placed, on the lost node
+	Since time.Time
+}
+
+// LosePods records that node n went down under a holder that survives
+// the loss of a node: its pods there are lost, their GPUs released, and
+// the gang keeps running (and keeps its quota) while it waits for a
+// replacement. It returns the pods lost.
+func (l *Ledger) LosePods(id string, n topology.NodeID, now time.Time) ([]LostPod, error) {
+	r, ok := l.recs[id]
+	if !ok || !r.State.HoldsGPUs() || !r.OnNode(n) {
+		return nil, fmt.Errorf("ledger: %q has no pod on node %d", id, n)
+	}
+	var lost []LostPod
+	kept := r.Assign.Pods[:0:0]
+	for _, p := range r.Assign.Pods {
+		if p.Node == n {
+			lost = append(lost, LostPod{Pod: p, Since: now})
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	gpus := 0
+	for _, x := range lost {
+		gpus += x.Pod.GPUs
+	}
+	// A victim's GPUs promised on the lost node cannot pass to anyone.
+	if r.Drain != nil {
+		r.Drain.claims = slices.DeleteFunc(r.Drain.claims, func(c claim) bool { return c.node == n })
+	}
+	if err := l.release(n, gpus); err != nil {
+		panic(fmt.Sprintf("ledger: GPUs of %q on a lost node: %v", id, err))
+	}
+	r.Assign.Pods = kept
+	r.Nodes = r.Assign.NodeGPUs()
+	r.Assign.Span = l.span(r.Assign)
+	r.Lost = append(r.Lost, lost...)
+	l.stale = true
+	return lost, nil
+}
+
+// Replace places a lost pod of a holder on node n: its GPUs there are
+// allocated now. It is refused when the pod is not lost or the GPUs are
+// not free.
+func (l *Ledger) Replace(id string, pod placement.Pod, n topology.NodeID) (placement.Pod, error) {
+	r, ok := l.recs[id]
+	if !ok || !r.State.HoldsGPUs() {
+		return placement.Pod{}, fmt.Errorf("ledger: replace a pod of %q: not running", id)
+	}
+	i := slices.IndexFunc(r.Lost, func(x LostPod) bool { return x.Pod.PodSet == pod.PodSet && x.Pod.Index == pod.Index })
+	if i < 0 {
+		return placement.Pod{}, fmt.Errorf("ledger: replace pod %d/%d of %q: not lost", pod.PodSet, pod.Index, id)
+	}
+	if l.fleet.Health(n) != topology.Healthy {
+		return placement.Pod{}, fmt.Errorf("ledger: replace a pod of %q on node %d: not healthy", id, n)
+	}
+	if err := l.allocate(n, pod.GPUs); err != nil {
+		return placement.Pod{}, err
+	}
+	p := r.Lost[i].Pod
+	p.Node, p.GPU, p.GPUMask = n, 0, 0
+	r.Lost = slices.Delete(r.Lost, i, i+1)
+	r.Assign.Pods = append(r.Assign.Pods, p)
+	slices.SortFunc(r.Assign.Pods, func(a, b placement.Pod) int {
+		if a.PodSet != b.PodSet {
+			return a.PodSet - b.PodSet
+		}
+		return a.Index - b.Index
+	})
+	r.Nodes = r.Assign.NodeGPUs()
+	r.Assign.Span = l.span(r.Assign)
+	l.stale = true
+	return p, nil
+}
+
+// span is the lowest level holding every pod of a (the node level for
+// none).
+func (l *Ledger) span(a placement.Assignment) topology.Level {
+	nodes := make([]topology.NodeID, len(a.Pods))
+	for i, p := range a.Pods {
+		nodes[i] = p.Node
+	}
+	if len(nodes) == 0 {
+		return topology.Level(l.fleet.Depth())
+	}
+	return l.fleet.Span(nodes)
+}
+
+// Degraded lists, in ID order, the holders waiting for replacement pods.
+func (l *Ledger) Degraded() []*Record {
+	var out []*Record
+	l.holders.Ascend(func(r *Record) bool {
+		if len(r.Lost) > 0 {
+			out = append(out, r)
+		}
+		return true
+	})
+	return out
+}
+
+// lostGPUs is the GPUs of a holder's pods waiting for replacement.
+func (r *Record) lostGPUs() int {
+	g := 0
+	for _, x := range r.Lost {
+		g += x.Pod.GPUs
+	}
+	return g
+}
+
