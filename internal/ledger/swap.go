@@ -120,4 +120,3 @@ func (r *Record) lostGPUs() int {
 	}
 	return g
 }
-
