@@ -44,7 +44,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 				GPUs: e.gpus(), Submitted: e.submitted, Seq: e.seq, Spec: e.w.Clone()}
 			if n, ok := s.books.Nomination(id); ok {
 				p.Nominated = true
-				p.Nomination = &NominationView{Pods: s.podViews(e, n.Target), WaitOn: slices.Clone(n.WaitOn),
+				p.Nomination = &NominationView{Pods: s.podViews(e, n.Target), WaitOn: cloneOrNil(n.WaitOn),
 					ReadyBy: n.ReadyBy, Seq: n.Seq, Reserved: s.nodeViews(n.Reserved())}
 			}
 			snap.Pending = append(snap.Pending, p)
@@ -63,7 +63,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 			if d := r.Drain; d != nil {
 				v.Deadline = d.Deadline
 				v.Drain = &DrainView{Since: d.Since, Deadline: d.Deadline, Reason: d.Reason,
-					Beneficiaries: slices.Clone(d.Beneficiaries), Live: slices.Clone(d.Live), KillAsked: d.KillAsked}
+					Beneficiaries: cloneOrNil(d.Beneficiaries), Live: cloneOrNil(d.Live), KillAsked: d.KillAsked}
 				for _, c := range d.Claims() {
 					v.Drain.Claims = append(v.Drain.Claims, ClaimView{Beneficiary: c.Beneficiary, Node: f.NodeName(c.Node), GPUs: c.GPUs})
 				}
@@ -114,4 +114,13 @@ func (s *Scheduler) nodeViews(list []placement.NodeGPUs) []NodeGPUs {
 		out[i] = NodeGPUs{Node: s.fleet.NodeName(x.Node), GPUs: x.GPUs}
 	}
 	return out
+}
+
+// cloneOrNil copies a list, keeping "none" as nil so that a restored
+// scheduler's snapshot compares equal.
+func cloneOrNil[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }
