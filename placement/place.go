@@ -103,10 +103,16 @@ type Placer struct {
 	rankAt          []int
 	active          []rankLevel
 	relax, maxRelax int
+	grouped         bool // some pod set has rank groups or segments
 
 	// crossing is set while a trial spans leaves with Options.Uplinks set:
 	// ties among the leaves go to those crossed by fewer gangs.
 	crossing bool
+
+	// touched[n] == trial when the current trial has emitted a pod on node
+	// n, so that loadNode looks for the trial's pods only on such nodes.
+	touched []uint32
+	trialID uint32
 }
 
 type candidate struct {
@@ -193,6 +199,9 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 		p.opt.MaxRanked = 4
 	}
 	p.f, p.w, p.pods, p.deep = f, w, p.pods[:0], topology.Level(f.Depth())
+	if len(p.touched) != f.NumNodes() {
+		p.touched, p.trialID = make([]uint32, f.NumNodes()), 0
+	}
 	defer func() { p.f, p.w = nil, nil }()
 	req, pref, nf := p.resolve()
 	if nf != nil {
@@ -337,6 +346,8 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 	p.shared = w.Shared()
 	p.res, p.resAt = p.res[:0], append(p.resAt[:0], 0)
 	p.ranks, p.rankAt, p.relax, p.maxRelax = p.ranks[:0], append(p.rankAt[:0], 0), 0, 0
+	p.active = p.active[:0]
+	segmented := w.SegmentedPodSet()
 	for i, ps := range w.PodSets {
 		if ps.Count <= 0 || ps.GPUsPerPod < 0 || ps.NoGPU() && len(ps.Resources) == 0 {
 			return 0, 0, invalid("empty pod set " + ps.Name)
@@ -347,13 +358,16 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 		if nf := p.resolveSharing(ps); nf != nil {
 			return 0, 0, nf
 		}
-		if nf := p.resolveRanks(ps, w.SegmentedPodSet() == i); nf != nil {
-			return 0, 0, nf
+		if len(ps.RankGroups) > 0 {
+			if nf := p.resolveRanks(ps, segmented == i); nf != nil {
+				return 0, 0, nf
+			}
 		}
 		p.order = append(p.order, i)
 		p.resAt = append(p.resAt, len(p.res))
 		p.rankAt = append(p.rankAt, len(p.ranks))
 	}
+	p.grouped = len(p.ranks) > 0 || segmented >= 0
 	if seg := w.Topology.Segment; seg.Size > 0 {
 		// Placement fills whole segments only: a remainder or an unknown
 		// pod set would leave pods unplaced or segments ignored.
@@ -540,7 +554,7 @@ func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
 // and released before returning, so f is unchanged either way.
 func (p *Placer) tryDomain(d topology.DomainID) bool {
 	mark := len(p.pods)
-	p.mark = mark
+	p.startTrial()
 	p.crossing = p.opt.Uplinks != nil && p.deep > 1 && p.f.DomainLevel(d) < p.deep-1
 	if p.used != nil {
 		clear(p.used)
@@ -573,12 +587,23 @@ func (p *Placer) tryDomain(d topology.DomainID) bool {
 	return ok
 }
 
+// startTrial starts a trial whose pods are those emitted from now on.
+func (p *Placer) startTrial() {
+	p.mark = len(p.pods)
+	if p.trialID++; p.trialID == 0 {
+		clear(p.touched) // the counter wrapped: forget every old mark
+		p.trialID = 1
+	}
+}
+
 func (p *Placer) setPodSet(ps int) {
 	set := &p.w.PodSets[ps]
 	p.ps, p.k, p.idx = ps, set.GPUsPerPod, 0
 	p.share, p.mig = set.GPUShare, set.MIG
 	p.cur = p.res[p.resAt[ps]:p.resAt[ps+1]]
-	p.setRanks(ps)
+	if p.grouped {
+		p.setRanks(ps)
+	}
 }
 
 func (p *Placer) placePodSet(d topology.DomainID) bool {
@@ -777,6 +802,7 @@ func (p *Placer) emitOn(n topology.NodeID, count, gpu int) {
 			panic("placement: GPU accounting broken on node " + p.f.NodeName(n))
 		}
 		p.pods = append(p.pods, pod)
+		p.touched[n] = p.trialID
 		p.idx++
 	}
 	if p.used != nil {

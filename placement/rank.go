@@ -16,9 +16,6 @@ type rankLevel struct {
 // and refuses, as ErrBadRequest, groups that placement cannot honour
 // exactly.
 func (p *Placer) resolveRanks(ps gang.PodSet, segmented bool) *NoFit {
-	if len(ps.RankGroups) == 0 {
-		return nil
-	}
 	nf := p.checkRanks(ps, segmented)
 	if nf != nil {
 		nf.Err = ErrBadRequest
