@@ -284,3 +284,48 @@ func TestRankGroupsPlacementRefusesMalformed(t *testing.T) {
 		assert.ErrorIs(t, err, placement.ErrBadRequest, name)
 	}
 }
+
+// Crossings kept up to date with Add and Remove equals a recount from the
+// assignments held, as gangs placed with it as their Uplinks come and go.
+func TestPropertyCrossingsMatchRecount(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		f := genFleet(t)
+		c := placement.NewCrossings(f)
+		var held []placement.Assignment
+		recount := func() {
+			lo, hi := c.Leaves()
+			for d := lo; d < hi; d++ {
+				want := 0
+				for _, a := range held {
+					leaves := map[topology.DomainID]bool{}
+					for _, p := range a.Pods {
+						leaves[f.DomainOf(p.Node, f.DomainLevel(d))] = true
+					}
+					if len(leaves) > 1 && leaves[d] {
+						want++
+					}
+				}
+				require.Equal(t, want, c.Crossing(d), "leaf %s", f.DomainName(d))
+			}
+		}
+		for range rapid.IntRange(1, 6).Draw(t, "gangs") {
+			w := genWork(t, f)
+			a, err := placement.Place(f, w, placement.Options{Uplinks: c})
+			if err != nil {
+				continue
+			}
+			a = a.Clone()
+			require.NoError(t, placement.Apply(f, a))
+			c.Add(f, a)
+			held = append(held, a)
+			recount()
+		}
+		for len(held) > 0 {
+			i := rapid.IntRange(0, len(held)-1).Draw(t, "exit")
+			require.NoError(t, c.Remove(f, held[i]))
+			require.NoError(t, placement.Unapply(f, held[i]))
+			held = append(held[:i], held[i+1:]...)
+			recount()
+		}
+	})
+}
