@@ -2,7 +2,8 @@
 // how it may be stopped, and the states it moves through.
 //
 // A [Workload] is admitted whole or not at all. It is made of pod sets
-// (a count of pods with the same GPUs each; a pod never spans nodes), a
+// (a count of pods with the same GPUs each; a pod never spans nodes; a pod
+// set may name [RankGroup]s of consecutive ranks to keep together), a
 // [TopologyRequest] (a required level one domain of which holds every pod,
 // a preferred level to try first, and optional segments), where it may run
 // (GPU flavor, pools in order of preference), a [DrainContract] (is it

@@ -21,6 +21,10 @@ var (
 	// ErrBadResource: an empty or repeated resource name, or an amount
 	// that is not positive.
 	ErrBadResource = errors.New("gang: invalid resource")
+	// ErrBadRankGroup: a rank group larger than its pod set or not
+	// dividing it, groups that do not nest, or rank groups beside a
+	// segment or a per-domain spread on the same pods.
+	ErrBadRankGroup = errors.New("gang: invalid rank group")
 )
 
 // FieldError names the field of a workload that was refused and why.
@@ -34,7 +38,7 @@ type FieldError struct {
 	Value any
 	// Detail says what a valid value looks like, for a person.
 	Detail string
-	// Err is ErrInvalid, ErrUnknownLevel or ErrExceedsNode.
+	// Err is ErrInvalid or one of the more specific sentinels above.
 	Err error
 }
 

@@ -30,6 +30,11 @@ type PodSet struct {
 	// millicores, "memory" in bytes, any extended resource), each name
 	// once. A pod set with no GPU form and some resources is CPU-only.
 	Resources []Resource `json:"resources,omitempty"`
+	// RankGroups lists groups of consecutive ranks (pod indices) that
+	// should share one domain of a level, smallest first (see RankGroup).
+	// Placement numbers pods in rank order either way; groups say which
+	// neighbours must, or should, sit close together.
+	RankGroups []RankGroup `json:"rankGroups,omitempty"`
 }
 
 // Resource is an amount of one named resource, in the unit the fleet

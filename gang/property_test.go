@@ -96,6 +96,15 @@ func wellFormed(t *rapid.T) gang.Workload {
 			w.Topology.Segment.PodSet = podSets[i].Name
 		}
 	}
+	if rapid.Bool().Draw(t, "rankGroups") {
+		i := rapid.IntRange(0, n-1).Draw(t, "rankPodSet")
+		size := 1
+		for range rapid.IntRange(1, 3).Draw(t, "groups") {
+			size *= rapid.SampledFrom([]int{1, 2, 3}).Draw(t, "factor")
+			podSets[i].RankGroups = append(podSets[i].RankGroups, gang.RankGroup{Size: size,
+				Level: levelNames.Draw(t, "rankLevel"), Required: rapid.Bool().Draw(t, "rankRequired")})
+		}
+	}
 	if rapid.Bool().Draw(t, "spread") {
 		w.Spread.MaxPerNode = rapid.IntRange(0, 3).Draw(t, "perNode")
 		if d := rapid.IntRange(0, 3).Draw(t, "perDomain"); d > 0 {
@@ -114,7 +123,7 @@ func corrupt(t *rapid.T, w *gang.Workload) {
 		}
 		return &w.PodSets[rapid.IntRange(0, len(w.PodSets)-1).Draw(t, "ps")]
 	}
-	switch rapid.IntRange(0, 16).Draw(t, "field") {
+	switch rapid.IntRange(0, 17).Draw(t, "field") {
 	case 0:
 		w.ID = names.Draw(t, "id")
 	case 1:
@@ -153,6 +162,9 @@ func corrupt(t *rapid.T, w *gang.Workload) {
 		w.Spread.MaxPerDomain = anyInt().Draw(t, "perDomain")
 	case 16:
 		w.Spread.Level = names.Draw(t, "spreadLevel")
+	case 17:
+		p := ps()
+		p.RankGroups = append(p.RankGroups, gang.RankGroup{Size: anyInt().Draw(t, "rankSize"), Level: names.Draw(t, "rankLevel")})
 	}
 }
 
@@ -197,6 +209,25 @@ func TestValidateProperties(t *testing.T) {
 			require.GreaterOrEqual(t, i, 0)
 			require.Zero(t, w.PodSets[i].Count%s.Size)
 		}
+		for _, p := range w.PodSets {
+			for j, g := range p.RankGroups {
+				require.Positive(t, g.Size)
+				require.Zero(t, p.Count%g.Size, "rank group divides its pod set")
+				if j > 0 {
+					require.Zero(t, g.Size%p.RankGroups[j-1].Size, "rank groups nest")
+					require.Greater(t, g.Size, p.RankGroups[j-1].Size)
+				}
+				if errFor == nil {
+					require.Contains(t, levels, g.Level)
+					if j > 0 {
+						require.LessOrEqual(t, slices.Index(levels, g.Level), slices.Index(levels, p.RankGroups[j-1].Level), "rank group levels nest")
+					}
+				}
+			}
+			if p.RankGrouped() {
+				require.Zero(t, w.Spread.MaxPerDomain)
+			}
+		}
 		if errFor == nil && gpusPerNode > 0 {
 			for _, p := range w.PodSets {
 				require.LessOrEqual(t, p.GPUsPerPod, gpusPerNode)
@@ -228,6 +259,9 @@ func TestCloneProperties(t *testing.T) {
 		c := w.Clone()
 		require.Equal(t, w, c)
 		for i := range c.PodSets {
+			for j := range c.PodSets[i].RankGroups {
+				c.PodSets[i].RankGroups[j].Size = -7
+			}
 			c.PodSets[i] = gang.PodSet{Name: "changed", Count: -7, GPUsPerPod: -7}
 		}
 		for i := range c.Pools {

@@ -36,6 +36,11 @@ import (
 //   - Flavors are non-empty and unique; Flavor, if also set, is one of
 //     them.
 //
+//   - Rank groups (ErrBadRankGroup) have a Size from 1 to the pod set's
+//     Count that divides it and a Level; each Size is a larger multiple of
+//     the one before. A pod set with rank groups is not also segmented, and
+//     the workload has no per-domain spread.
+//
 // A preferred level without a required one is fine. Level names and pod
 // sizes against a real fleet are checked by [Workload.ValidateFor].
 func (w *Workload) Validate() error {
@@ -100,6 +105,11 @@ func (w *Workload) Validate() error {
 	if err := w.validateSegment(bad); err != nil {
 		return err
 	}
+	for i := range w.PodSets {
+		if err := w.validateRankGroups(i); err != nil {
+			return err
+		}
+	}
 	for i, p := range w.Pools {
 		at := "pools[" + strconv.Itoa(i) + "]"
 		if p == "" {
@@ -163,6 +173,40 @@ func (w *Workload) validateSegment(bad func(string, any, string) error) error {
 	return nil
 }
 
+// validateRankGroups checks the rank groups of pod set i without the fleet.
+func (w *Workload) validateRankGroups(i int) error {
+	p := &w.PodSets[i]
+	if len(p.RankGroups) == 0 {
+		return nil
+	}
+	at := "podSets[" + strconv.Itoa(i) + "].rankGroups"
+	fail := func(field string, v any, detail string) error {
+		return &FieldError{ID: w.ID, Field: field, Value: v, Detail: detail, Err: ErrBadRankGroup}
+	}
+	switch {
+	case w.SegmentedPodSet() == i:
+		return fail(at, len(p.RankGroups), "a segmented pod set takes no rank groups: a required rank group is a segment")
+	case w.Spread.MaxPerDomain > 0:
+		return fail(at, len(p.RankGroups), "rank groups do not combine with a per-domain spread")
+	}
+	for j, g := range p.RankGroups {
+		gat := at + "[" + strconv.Itoa(j) + "]"
+		switch {
+		case g.Size < 1:
+			return fail(gat+".size", g.Size, "must be at least 1")
+		case g.Size > p.Count:
+			return fail(gat+".size", g.Size, fmt.Sprintf("must be at most the %d pods of pod set %q", p.Count, p.Name))
+		case p.Count%g.Size != 0:
+			return fail(gat+".size", g.Size, fmt.Sprintf("must divide the %d pods of pod set %q", p.Count, p.Name))
+		case g.Level == "":
+			return fail(gat+".level", g.Level, "must name the level each group fits inside")
+		case j > 0 && (g.Size <= p.RankGroups[j-1].Size || g.Size%p.RankGroups[j-1].Size != 0):
+			return fail(gat+".size", g.Size, fmt.Sprintf("must be a larger multiple of the size before it (%d): groups nest, smallest first", p.RankGroups[j-1].Size))
+		}
+	}
+	return nil
+}
+
 // ValidateFor runs Validate, then checks the workload against a fleet
 // given as plain values, so that this package needs no fleet type:
 //
@@ -178,7 +222,10 @@ func (w *Workload) validateSegment(bad func(string, any, string) error) error {
 // above the required one, or a spread level at or above it. It refuses
 // with ErrExceedsNode a pod with more GPUs than a node, a workload required
 // to share one node that needs more GPUs than a node has, and a segment
-// confined to one node that needs more GPUs than a node has.
+// confined to one node that needs more GPUs than a node has. Rank groups
+// name known levels (ErrUnknownLevel), each at or above the level of the
+// group before it (ErrBadRankGroup), and a rank group confined to one node
+// fits on one (ErrExceedsNode).
 func (w *Workload) ValidateFor(levels []string, gpusPerNode int) error {
 	if err := w.Validate(); err != nil {
 		return err
@@ -222,6 +269,11 @@ func (w *Workload) ValidateFor(levels []string, gpusPerNode int) error {
 		return fail("spread.level", sp.Level,
 			fmt.Sprintf("must be below the required level %q", t.Required), ErrInvalid)
 	}
+	for i := range w.PodSets {
+		if err := w.rankGroupsFor(i, levels, depth, gpusPerNode); err != nil {
+			return err
+		}
+	}
 	if gpusPerNode < 1 {
 		return nil
 	}
@@ -242,6 +294,34 @@ func (w *Workload) ValidateFor(levels []string, gpusPerNode int) error {
 			return fail("topology.segment.size", t.Segment.Size,
 				fmt.Sprintf("a segment needs %d GPUs on one node of %d", need, gpusPerNode), ErrExceedsNode)
 		}
+	}
+	return nil
+}
+
+// rankGroupsFor checks the rank groups of pod set i against the fleet's
+// levels and node size (skipped below 1); depth gives a level's index in
+// levels, -2 for an unknown name.
+func (w *Workload) rankGroupsFor(i int, levels []string, depth func(string) int, gpusPerNode int) error {
+	p := &w.PodSets[i]
+	node := len(levels) - 1
+	prev := node // the smallest group may sit at any level
+	for j, g := range p.RankGroups {
+		at := "podSets[" + strconv.Itoa(i) + "].rankGroups[" + strconv.Itoa(j) + "]"
+		fail := func(field string, v any, detail string, err error) error {
+			return &FieldError{ID: w.ID, Field: at + field, Value: v, Detail: detail, Err: err}
+		}
+		d := depth(g.Level)
+		switch {
+		case d < 0:
+			return fail(".level", g.Level, fmt.Sprintf("the fleet's levels are %q", levels), ErrUnknownLevel)
+		case d > prev:
+			return fail(".level", g.Level, fmt.Sprintf("must be at or above the level of rankGroups[%d] (%q): groups nest",
+				j-1, p.RankGroups[j-1].Level), ErrBadRankGroup)
+		case d == node && gpusPerNode > 0 && g.Size*p.GPUsPerPod > gpusPerNode:
+			return fail(".size", g.Size, fmt.Sprintf("a group needs %d GPUs on one node of %d",
+				g.Size*p.GPUsPerPod, gpusPerNode), ErrExceedsNode)
+		}
+		prev = d
 	}
 	return nil
 }

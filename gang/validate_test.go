@@ -147,6 +147,20 @@ func TestValidateRefuses(t *testing.T) {
 		{"pod above node", func(w *gang.Workload) { w.PodSets[1].GPUsPerPod = 16 }, "podSets[1].gpusPerPod", 16, true, gang.ErrExceedsNode},
 		{"required node too small", func(w *gang.Workload) { w.Topology = gang.TopologyRequest{Required: "node"} }, "topology.required", "node", true, gang.ErrExceedsNode},
 		{"node segment too big", func(w *gang.Workload) { w.Topology.Segment = gang.Segment{Size: 2, Level: "node", PodSet: "workers"} }, "topology.segment.size", 2, true, gang.ErrExceedsNode},
+		{"rank group of zero", ranks(gang.RankGroup{Size: 0, Level: "leaf"}), "podSets[1].rankGroups[0].size", 0, false, gang.ErrBadRankGroup},
+		{"rank group larger than its pod set", ranks(gang.RankGroup{Size: 32, Level: "leaf"}), "podSets[1].rankGroups[0].size", 32, false, gang.ErrBadRankGroup},
+		{"rank group not dividing", ranks(gang.RankGroup{Size: 3, Level: "leaf"}), "podSets[1].rankGroups[0].size", 3, false, gang.ErrBadRankGroup},
+		{"rank group without level", ranks(gang.RankGroup{Size: 4}), "podSets[1].rankGroups[0].level", "", false, gang.ErrBadRankGroup},
+		{"rank groups not nesting", ranks(gang.RankGroup{Size: 4, Level: "leaf"}, gang.RankGroup{Size: 2, Level: "spine"}), "podSets[1].rankGroups[1].size", 2, false, gang.ErrBadRankGroup},
+		{"rank groups not multiples", ranks(gang.RankGroup{Size: 2, Level: "node"}, gang.RankGroup{Size: 8, Level: "leaf"}, gang.RankGroup{Size: 16, Level: "spine"}, gang.RankGroup{Size: 16, Level: "spine"}), "podSets[1].rankGroups[3].size", 16, false, gang.ErrBadRankGroup},
+		{"rank groups on a segmented pod set", func(w *gang.Workload) { w.PodSets[1].RankGroups = []gang.RankGroup{{Size: 8, Level: "leaf"}} }, "podSets[1].rankGroups", 1, false, gang.ErrBadRankGroup},
+		{"rank groups with a per-domain spread", func(w *gang.Workload) {
+			ranks(gang.RankGroup{Size: 8, Level: "leaf"})(w)
+			w.Spread = gang.Spread{MaxPerDomain: 8, Level: "leaf"}
+		}, "podSets[1].rankGroups", 1, false, gang.ErrBadRankGroup},
+		{"unknown rank group level", ranks(gang.RankGroup{Size: 8, Level: "rack"}), "podSets[1].rankGroups[0].level", "rack", true, gang.ErrUnknownLevel},
+		{"rank group below the one before", ranks(gang.RankGroup{Size: 4, Level: "leaf"}, gang.RankGroup{Size: 8, Level: "node"}), "podSets[1].rankGroups[1].level", "node", true, gang.ErrBadRankGroup},
+		{"node rank group too big", ranks(gang.RankGroup{Size: 2, Level: "node"}), "podSets[1].rankGroups[0].size", 2, true, gang.ErrExceedsNode},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,6 +185,27 @@ func TestValidateRefuses(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.field)
 		})
 	}
+}
+
+// ranks replaces the workers' segment by the given rank groups.
+func ranks(g ...gang.RankGroup) func(*gang.Workload) {
+	return func(w *gang.Workload) {
+		w.Topology.Segment = gang.Segment{}
+		w.PodSets[1].RankGroups = g
+	}
+}
+
+func TestValidateAcceptsRankGroups(t *testing.T) {
+	w := training()
+	ranks(gang.RankGroup{Size: 1, Level: "node", Required: true}, gang.RankGroup{Size: 8, Level: "leaf", Required: true},
+		gang.RankGroup{Size: 16, Level: "leaf"})(&w)
+	w.PodSets[0].RankGroups = []gang.RankGroup{{Size: 1, Level: "spine"}}
+	require.NoError(t, w.ValidateFor(refLevels, 8))
+	require.NoError(t, w.ValidateFor(refLevels, 0))
+	c := w.Clone()
+	c.PodSets[1].RankGroups[0].Size = 99
+	assert.Equal(t, 1, w.PodSets[1].RankGroups[0].Size, "Clone shares rank groups")
+	assert.True(t, w.PodSets[1].RankGrouped())
 }
 
 func TestValidateNil(t *testing.T) {

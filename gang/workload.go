@@ -160,6 +160,7 @@ func (w *Workload) Clone() Workload {
 	c.Flavors = slices.Clone(w.Flavors)
 	for i := range c.PodSets {
 		c.PodSets[i].Resources = slices.Clone(c.PodSets[i].Resources)
+		c.PodSets[i].RankGroups = slices.Clone(c.PodSets[i].RankGroups)
 	}
 	return c
 }

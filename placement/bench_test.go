@@ -17,7 +17,8 @@ import (
 // reference shape (every spine but the last holds one random 0-8 GPU
 // workload per node; the last spine is empty) at each fleet size:
 // a 1-GPU replica, 64 x 1 GPU preferring a leaf, 8 x 8 GPUs requiring a
-// leaf, and 64 x 8 GPUs requiring one spine (only the empty spine holds it).
+// leaf, and 64 x 8 GPUs requiring one spine (only the empty spine holds it),
+// also in rank groups of 8 per leaf.
 func BenchmarkPlace(b *testing.B) {
 	reqs := []struct {
 		name string
@@ -27,6 +28,7 @@ func BenchmarkPlace(b *testing.B) {
 		{"gang=64x1gpu", work("g", 64, 1, "", "leaf")},
 		{"gang=8x8gpu", work("g", 8, 8, "leaf", "")},
 		{"gang=64x8gpu", work("g", 64, 8, "spine", "leaf")},
+		{"gang=64x8gpu-rank8leaf", ranked(work("g", 64, 8, "spine", "leaf"), gang.RankGroup{Size: 8, Level: "leaf", Required: true})},
 	}
 	for _, gpus := range shapes.Ladder() {
 		f := shapes.NewFleet(gpus)
@@ -99,4 +101,10 @@ func BenchmarkPlace(b *testing.B) {
 			})
 		}
 	}
+}
+
+// ranked gives w's first pod set the rank groups gs.
+func ranked(w *gang.Workload, gs ...gang.RankGroup) *gang.Workload {
+	w.PodSets[0].RankGroups = gs
+	return w
 }

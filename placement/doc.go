@@ -8,8 +8,11 @@
 // only once quota and preemption agree).
 //
 // The policy (lowest span first, best fit, fewest child domains, bin-pack
-// sub-node pods, whole nodes for training, segments, spread, pools) is
-// documented on Placer.Place, where it is decided. Speed comes from the
+// sub-node pods, whole nodes for training, segments, rank groups, spread,
+// pools, uplink tie-breaks) is documented on Placer.Place, where it is
+// decided. Pods come back in rank order: the pods of a pod set inside any
+// domain hold consecutive indices (Assignment.RankOrder), so neighbouring
+// ranks share the lowest domain they can. Speed comes from the
 // fleet's per-domain aggregates and ordered indexes, not from scans: a
 // one-GPU replica is an O(log n) index look-up, and a gang is a best-fit
 // look-up per level plus a descent proportional to its own size.

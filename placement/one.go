@@ -81,7 +81,8 @@ func (p *Placer) placeOne() (Assignment, bool) {
 	if p.opt.Ranker == nil && p.opt.Scorer != nil {
 		o = p.scoreTies(o)
 	}
-	p.g, p.pods, p.mark, p.mutating = o.Group, p.pods[:0], 0, false
+	p.g, p.pods, p.mutating = o.Group, p.pods[:0], false
+	p.startTrial()
 	p.emitOn(o.Node, 1, o.GPU)
 	d := f.NodeDomain(o.Node)
 	return Assignment{Workload: w.ID, Group: o.Group, Domain: d, Level: p.deep, Span: p.deep, Pods: p.pods}, true

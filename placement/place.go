@@ -35,6 +35,20 @@ type Options struct {
 	// MaxRanked bounds the options shown to Ranker per capacity class
 	// and group (default 4).
 	MaxRanked int
+	// Uplinks, when set, says how many other gangs already cross each
+	// leaf's uplinks, so that a gang placed above the leaf level takes,
+	// among leaves equally good by the fewest-domains rule, those crossed
+	// by the fewest gangs (see Crossings). nil: ties go to the lowest ID.
+	Uplinks Uplinks
+}
+
+// Uplinks reports how loaded the uplinks of the leaf-level domains are.
+type Uplinks interface {
+	// Crossing is the number of gangs spanning more than one leaf that
+	// have a pod under leaf, a domain of the level just above the nodes.
+	// It must be deterministic, must not change during a Place call and
+	// should be cheap (a slice look-up); Crossings implements it.
+	Crossing(leaf topology.DomainID) int
 }
 
 // Placer finds assignments. It keeps scratch buffers between calls so that
@@ -80,6 +94,25 @@ type Placer struct {
 	// avoidLo, avoidHi are the nodes PlaceAvoiding keeps out of bounds
 	// (an empty range otherwise).
 	avoidLo, avoidHi topology.NodeID
+
+	// Rank groups of every pod set at ranks[rankAt[ps]:rankAt[ps+1]]; the
+	// current pod set's in force at active, smallest first. relax is how
+	// many of each pod set's largest preferred groups the current trial
+	// gives up, at most maxRelax (the most preferred groups of a pod set).
+	ranks           []rankLevel
+	rankAt          []int
+	active          []rankLevel
+	relax, maxRelax int
+	grouped         bool // some pod set has rank groups or segments
+
+	// crossing is set while a trial spans leaves with Options.Uplinks set:
+	// ties among the leaves go to those crossed by fewer gangs.
+	crossing bool
+
+	// touched[n] == trial when the current trial has emitted a pod on node
+	// n, so that loadNode looks for the trial's pods only on such nodes.
+	touched []uint32
+	trialID uint32
 }
 
 type candidate struct {
@@ -143,9 +176,21 @@ func (p *Placer) avoided(n topology.NodeID) bool { return n >= p.avoidLo && n < 
 //     used nodes first so whole nodes stay whole for training; whole-node
 //     pods take free nodes in ID order. Scorer breaks ties.
 //  6. Segments are placed as units of Size pods, each unit inside one
-//     domain of the segment level, by the same fewest-domains rule.
+//     domain of the segment level, by the same fewest-domains rule at
+//     every level down to the segment level.
 //  7. Pod sets are placed largest pods first, together: the gang fits in
 //     one domain as a whole or not at all.
+//  8. Pods are numbered in rank order: the pods of a pod set inside any
+//     one domain hold consecutive indices (see Assignment.RankOrder).
+//     Rank groups are placed as nested units like segments, each run of
+//     Size ranks inside one domain of its level. A required group must
+//     hold; preferred groups are honoured when the domain chosen by rules
+//     2-3 allows it, or another domain of the same level does: at each
+//     level, placement gives up the largest preferred groups one by one
+//     before the next level up. The span outranks a preferred group.
+//  9. With Options.Uplinks, a gang placed above the leaf level breaks
+//     ties between equally good leaves toward those crossed by the fewest
+//     other gangs, so concurrent cross-leaf gangs share few uplinks.
 func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) {
 	if p.opt.MaxScored <= 0 {
 		p.opt.MaxScored = 8
@@ -154,6 +199,9 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 		p.opt.MaxRanked = 4
 	}
 	p.f, p.w, p.pods, p.deep = f, w, p.pods[:0], topology.Level(f.Depth())
+	if len(p.touched) != f.NumNodes() {
+		p.touched, p.trialID = make([]uint32, f.NumNodes()), 0
+	}
 	defer func() { p.f, p.w = nil, nil }()
 	req, pref, nf := p.resolve()
 	if nf != nil {
@@ -168,7 +216,7 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 	}
 	need := w.GPUs()
 	var best Assignment
-	bestTight, bestRank, found := 0, 0, false
+	bestTight, bestRank, bestRelax, found := 0, 0, 0, false
 	for _, g := range p.groups {
 		p.g = g
 		if f.FreeGPUs(topology.Root, g) < need {
@@ -191,13 +239,25 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 			if len(p.groups) == 1 {
 				return a, nil
 			}
-			// Across GPU models: the lowest span, then the tightest fit
-			// counted in pods of the gang's largest size that still fit
-			// in the chosen domain, then the model's rank, then group order.
+			// Across GPU models: the lowest span, then the fewest preferred
+			// rank groups given up, then the tightest fit counted in pods of
+			// the gang's largest size that still fit in the chosen domain,
+			// then the model's rank, then group order.
+			relax := p.relax
 			tight := p.tightness(d)
-			if !found || l > best.Level || tight < bestTight || tight == bestTight && rank < bestRank {
+			better := !found || l > best.Level
+			switch {
+			case better:
+			case relax != bestRelax:
+				better = relax < bestRelax
+			case tight != bestTight:
+				better = tight < bestTight
+			default:
+				better = rank < bestRank
+			}
+			if better {
 				p.best = append(p.best[:0], p.pods...)
-				best, bestTight, bestRank, found = a, tight, rank, true
+				best, bestTight, bestRank, bestRelax, found = a, tight, rank, relax, true
 				best.Pods = p.best
 			}
 			p.pods = p.pods[:0]
@@ -241,10 +301,7 @@ func (p *Placer) tightness(d topology.DomainID) int {
 // first) and "whole fleet" (required).
 func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 	w, f := p.w, p.f
-	invalid := func(detail string) *NoFit {
-		return &NoFit{Workload: w.ID, Cause: CauseInvalid, Required: w.Topology.Required,
-			Preferred: w.Topology.Preferred, Pods: w.Pods(), NeedGPUs: w.GPUs(), Detail: detail}
-	}
+	invalid := p.invalid
 	level := func(name string, unset topology.Level) (topology.Level, bool) {
 		if name == "" {
 			return unset, true
@@ -288,6 +345,9 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 	p.order = p.order[:0]
 	p.shared = w.Shared()
 	p.res, p.resAt = p.res[:0], append(p.resAt[:0], 0)
+	p.ranks, p.rankAt, p.relax, p.maxRelax = p.ranks[:0], append(p.rankAt[:0], 0), 0, 0
+	p.active = p.active[:0]
+	segmented := w.SegmentedPodSet()
 	for i, ps := range w.PodSets {
 		if ps.Count <= 0 || ps.GPUsPerPod < 0 || ps.NoGPU() && len(ps.Resources) == 0 {
 			return 0, 0, invalid("empty pod set " + ps.Name)
@@ -298,9 +358,16 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 		if nf := p.resolveSharing(ps); nf != nil {
 			return 0, 0, nf
 		}
+		if len(ps.RankGroups) > 0 {
+			if nf := p.resolveRanks(ps, segmented == i); nf != nil {
+				return 0, 0, nf
+			}
+		}
 		p.order = append(p.order, i)
 		p.resAt = append(p.resAt, len(p.res))
+		p.rankAt = append(p.rankAt, len(p.ranks))
 	}
+	p.grouped = len(p.ranks) > 0 || segmented >= 0
 	if seg := w.Topology.Segment; seg.Size > 0 {
 		// Placement fills whole segments only: a remainder or an unknown
 		// pod set would leave pods unplaced or segments ignored.
@@ -318,6 +385,13 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 		}
 	}
 	return req, pref, nil
+}
+
+// invalid refuses the workload as one this fleet can never place.
+func (p *Placer) invalid(detail string) *NoFit {
+	w := p.w
+	return &NoFit{Workload: w.ID, Cause: CauseInvalid, Required: w.Topology.Required,
+		Preferred: w.Topology.Preferred, Pods: w.Pods(), NeedGPUs: w.GPUs(), Detail: detail}
 }
 
 func (p *Placer) candidateGroups() {
@@ -356,8 +430,24 @@ func (p *Placer) wholeNodes() bool {
 }
 
 // tryLevel finds the best-fitting domain of level l that holds the gang and
-// leaves its pods in p.pods.
+// leaves its pods in p.pods: with every rank group if it can, else giving
+// up preferred ones, largest first; p.relax tells how many it gave up.
 func (p *Placer) tryLevel(l topology.Level) (topology.DomainID, bool) {
+	// One node is inside one domain of every level: it meets every rank
+	// group or holds too few pods whatever it gives up.
+	for p.relax = 0; ; p.relax++ {
+		if d, ok := p.tryLevelGroups(l); ok {
+			return d, true
+		}
+		if p.relax >= p.maxRelax || l == p.deep {
+			p.relax = 0
+			return 0, false
+		}
+	}
+}
+
+// tryLevelGroups is tryLevel with the rank groups that p.relax leaves.
+func (p *Placer) tryLevelGroups(l topology.Level) (topology.DomainID, bool) {
 	f := p.f
 	need := p.w.GPUs()
 	switch {
@@ -464,7 +554,8 @@ func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
 // and released before returning, so f is unchanged either way.
 func (p *Placer) tryDomain(d topology.DomainID) bool {
 	mark := len(p.pods)
-	p.mark = mark
+	p.startTrial()
+	p.crossing = p.opt.Uplinks != nil && p.deep > 1 && p.f.DomainLevel(d) < p.deep-1
 	if p.used != nil {
 		clear(p.used)
 		clear(p.usedDom)
@@ -496,15 +587,30 @@ func (p *Placer) tryDomain(d topology.DomainID) bool {
 	return ok
 }
 
+// startTrial starts a trial whose pods are those emitted from now on.
+func (p *Placer) startTrial() {
+	p.mark = len(p.pods)
+	if p.trialID++; p.trialID == 0 {
+		clear(p.touched) // the counter wrapped: forget every old mark
+		p.trialID = 1
+	}
+}
+
 func (p *Placer) setPodSet(ps int) {
 	set := &p.w.PodSets[ps]
 	p.ps, p.k, p.idx = ps, set.GPUsPerPod, 0
 	p.share, p.mig = set.GPUShare, set.MIG
 	p.cur = p.res[p.resAt[ps]:p.resAt[ps+1]]
+	if p.grouped {
+		p.setRanks(ps)
+	}
 }
 
 func (p *Placer) placePodSet(d topology.DomainID) bool {
 	count := p.w.PodSets[p.ps].Count
+	if len(p.active) > 0 {
+		return p.placeRanked(d, count)
+	}
 	seg := p.w.Topology.Segment
 	if seg.Size > 0 && p.w.SegmentedPodSet() == p.ps && p.segLevel > p.f.DomainLevel(d) {
 		return p.placeSegments(d, seg.Size, count/seg.Size)
@@ -532,7 +638,7 @@ func (p *Placer) placeSegments(d topology.DomainID, size, n int) bool {
 			for e := lo; e < hi; e++ {
 				p.caps = append(p.caps, p.capacity(e)/size)
 			}
-			i, units := p.pick(base, n)
+			i, units := p.pick(base, n, lo)
 			if i < 0 {
 				return false
 			}
@@ -566,7 +672,7 @@ func (p *Placer) descendants(d topology.DomainID, l topology.Level) (lo, hi topo
 // takes all it can, and so on.
 func (p *Placer) distribute(base int, lo topology.DomainID, need int, take func(topology.DomainID, int)) {
 	for need > 0 {
-		i, c := p.pick(base, need)
+		i, c := p.pick(base, need, lo)
 		if i < 0 {
 			panic("placement: capacity accounting broken")
 		}
@@ -576,17 +682,21 @@ func (p *Placer) distribute(base int, lo topology.DomainID, need int, take func(
 	}
 }
 
-// pick chooses among the capacities at p.caps[base:] who takes next, and
-// how much: the best-fitting one that holds all of need, else the one
-// that holds the most (lowest index on ties), all it can; -1 when none
-// holds anything.
-func (p *Placer) pick(base, need int) (i, take int) {
+// pick chooses among the capacities at p.caps[base:] of the domains lo,
+// lo+1, ... who takes next, and how much: the best-fitting one that holds
+// all of need, else the one that holds the most, all it can; -1 when none
+// holds anything. Ties go to the leaf crossed by fewer gangs (for a trial
+// that spans leaves, with Options.Uplinks), then to the lowest index.
+func (p *Placer) pick(base, need int, lo topology.DomainID) (i, take int) {
 	fit, most := -1, -1
+	uplinks := p.crossing && p.f.DomainLevel(lo) == p.deep-1
 	for i, c := range p.caps[base:] {
-		if c >= need && (fit < 0 || c < p.caps[base+fit]) {
+		if c >= need && (fit < 0 || c < p.caps[base+fit] ||
+			uplinks && c == p.caps[base+fit] && p.fewerCrossings(lo, i, fit)) {
 			fit = i
 		}
-		if c > 0 && (most < 0 || c > p.caps[base+most]) {
+		if c > 0 && (most < 0 || c > p.caps[base+most] ||
+			uplinks && c == p.caps[base+most] && p.fewerCrossings(lo, i, most)) {
 			most = i
 		}
 	}
@@ -597,6 +707,13 @@ func (p *Placer) pick(base, need int) (i, take int) {
 		return most, p.caps[base+most]
 	}
 	return -1, 0
+}
+
+// fewerCrossings reports whether leaf lo+i is crossed by fewer gangs than
+// leaf lo+j.
+func (p *Placer) fewerCrossings(lo topology.DomainID, i, j int) bool {
+	u := p.opt.Uplinks
+	return u.Crossing(lo+topology.DomainID(i)) < u.Crossing(lo+topology.DomainID(j))
 }
 
 // fill places need pods of the current pod set inside d; the caller has
@@ -685,6 +802,7 @@ func (p *Placer) emitOn(n topology.NodeID, count, gpu int) {
 			panic("placement: GPU accounting broken on node " + p.f.NodeName(n))
 		}
 		p.pods = append(p.pods, pod)
+		p.touched[n] = p.trialID
 		p.idx++
 	}
 	if p.used != nil {

@@ -13,10 +13,57 @@ import (
 )
 
 // naive is the reference placer: the same policy as Placer.Place for one
-// pod set (optionally segmented), by scanning every node of every domain.
+// pod set (optionally segmented or rank-grouped), by scanning every node of
+// every domain.
 type naive struct {
 	f *topology.Fleet
 	w *gang.Workload
+	// relax is how many of the largest preferred rank groups a trial gives
+	// up (place tries 0, 1, ... per level).
+	relax int
+}
+
+// groups returns the rank groups in force after giving up the relax
+// largest preferred ones, smallest first.
+func (n naive) groups() []gang.RankGroup {
+	var out []gang.RankGroup
+	drop := n.relax
+	all := n.w.PodSets[0].RankGroups
+	for j := len(all) - 1; j >= 0; j-- {
+		if !all[j].Required && drop > 0 {
+			drop--
+			continue
+		}
+		out = append([]gang.RankGroup{all[j]}, out...)
+	}
+	return out
+}
+
+// units counts the whole groups of gs[j] (pods for j < 0) that domain d
+// can hold: every domain of the group's level inside d (or the one d lies
+// in) holds as many as its smaller groups make up.
+func (n naive) units(d topology.DomainID, g topology.GroupID, gs []gang.RankGroup, j int) int {
+	k := n.w.PodSets[0].GPUsPerPod
+	if j < 0 {
+		return n.domainCap(d, g, k)
+	}
+	inner := 1
+	if j > 0 {
+		inner = gs[j-1].Size
+	}
+	gl, _ := n.f.Level(gs[j].Level)
+	dl := n.f.DomainLevel(d)
+	if dl >= gl {
+		return n.units(d, g, gs, j-1) / (gs[j].Size / inner)
+	}
+	c := 0
+	lo, hi := n.f.DomainsAt(gl)
+	for e := lo; e < hi; e++ {
+		if first, _ := n.f.Nodes(e); n.f.DomainOf(first, dl) == d {
+			c += n.units(e, g, gs, j-1) / (gs[j].Size / inner)
+		}
+	}
+	return c
 }
 
 func (n naive) nodeCap(x topology.NodeID, g topology.GroupID, k int) int {
@@ -37,6 +84,9 @@ func (n naive) domainCap(d topology.DomainID, g topology.GroupID, k int) int {
 
 func (n naive) fits(d topology.DomainID, g topology.GroupID) bool {
 	ps := n.w.PodSets[0]
+	if gs := n.groups(); len(gs) > 0 {
+		return n.units(d, g, gs, len(gs)-1) >= ps.Count/gs[len(gs)-1].Size
+	}
 	seg := n.w.Topology.Segment
 	if seg.Size > 0 {
 		sl, _ := n.f.Level(seg.Level)
@@ -56,6 +106,13 @@ func (n naive) fits(d topology.DomainID, g topology.GroupID) bool {
 
 // place returns the level and domain the policy should choose.
 func (n naive) place() (topology.Level, topology.DomainID, topology.GroupID, bool) {
+	l, d, g, _, ok := n.placeRanked()
+	return l, d, g, ok
+}
+
+// placeRanked is place that also returns how many of the largest
+// preferred rank groups the choice gives up.
+func (n naive) placeRanked() (topology.Level, topology.DomainID, topology.GroupID, int, bool) {
 	f, w := n.f, n.w
 	req, pref := topology.Level(0), topology.Level(f.Depth())
 	if w.Topology.Required != "" {
@@ -65,49 +122,59 @@ func (n naive) place() (topology.Level, topology.DomainID, topology.GroupID, boo
 		pref, _ = f.Level(w.Topology.Preferred)
 	}
 	k := w.PodSets[0].GPUsPerPod
-	// Across groups: the lowest span, then the fewest pods that still fit
-	// in the chosen domain, then group order.
-	bestL, bestD, bestG, bestTight, found := topology.Level(0), topology.DomainID(0), topology.GroupID(0), 0, false
+	preferred := 0
+	for _, rg := range w.PodSets[0].RankGroups {
+		if !rg.Required {
+			preferred++
+		}
+	}
+	// Across groups: the lowest span, then the fewest rank groups given
+	// up, then the fewest pods that still fit in the chosen domain, then
+	// group order.
+	bestL, bestD, bestG, bestTight, bestK, found := topology.Level(0), topology.DomainID(0), topology.GroupID(0), 0, 0, false
 	for g := range topology.GroupID(f.NumGroups()) {
 		s := f.Stats(topology.Root, g)
 		whole := k == f.MaxGPUsPerNode() && s.GPUs == s.Nodes*k
+	levels:
 		for l := pref; l >= req; l-- {
 			if l == topology.Level(f.Depth()) && w.GPUs() > f.MaxGPUsPerNode() {
 				continue
 			}
-			lo, hi := f.DomainsAt(l)
-			type cand struct {
-				key int
-				d   topology.DomainID
-			}
-			var cs []cand
-			for d := lo; d < hi; d++ {
-				st := f.Stats(d, g)
-				if st.Nodes == 0 || !n.fits(d, g) {
-					continue
+			for n.relax = 0; n.relax <= preferred; n.relax++ {
+				lo, hi := f.DomainsAt(l)
+				type cand struct {
+					key int
+					d   topology.DomainID
 				}
-				key := st.FreeGPUs
-				if whole && l > 0 && l < topology.Level(f.Depth()) {
-					key = st.FreeNodes
-				}
-				cs = append(cs, cand{key, d})
-			}
-			if len(cs) > 0 {
-				slices.SortFunc(cs, func(a, b cand) int {
-					if a.key != b.key {
-						return a.key - b.key
+				var cs []cand
+				for d := lo; d < hi; d++ {
+					st := f.Stats(d, g)
+					if st.Nodes == 0 || !n.fits(d, g) {
+						continue
 					}
-					return int(a.d - b.d)
-				})
-				tight := n.domainCap(cs[0].d, g, k)
-				if !found || l > bestL || l == bestL && tight < bestTight {
-					bestL, bestD, bestG, bestTight, found = l, cs[0].d, g, tight, true
+					key := st.FreeGPUs
+					if whole && l > 0 && l < topology.Level(f.Depth()) {
+						key = st.FreeNodes
+					}
+					cs = append(cs, cand{key, d})
 				}
-				break
+				if len(cs) > 0 {
+					slices.SortFunc(cs, func(a, b cand) int {
+						if a.key != b.key {
+							return a.key - b.key
+						}
+						return int(a.d - b.d)
+					})
+					tight := n.domainCap(cs[0].d, g, k)
+					if !found || l > bestL || l == bestL && (n.relax < bestK || n.relax == bestK && tight < bestTight) {
+						bestL, bestD, bestG, bestTight, bestK, found = l, cs[0].d, g, tight, n.relax, true
+					}
+					break levels
+				}
 			}
 		}
 	}
-	return bestL, bestD, bestG, found
+	return bestL, bestD, bestG, bestK, found
 }
 
 func genFleet(t *rapid.T) *topology.Fleet {
@@ -167,7 +234,7 @@ func TestPropertyFastAgreesWithNaive(t *testing.T) {
 		before := f.Clone()
 		a, err := placement.Place(f, w, placement.Options{})
 		require.Equal(t, before.String(), f.String(), "Place changed the fleet")
-		l, d, g, ok := naive{f, w}.place()
+		l, d, g, ok := naive{f: f, w: w}.place()
 		require.Equal(t, ok, err == nil, "feasibility: naive %v, fast %v", ok, err)
 		if !ok {
 			require.ErrorIs(t, err, placement.ErrNoFit)
@@ -202,11 +269,13 @@ func checkValid(t require.TestingT, f *topology.Fleet, w *gang.Workload, a place
 		req, _ := f.Level(w.Topology.Required)
 		require.GreaterOrEqual(t, a.Span, req)
 	}
+	checkRankOrder(t, f, w, a)
 	if seg := w.Topology.Segment; seg.Size > 0 {
 		sl, _ := f.Level(seg.Level)
-		for i := 0; i < len(a.Pods); i += seg.Size {
-			for _, p := range a.Pods[i : i+seg.Size] {
-				require.Equal(t, f.DomainOf(a.Pods[i].Node, sl), f.DomainOf(p.Node, sl), "segment crosses %s", seg.Level)
+		pods := a.RankOrder(w.SegmentedPodSet())
+		for i := 0; i < len(pods); i += seg.Size {
+			for _, p := range pods[i : i+seg.Size] {
+				require.Equal(t, f.DomainOf(pods[i].Node, sl), f.DomainOf(p.Node, sl), "segment crosses %s", seg.Level)
 			}
 		}
 	}

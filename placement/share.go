@@ -100,7 +100,11 @@ func (p *Placer) loadNode(st *nodeState, n topology.NodeID) {
 	}
 	// Pods of this trial not yet on the fleet: all of them unless earlier
 	// pod sets were put on it for the trial.
-	for _, q := range p.pods[p.mark:] {
+	if p.touched[n] != p.trialID {
+		return
+	}
+	for i := p.mark; i < len(p.pods); i++ {
+		q := &p.pods[i] // by pointer: a Pod is too large to copy per step
 		if q.Node != n || p.mutating && q.PodSet != p.ps {
 			continue
 		}
