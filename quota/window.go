@@ -51,10 +51,10 @@ func (c *Clock) UnmarshalText(b []byte) error {
 //     unbounded on that side. The range is half-open: [From, Until).
 type Window struct {
 	Days  []time.Weekday `json:"days,omitempty"`
-	Start Clock         `json:"start,omitzero"`
-	End   Clock         `json:"end,omitzero"`
-	From  time.Time     `json:"from,omitzero"`
-	Until time.Time     `json:"until,omitzero"`
+	Start Clock          `json:"start,omitzero"`
+	End   Clock          `json:"end,omitzero"`
+	From  time.Time      `json:"from,omitzero"`
+	Until time.Time      `json:"until,omitzero"`
 }
 
 // weekdayNames are the JSON forms of the days, Sunday first as time.Weekday.
