@@ -193,6 +193,14 @@ func (b *Booking) clone() Booking {
 	return c
 }
 
+// plain is a copy without the resolved IDs, as the log and snapshots
+// keep it: names only, so it reads the same after a JSON round trip.
+func (b *Booking) plain() Booking {
+	c := b.clone()
+	c.domains, c.flavor, c.queue = nil, 0, 0
+	return c
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.SortedFunc(maps.Keys(m), cmp.Compare[string])
 }

@@ -168,7 +168,7 @@ func (c *Calendar) Booking(id string) (Booking, bool) {
 	if !ok {
 		return Booking{}, false
 	}
-	return b.clone(), true
+	return b.plain(), true
 }
 
 // Bookings returns every approved booking not yet pruned, by start then
@@ -176,7 +176,7 @@ func (c *Calendar) Booking(id string) (Booking, bool) {
 func (c *Calendar) Bookings() []Booking {
 	out := make([]Booking, 0, len(c.bookings))
 	c.all.Ascend(func(s slot) bool {
-		out = append(out, s.b.clone())
+		out = append(out, s.b.plain())
 		return true
 	})
 	return out

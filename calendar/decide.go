@@ -44,9 +44,9 @@ func (c *Calendar) Approve(now time.Time, id string, option int, who string) (Bo
 	}
 	c.insert(b)
 	delete(c.proposals, id)
-	out := b.clone()
+	out := b.plain()
 	c.record(Decision{At: now, Who: who, Kind: Approve, Booking: id, Approved: &out})
-	return b.clone(), nil
+	return b.plain(), nil
 }
 
 // admit checks that b can be bound at now: a decider, a window not yet

@@ -71,7 +71,7 @@ type Decision struct {
 
 func (d Decision) clone() Decision {
 	if d.Approved != nil {
-		b := d.Approved.clone()
+		b := d.Approved.plain()
 		d.Approved = &b
 	}
 	return d
