@@ -178,8 +178,8 @@ func TestPromiseProperty(t *testing.T) {
 				ids++
 				req := calendar.Request{ID: fmt.Sprintf("b%d", ids), Queue: rapid.SampledFrom(queues).Draw(t, "queue"), Flavor: "H100",
 					GPUs: rapid.IntRange(1, 48).Draw(t, "gpus"), Level: rapid.SampledFrom(levels).Draw(t, "level"),
-					Blocks: rapid.IntRange(0, 2).Draw(t, "blocks"),
-					Start:  now.Add(time.Duration(rapid.IntRange(0, 96).Draw(t, "start")) * time.Hour),
+					Blocks:   rapid.IntRange(0, 2).Draw(t, "blocks"),
+					Start:    now.Add(time.Duration(rapid.IntRange(0, 96).Draw(t, "start")) * time.Hour),
 					Duration: time.Duration(rapid.IntRange(1, 48).Draw(t, "duration")) * time.Hour}
 				opts, err := c.Propose(now, req, running)
 				if err != nil {
