@@ -185,7 +185,7 @@ func TestReplayAndRestore(t *testing.T) {
 	var log []calendar.Decision
 	require.NoError(t, json.Unmarshal(data, &log))
 	cfg := calendar.Config{Fleet: mustFleet(t, topology.Reference()), Quota: mustTree(t, referenceQuota())}
-	r, err := calendar.Replay(cfg, log)
+	r, err := calendar.Replay(t0(), cfg, log)
 	require.NoError(t, err)
 	assert.Equal(t, c.Bookings(), r.Bookings())
 	assert.Equal(t, c.Log(), r.Log())
@@ -206,11 +206,11 @@ func TestReplayAndRestore(t *testing.T) {
 	// A log out of order, or one whose approvals conflict, is refused.
 	bad := append([]calendar.Decision(nil), log...)
 	bad[1].Seq = 7
-	_, err = calendar.Replay(cfg, bad)
+	_, err = calendar.Replay(t0(), cfg, bad)
 	assert.ErrorIs(t, err, calendar.ErrInvalidLog)
 	dup := []calendar.Decision{log[0], log[0]}
 	dup[1].Seq = 2
-	_, err = calendar.Replay(cfg, dup)
+	_, err = calendar.Replay(t0(), cfg, dup)
 	assert.ErrorIs(t, err, calendar.ErrInvalidLog)
 	assert.ErrorIs(t, err, calendar.ErrDuplicateID)
 	// A state whose bookings conflict is refused.

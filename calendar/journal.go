@@ -86,19 +86,15 @@ func (c *Calendar) record(d Decision) {
 	}
 }
 
-// Replay builds a Calendar from cfg and applies the decisions of log in
-// order, each checked as when it was made (at its At): an approval that
+// Replay builds a Calendar from cfg at now (as New does) and applies the
+// decisions of log in order, each checked as when it was made (at its At): an approval that
 // would now conflict or over-commit, a cancel of an unknown booking, a
 // sequence out of order are refused with an *Error wrapping ErrInvalidLog
 // and the rule broken. The result has the same bookings and log as the
 // Calendar that wrote log (proposals are not decisions and are not
 // rebuilt).
-func Replay(cfg Config, log []Decision) (*Calendar, error) {
-	var first time.Time
-	if len(log) > 0 {
-		first = log[0].At
-	}
-	c, err := New(first, cfg)
+func Replay(now time.Time, cfg Config, log []Decision) (*Calendar, error) {
+	c, err := New(now, cfg)
 	if err != nil {
 		return nil, err
 	}
