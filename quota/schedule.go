@@ -242,7 +242,9 @@ func (s *Schedule) Horizon(from time.Time) time.Time {
 // fleet's capacity per flavor name, at from and at every change up to the
 // horizon (so at every instant from from on). It returns the first
 // instant where one does, as a *ScheduleCapacityError wrapping
-// ErrOverPromised, naming the node whose rule changed there.
+// ErrOverPromised, naming the node whose rule changed there. Its cost
+// grows with the boundaries between from and the horizon: pass the
+// present, not the zero time.
 func (s *Schedule) ValidateCapacity(capacity map[string]int64, from time.Time) error {
 	horizon := s.Horizon(from)
 	for t, ok := from, true; ok && t.Before(horizon); t, ok = s.NextChange(t) {
