@@ -45,6 +45,18 @@
 // own quota give up their excess. Borrowed capacity is always reclaimable by
 // preemption.
 //
+// # Quota over time
+//
+// A Schedule (NewSchedule over a base Spec, in a caller's time.Location)
+// replaces a node's quota of one flavor while a Window is in force: days
+// of the week, a time of day range (past midnight allowed), a date range;
+// the last rule listed wins. At(t) gives the quota in force, ready for
+// SetQuota; NextChange(t) the next boundary, so a host applies changes at
+// exactly those instants; Guaranteed(flavor, t) the sum of nominal
+// quotas; ValidateCapacity refuses a schedule whose guarantees exceed the
+// fleet at any instant, with the node, flavor and instant. No call reads
+// a clock.
+//
 // # What it is not
 //
 // quota does no placement (which GPUs), no ordering of workloads and no

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Sentinels. Every error the package returns wraps one of them, so callers
@@ -35,6 +36,8 @@ var (
 	ErrOverPromised      = errors.New("quota: guarantees exceed fleet capacity")
 	ErrUnknownResource   = errors.New("quota: unknown resource")
 	ErrDuplicateResource = errors.New("quota: duplicate resource")
+	// ErrInvalidSchedule is wrapped by every refusal of a ScheduleSpec.
+	ErrInvalidSchedule = errors.New("quota: invalid schedule")
 )
 
 // SpecError says which node, flavor and field of a Spec (or of a SetQuota
@@ -122,3 +125,25 @@ func (e *CapacityError) Error() string {
 }
 
 func (e *CapacityError) Unwrap() error { return ErrOverPromised }
+
+// ScheduleCapacityError reports the first instant at which a schedule's
+// guarantees of one flavor exceed the fleet's capacity, and the node whose
+// rule took them there ("" when they exceed it from the start).
+type ScheduleCapacityError struct {
+	Node       string
+	Flavor     string
+	At         time.Time
+	Guaranteed int64
+	Capacity   int64
+}
+
+func (e *ScheduleCapacityError) Error() string {
+	who := ""
+	if e.Node != "" {
+		who = fmt.Sprintf(" after node %q's change", e.Node)
+	}
+	return fmt.Sprintf("%v: %s guarantees %d GPUs at %s%s, fleet has %d", ErrOverPromised, e.Flavor, e.Guaranteed,
+		e.At.Format(time.RFC3339), who, e.Capacity)
+}
+
+func (e *ScheduleCapacityError) Unwrap() error { return ErrOverPromised }
