@@ -170,6 +170,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	if err := placement.Apply(s.fleet, a); err != nil {
 		panic(fmt.Sprintf("fleet: applying a fresh placement: %v", err))
 	}
+	s.mirror(placement.Apply(s.scratch, a))
 	e.started = now
 	s.admitEntry(e, a)
 	s.admitted(now, e, d)

@@ -31,6 +31,7 @@ func (s *Scheduler) nominate(now time.Time, e *entry, plan preempt.Plan, d *Deci
 		if err := s.fleet.Allocate(x.Node, x.GPUs); err != nil {
 			panic(fmt.Sprintf("fleet: reserving free GPUs for %q: %v", e.w.ID, err))
 		}
+		s.mirror(s.scratch.Allocate(x.Node, x.GPUs))
 	}
 	if err := s.tree.AddUsage(e.queue, e.flavor, int64(e.gpus())); err != nil {
 		panic(fmt.Sprintf("fleet: quota for the nomination of %q: %v", e.w.ID, err))
@@ -85,6 +86,7 @@ func (s *Scheduler) releaseRunning(e *entry) {
 			if err := s.fleet.Release(ng.Node, release); err != nil {
 				panic(fmt.Sprintf("fleet: GPUs of %q lost: %v", e.w.ID, err))
 			}
+			s.mirror(s.scratch.Release(ng.Node, release))
 		}
 	}
 	s.drains.VictimExited(e.w.ID)
@@ -99,6 +101,7 @@ func (s *Scheduler) dissolve(now time.Time, b string, why string) {
 		if err := s.fleet.Release(x.Node, x.GPUs); err != nil {
 			panic(fmt.Sprintf("fleet: releasing nominated GPUs: %v", err))
 		}
+		s.mirror(s.scratch.Release(x.Node, x.GPUs))
 		gpus += x.GPUs
 	}
 	ev := Event{Kind: EventNominationDissolved, Time: now, Workload: b, GPUs: gpus, Reason: why}

@@ -113,8 +113,9 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 		w = &joint
 	}
 	req := preempt.Request{W: w, Queue: e.queue, Flavor: e.flavor, Now: now,
-		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Nominations: s.drains}
-	plan, err := s.searcher.Victims(s.fleet, s.tree, req, s.candidates(), taken)
+		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Claims: s.drains}
+	view := preempt.View{Fleet: s.fleet, Tree: s.tree, Index: s.index, Scratch: s.scratch}
+	plan, err := s.searcher.Victims(view, req, taken)
 	if err != nil {
 		return false, false
 	}
@@ -209,13 +210,10 @@ func (s *Scheduler) share(t placement.Assignment, id string, from, n int) placem
 	return a
 }
 
-// The victim candidates are every running workload. An ordered index by
-// ID is updated in O(log n) as workloads start and end; the slice handed
-// to preempt is rebuilt from it, in ID order, only when a cycle needs a
-// victim search and something changed since the last one. ID order lets
-// preempt break ties by position instead of comparing strings. The rules
-// that decide who may really be evicted live in preempt; a candidate only
-// carries the class-dependent fields resolved.
+// The victim candidates are every running workload, kept in preempt's
+// index as they start, drain and end. The rules that decide who may
+// really be evicted live in preempt; a candidate only carries the
+// class-dependent fields resolved.
 
 func (s *Scheduler) candidate(e *entry) preempt.Running {
 	return preempt.Running{
@@ -231,37 +229,21 @@ func (s *Scheduler) candidate(e *entry) preempt.Running {
 
 // startedRunning adds a newly running workload to the candidates.
 func (s *Scheduler) startedRunning(e *entry) {
-	if _, dup := s.running.ReplaceOrInsert(e); dup {
-		panic("fleet: workload started twice: " + e.w.ID)
+	if err := s.index.Add(s.candidate(e)); err != nil {
+		panic("fleet: indexing a running workload: " + err.Error())
 	}
-	s.candsStale = true
 }
 
 // updateCandidate notes that e's candidate changed (it started draining).
-func (s *Scheduler) updateCandidate(*entry) { s.candsStale = true }
-
-// stoppedRunning removes e from the candidates.
-func (s *Scheduler) stoppedRunning(e *entry) {
-	if _, ok := s.running.Delete(e); ok {
-		s.candsStale = true
+func (s *Scheduler) updateCandidate(e *entry) {
+	if err := s.index.Update(s.candidate(e)); err != nil {
+		panic("fleet: updating a running workload: " + err.Error())
 	}
 }
 
-// candidates returns the running workloads that may be evicted, in ID
-// order, rebuilding the slice only if something changed.
-func (s *Scheduler) candidates() []preempt.Running {
-	if s.candsStale {
-		clear(s.cands)
-		s.cands = s.cands[:0]
-		s.running.Ascend(func(e *entry) bool {
-			// Work that may not be evicted (the drain contract) is never a
-			// victim, so it is not offered: preempt need not classify it.
-			if c := s.candidate(e); c.Preemptible || c.Draining {
-				s.cands = append(s.cands, c)
-			}
-			return true
-		})
-		s.candsStale = false
+// stoppedRunning removes e from the candidates.
+func (s *Scheduler) stoppedRunning(e *entry) {
+	if err := s.index.Remove(e.w.ID); err != nil {
+		panic("fleet: unindexing a workload: " + err.Error())
 	}
-	return s.cands
 }

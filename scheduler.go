@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/btree"
-
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
@@ -37,9 +35,8 @@ type Scheduler struct {
 	drains     *preempt.Drains
 	searcher   *preempt.Searcher
 	targets    map[string]placement.Assignment // nominated beneficiaries' targets
-	running    *btree.BTreeG[*entry]           // running workloads by ID
-	cands      []preempt.Running               // victim candidates, built from running
-	candsStale bool                            // running changed since cands was built
+	index      *preempt.Index                  // running workloads, the victim candidates
+	scratch    *topology.Fleet                 // a mirror of fleet for victim searches
 	lastEvents int                             // events of the last cycle, to size the next
 	pendingBuf []*entry                        // scratch of Schedule
 }
@@ -102,7 +99,7 @@ func New(cfg Config) (*Scheduler, error) {
 		placer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
 		work:   map[string]*entry{}, queued: map[string]*entry{}, draining: map[string]*entry{},
 		drains: preempt.NewDrains(), targets: map[string]placement.Assignment{},
-		running: btree.NewG(16, func(a, b *entry) bool { return a.w.ID < b.w.ID }),
+		index: preempt.NewIndex(f, t), scratch: f.Clone(),
 		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead, Cost: cfg.Policy.Cost,
 			Placement: placement.Options{Scorer: cfg.Policy.Scorer}}),
 	}, nil
@@ -347,6 +344,7 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	if err := s.fleet.SetHealth(n, h); err != nil {
 		panic(fmt.Sprintf("fleet: health of a known node refused: %v", err))
 	}
+	_ = s.scratch.SetHealth(n, h)
 	kind := EventNodeUp
 	if h != topology.Healthy {
 		kind = EventNodeDown
@@ -407,6 +405,7 @@ func (s *Scheduler) Adopt(now time.Time, w gang.Workload, started time.Time, pod
 	if err := placement.Apply(s.fleet, a); err != nil {
 		return &Error{Op: "adopt", Workload: w.ID, Err: err}
 	}
+	s.mirror(placement.Apply(s.scratch, a))
 	s.now = now
 	s.seq++
 	e.seq, e.submitted, e.started = s.seq, started, started
@@ -485,4 +484,12 @@ func (s *Scheduler) order(pending []*entry) {
 		}
 		return cmp.Compare(a.w.ID, b.w.ID)
 	})
+}
+
+// mirror checks a change applied to the scratch fleet after the same
+// change succeeded on the live one.
+func (s *Scheduler) mirror(err error) {
+	if err != nil {
+		panic(fmt.Sprintf("fleet: scratch fleet out of step: %v", err))
+	}
 }

@@ -34,7 +34,7 @@ func BenchmarkVictims(b *testing.B) {
 				b.Run(fmt.Sprintf("gpus=%d/%s/fill=%s", gpus, c.name, fill), func(b *testing.B) {
 					v := c.build(gpus, mixed, 1)
 					s := preempt.NewSearcher(preempt.Options{})
-					p, err := s.Victims(v.Fleet, v.Tree, v.Request, v.Running, nil)
+					p, err := s.Victims(v.View(), v.Request, nil)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -44,7 +44,7 @@ func BenchmarkVictims(b *testing.B) {
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
 						t0 := time.Now()
-						if _, err := s.Victims(v.Fleet, v.Tree, v.Request, v.Running, nil); err != nil {
+						if _, err := s.Victims(v.View(), v.Request, nil); err != nil {
 							b.Fatal(err)
 						}
 						if len(lat) < cap(lat) {

@@ -33,11 +33,24 @@
 // checkpoint plus a restart overhead, in GPU-seconds); a host may plug in
 // its own.
 //
-// Victims changes neither the fleet nor the tree (it removes and puts back
-// exactly). Several preemptions in one cycle use disjoint victims: pass the
-// IDs chosen so far in exclude, and the scheduler's Drains in
-// Request.Nominations, so that freed GPUs already promised are not
-// promised again.
+// # What a search reads, and what it never changes
+//
+// A search reads a View: the live fleet and quota tree, an Index of the
+// running workloads the caller keeps up to date (Add on start, Update on
+// drain or checkpoint, Remove on exit; each change validated once there),
+// and a Scratch fleet the caller keeps equal to the live one. It never
+// changes the live fleet, tree or index: quota what-ifs run on the
+// Searcher's own copy of the tree, and the one placement that validates a
+// plan runs on Scratch with the victims' GPUs released, given back before
+// Victims returns (also on a panic; if giving back fails, the Searcher
+// refuses further searches with ErrDirtyScratch until ScratchRebuilt).
+// Host code called during a search (the CostModel, a placement Scorer)
+// sees the live state unchanged, and a Scorer sees only Scratch.
+//
+// Several preemptions in one cycle use disjoint victims: pass the IDs
+// chosen so far in exclude, and the accepted drains as Request.Claims
+// (the scheduler's Drains, or a ledger implementing Claims), so that freed
+// GPUs already promised are not promised again.
 //
 // # Drains: the convention with the topology and the quota tree
 //
@@ -68,8 +81,10 @@
 // What it is not: preempt sends no signals and keeps no clock; time comes
 // in as arguments. A Searcher and a Drains are not safe for concurrent use.
 //
+//	index := preempt.NewIndex(fleet, tree) // index.Add(r) on start, Update, Remove
 //	s := preempt.NewSearcher(preempt.Options{})
-//	plan, err := s.Victims(fleet, tree, preempt.Request{W: &w, Queue: q, Flavor: h100, Now: now}, running, nil)
+//	view := preempt.View{Fleet: fleet, Tree: tree, Index: index, Scratch: mirror}
+//	plan, err := s.Victims(view, preempt.Request{W: &w, Queue: q, Flavor: h100, Now: now}, nil)
 //	var np *preempt.NoPlan
 //	if errors.As(err, &np) { ... }    // np.Why: no candidates, quota or topology unreachable
 package preempt

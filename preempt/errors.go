@@ -12,7 +12,35 @@ var (
 	ErrNoPlan  = errors.New("preempt: no preemption plan")
 	ErrInvalid = errors.New("preempt: invalid request")
 	ErrDrain   = errors.New("preempt: refused drain change")
+	// ErrDuplicate and ErrUnknownWorkload: an Index change for an ID
+	// already indexed, or not indexed.
+	ErrDuplicate       = errors.New("preempt: workload already indexed")
+	ErrUnknownWorkload = errors.New("preempt: workload not indexed")
+	// ErrDirtyScratch: an earlier search was interrupted (a panic) before
+	// it could give back what it released on View.Scratch, so the scratch
+	// fleet no longer equals the live one. The Searcher refuses to search
+	// until the caller rebuilds the scratch and calls ScratchRebuilt.
+	ErrDirtyScratch = errors.New("preempt: scratch fleet left changed by an interrupted search")
 )
+
+// IndexError says which Index change was refused and why; the Index is
+// unchanged. It wraps ErrInvalid, ErrDuplicate or ErrUnknownWorkload.
+type IndexError struct {
+	Op     string // add, update, remove
+	ID     string
+	Err    error
+	Detail string
+}
+
+func (e *IndexError) Error() string {
+	s := fmt.Sprintf("preempt: index %s %q: %v", e.Op, e.ID, e.Err)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+func (e *IndexError) Unwrap() error { return e.Err }
 
 // Why says why no plan exists.
 type Why uint8
@@ -52,6 +80,7 @@ type NoPlan struct {
 	Why        Why
 	Candidates int // running workloads the rules allow as victims
 	Detail     string
+	cause      error
 }
 
 func (e *NoPlan) Error() string {
@@ -65,6 +94,9 @@ func (e *NoPlan) Error() string {
 // Unwrap matches ErrNoPlan, and ErrInvalid for WhyInvalid.
 func (e *NoPlan) Unwrap() []error {
 	if e.Why == WhyInvalid {
+		if e.cause != nil {
+			return []error{ErrNoPlan, ErrInvalid, e.cause}
+		}
 		return []error{ErrNoPlan, ErrInvalid}
 	}
 	return []error{ErrNoPlan}

@@ -116,12 +116,12 @@ func TestVictimsProperties(t *testing.T) {
 		var beforeT bytesOf
 		beforeT.read(e.tree)
 		s := preempt.NewSearcher(preempt.Options{})
-		p, err := s.Victims(e.f, e.tree, req, e.running, exclude)
+		p, err := s.Victims(e.view(), req, exclude)
 		require.Equal(t, beforeF, e.f.String())
 		var afterT bytesOf
 		afterT.read(e.tree)
 		require.Equal(t, beforeT, afterT)
-		p2, err2 := preempt.NewSearcher(preempt.Options{}).Victims(e.f, e.tree, req, e.running, exclude)
+		p2, err2 := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, exclude)
 		require.Equal(t, err == nil, err2 == nil)
 		require.Equal(t, p, p2, "deterministic")
 		if err != nil {
@@ -195,7 +195,7 @@ func TestVictimsAgainstBruteForce(t *testing.T) {
 			}
 			exists = fitsWithout(e, req, gone, true)
 		}
-		p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.f, e.tree, req, e.running, nil)
+		p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
 		require.Equal(t, exists, err == nil, "brute force %v, ours %v", exists, err)
 		if err != nil {
 			return

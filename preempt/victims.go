@@ -66,6 +66,11 @@ type Searcher struct {
 	keys2    []sortKey      // radixSortKeys' other buffer
 	radix    [16][256]int32 // radixSortKeys' byte histograms
 	undo     []placement.NodeGPUs
+
+	tree   *quota.Tree // private scratch copy of the live tree
+	treeOf *quota.Tree // the live tree it was cloned from
+	all    []Running
+	dirty  bool
 }
 
 type cand struct {
@@ -157,7 +162,50 @@ type attempt struct {
 // the fleet with the victims released validates the set and gives Target.
 // Workloads with segments, spread or pod sets of different sizes take a
 // slower path that places after each pick (as Kueue does).
-func (s *Searcher) Victims(f *topology.Fleet, t *quota.Tree, req Request, running []Running, exclude map[string]bool) (Plan, error) {
+func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, error) {
+	if s.dirty {
+		return Plan{}, &NoPlan{Why: WhyInvalid, Detail: "scratch fleet not rebuilt", cause: ErrDirtyScratch}
+	}
+	switch {
+	case v.Fleet == nil || v.Tree == nil || v.Index == nil:
+		return Plan{}, &NoPlan{Why: WhyInvalid, Detail: "view without fleet, tree or index"}
+	case v.Index.fleet.NumNodes() != v.Fleet.NumNodes() || v.Index.tree.NumNodes() != v.Tree.NumNodes():
+		return Plan{}, &NoPlan{Why: WhyInvalid, Detail: "index made for another fleet or tree"}
+	case v.Scratch != nil && v.Scratch.NumNodes() != v.Fleet.NumNodes():
+		return Plan{}, &NoPlan{Why: WhyInvalid, Detail: "scratch fleet of another shape"}
+	}
+	// The tree is copied into the Searcher's own scratch tree (O(queues)):
+	// the live one is only read.
+	if s.treeOf != v.Tree {
+		s.tree, s.treeOf = v.Tree.Clone(), v.Tree
+	} else {
+		v.Tree.CopyTo(s.tree)
+	}
+	f := v.Scratch
+	if f == nil {
+		f = v.Fleet.Clone()
+	}
+	s.all = s.all[:0]
+	v.Index.ascend(func(r *Running) bool {
+		s.all = append(s.all, *r)
+		return true
+	})
+	s.dirty = true // cleared only if the scratch fleet is given back
+	plan, err := s.victimsOn(f, s.tree, req, s.all, exclude)
+	s.dirty = false
+	clear(s.all)
+	return plan, err
+}
+
+// ScratchDirty reports whether an interrupted search left View.Scratch
+// changed; Victims then refuses (ErrDirtyScratch).
+func (s *Searcher) ScratchDirty() bool { return s.dirty }
+
+// ScratchRebuilt tells the Searcher that the caller rebuilt its scratch
+// fleet (for example as a fresh Fleet.Clone) after ScratchDirty.
+func (s *Searcher) ScratchRebuilt() { s.dirty = false }
+
+func (s *Searcher) victimsOn(f *topology.Fleet, t *quota.Tree, req Request, running []Running, exclude map[string]bool) (Plan, error) {
 	s.f, s.t, s.req, s.running = f, t, req, running
 	s.taken, s.gone = s.taken[:0], s.gone[:0]
 	defer func() { s.f, s.t, s.req, s.running = nil, nil, Request{}, nil }()
@@ -191,6 +239,17 @@ func (s *Searcher) Victims(f *topology.Fleet, t *quota.Tree, req Request, runnin
 		}
 	}
 	return Plan{}, s.noPlan(why, "")
+}
+
+func (s *Searcher) tracked(id string) bool {
+	return s.req.Claims != nil && s.req.Claims.Tracked(id)
+}
+
+func (s *Searcher) unclaimed(id string, n topology.NodeID, gpus int) int {
+	if s.req.Claims == nil || !s.req.Claims.Tracked(id) {
+		return gpus
+	}
+	return min(gpus, max(0, s.req.Claims.Unclaimed(id, n, gpus)))
 }
 
 func (s *Searcher) noPlan(why Why, detail string) *NoPlan {
@@ -332,7 +391,7 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 		if r.W.ID == s.req.W.ID {
 			return s.noPlan(WhyInvalid, "the preemptor is running")
 		}
-		if exclude[r.W.ID] || s.req.Nominations.tracked(r.W.ID) {
+		if exclude[r.W.ID] || s.tracked(r.W.ID) {
 			s.gone = append(s.gone, int32(i))
 		}
 	}
@@ -351,7 +410,7 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 	for _, i := range s.gone {
 		r := &running[i]
 		for _, x := range r.Nodes {
-			s.free(x.Node, s.req.Nominations.unclaimed(r.W.ID, x.Node, x.GPUs))
+			s.free(x.Node, s.unclaimed(r.W.ID, x.Node, x.GPUs))
 		}
 	}
 	// What gone workloads free per domain and group, for the bounds.
@@ -368,7 +427,7 @@ func (s *Searcher) setup(running []Running, exclude map[string]bool) *NoPlan {
 	// Candidates.
 	for i := range running {
 		r := &running[i]
-		if r.Flavor != s.fl || exclude[r.W.ID] || s.req.Nominations.tracked(r.W.ID) || t.Root(r.Queue) != t.Root(q) {
+		if r.Flavor != s.fl || exclude[r.W.ID] || s.tracked(r.W.ID) || t.Root(r.Queue) != t.Root(q) {
 			continue
 		}
 		if c, ok := s.classify(r); ok {

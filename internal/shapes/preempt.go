@@ -22,6 +22,18 @@ type Victim struct {
 	Request preempt.Request
 }
 
+// View indexes Running (as they are now) and returns the view a search
+// reads, with a scratch clone of the fleet.
+func (v *Victim) View() preempt.View {
+	x := preempt.NewIndex(v.Fleet, v.Tree)
+	for _, r := range v.Running {
+		if err := x.Add(r); err != nil {
+			panic(fmt.Sprintf("shapes: %v", err))
+		}
+	}
+	return preempt.View{Fleet: v.Fleet, Tree: v.Tree, Index: x, Scratch: v.Fleet.Clone()}
+}
+
 // VictimNow returns the time of every victim shape's decision.
 func VictimNow() time.Time { return time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC) }
 
