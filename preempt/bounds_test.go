@@ -26,10 +26,10 @@ func TestBoundsKeepThePlan(t *testing.T) {
 }
 
 func TestBoundsKeepThePlanOnShapes(t *testing.T) {
-	for _, build := range []func(int, bool, uint64) *shapes.Victim{shapes.Clear, shapes.Spike, shapes.Reclaim} {
-		for _, mixed := range []bool{false, true} {
+	for _, build := range []func(int, shapes.Fill, uint64) *shapes.Victim{shapes.Clear, shapes.Spike, shapes.Reclaim} {
+		for _, fill := range shapes.Fills() {
 			for seed := uint64(1); seed <= 3; seed++ {
-				v := build(2048, mixed, seed)
+				v := build(2048, fill, seed)
 				p, err := preempt.NewSearcher(preempt.Options{}).Victims(v.View(), v.Request, nil)
 				require.NoError(t, err)
 				ref := preempt.NewSearcher(preempt.Options{})
@@ -46,7 +46,7 @@ func TestBoundsKeepThePlanOnShapes(t *testing.T) {
 // Add is refused whole, and the next search answers as on an index that
 // never saw it.
 func TestRefusedAddLeavesIndexClean(t *testing.T) {
-	v := shapes.Clear(2048, true, 1)
+	v := shapes.Clear(2048, shapes.FillMixed, 1)
 	want, err := preempt.NewSearcher(preempt.Options{}).Victims(v.View(), v.Request, nil)
 	require.NoError(t, err)
 	view := v.View()

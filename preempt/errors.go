@@ -79,14 +79,71 @@ type NoPlan struct {
 	Workload   string
 	Why        Why
 	Candidates int // running workloads the rules allow as victims
-	Detail     string
-	cause      error
+	// Excluded counts, per rule or limit, the running workloads that may
+	// not be victims: what would have to change for preemption to help.
+	Excluded Exclusions
+	Detail   string
+	cause    error
 }
 
 func (e *NoPlan) Error() string {
-	s := fmt.Sprintf("preempt: no plan for %q: %s (%d candidates)", e.Workload, e.Why, e.Candidates)
+	s := fmt.Sprintf("preempt: no plan for %q: %s (%d candidates", e.Workload, e.Why, e.Candidates)
+	if x := e.Excluded.String(); x != "" {
+		s += "; excluded: " + x
+	}
+	s += ")"
 	if e.Detail != "" {
 		s += ": " + e.Detail
+	}
+	return s
+}
+
+// Exclusions counts running workloads by the rule or limit that keeps
+// them from being victims of one request.
+type Exclusions struct {
+	NotPreemptible    int // the drain contract forbids it
+	MinRuntime        int // started less than its MinRuntime ago
+	Priority          int // the queue's priority rule or borrowWithinCohort's threshold
+	NotBorrowing      int // another queue within its quota
+	QueueRule         int // withinQueue or reclaimWithinCohort is Never
+	OtherFlavorOrTree int // another flavor or quota tree
+	Claimed           int // draining for an accepted nomination, or chosen earlier this cycle
+}
+
+// Count returns the count for one exclusion.
+func (x *Exclusions) Count(e Exclusion) int { return *x.field(e) }
+
+func (x *Exclusions) field(e Exclusion) *int {
+	switch e {
+	case ExcludedNotPreemptible:
+		return &x.NotPreemptible
+	case ExcludedMinRuntime:
+		return &x.MinRuntime
+	case ExcludedPriority:
+		return &x.Priority
+	case ExcludedNotBorrowing:
+		return &x.NotBorrowing
+	case ExcludedQueueRule:
+		return &x.QueueRule
+	case ExcludedOtherFlavorOrTree:
+		return &x.OtherFlavorOrTree
+	case ExcludedClaimed:
+		return &x.Claimed
+	}
+	panic(fmt.Sprintf("preempt: exclusion %d", e))
+}
+
+// String renders the non-zero counts, e.g. "3 not preemptible, 12
+// priority"; "" when nothing was excluded.
+func (x Exclusions) String() string {
+	s := ""
+	for e := ExcludedNotPreemptible; e < numExclusions; e++ {
+		if n := x.Count(e); n > 0 {
+			if s != "" {
+				s += ", "
+			}
+			s += fmt.Sprintf("%d %s", n, e)
+		}
 	}
 	return s
 }

@@ -1,21 +1,38 @@
 package preempt
 
-// SetNoBounds makes s try every domain without pruning by lower bounds,
+import "github.com/fleetsched/fleet/quota"
+
+// SetNoBounds makes s try every cell without pruning by lower bounds,
 // the reference the pruned search must agree with.
 func SetNoBounds(s *Searcher, v bool) { s.noBounds = v }
 
-// SortKeys orders candidates given by their packed criteria k and cost
-// keys, in index order, as sortCandidates does when running came sorted
-// by ID, and returns their indexes in that order.
-func SortKeys(s *Searcher, k, cost []uint64) []int32 {
-	keys := make([]sortKey, len(k))
-	for i := range k {
-		keys[i] = sortKey{k: k[i], cost: cost[i], i: int32(i)}
-	}
-	keys = s.radixSortKeys(keys)
-	out := make([]int32, len(keys))
-	for j, x := range keys {
-		out[j] = x.i
-	}
-	return out
+// OrderItem is what the eviction order reads of one candidate.
+type OrderItem struct {
+	Draining bool
+	Other    bool
+	Share    quota.Share
+	Prio     int32
+	Cost     float64
+	ID       string
+}
+
+func (o OrderItem) cand() cand {
+	return cand{draining: o.Draining, other: o.Other, share: o.Share, prio: o.Prio, cost: o.Cost, id: o.ID}
+}
+
+// CompareOrder is compareCandidates.
+func CompareOrder(a, b OrderItem) int {
+	x, y := a.cand(), b.cand()
+	return compareCandidates(&x, &y)
+}
+
+// StaticLess is the Index's order of one queue's candidates (the packed
+// band of draining and priority, then ID), and SameBand says whether two
+// candidates share a band (the search then orders them by cost and ID).
+func StaticLess(a, b OrderItem) bool {
+	return keyLess(orderKey{band: packBand(a.Draining, a.Prio), id: a.ID}, orderKey{band: packBand(b.Draining, b.Prio), id: b.ID})
+}
+
+func SameBand(a, b OrderItem) bool {
+	return packBand(a.Draining, a.Prio) == packBand(b.Draining, b.Prio)
 }

@@ -2,6 +2,8 @@ package preempt
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/google/btree"
 
@@ -13,8 +15,16 @@ import (
 // choose from. The caller keeps it equal to what runs: Add when a
 // workload starts, Update when it starts draining or checkpoints (or any
 // field of its Running changes), Remove when it ends. Each change is
-// validated once, here, and costs O(log n + nodes x depth) for the
-// workload's nodes; a search then reads only what its decision needs.
+// validated once, here, and costs O(log n + nodes x depth x fanout) for
+// the workload's nodes; a search then reads only what its decision needs.
+//
+// It keeps, per queue and flavor, the candidates (workloads that are
+// Preemptible or Draining) in the static part of the eviction order (see
+// compareCandidates), and, like the topology's aggregates, per domain the
+// candidate GPUs and the nodes they could free by priority band, and the
+// cheapest priority at which a node could gain room for a pod of each
+// size: the search bounds and prunes domains from these numbers and
+// visits only the candidates of the domains it keeps.
 //
 // An Index belongs to the fleet and tree it was made for (their shape:
 // nodes, domains, queues, flavors); rebuild it if they are rebuilt. It
@@ -27,21 +37,133 @@ type Index struct {
 
 	slot    map[string]int32 // ID -> position in entries
 	entries []indexEntry
-	vacant  []int32              // positions of removed entries, reused
-	byID    *btree.BTreeG[int32] // positions, by ID
-	held    []int32              // per node: GPUs held by indexed workloads
+	vacant  []int32 // positions of removed entries, reused
+
+	// byQueue holds, per queue x flavor, the candidates in the static
+	// eviction order; draining holds the draining workloads by ID (the
+	// only ones a Claims may track).
+	byQueue  []*btree.BTreeG[orderKey]
+	draining *btree.BTreeG[orderKey]
+	// queueBands: per queue x flavor, candidates and their GPUs by
+	// priority; blocked: per queue x flavor, workloads that are not
+	// candidates (the drain contract).
+	queueBands [][]band
+	blocked    []int32
+	total      []int32 // per queue x flavor: every indexed workload
+
+	onNode [][]int32 // per node: positions of the workloads holding GPUs there
+	held   []int32   // per node: GPUs held by indexed workloads
+
+	// Per-domain aggregates, every level down to the nodes' own: see
+	// nodeChanged.
+	podSizes   int     // MaxGPUsPerNode: pod sizes 1..podSizes
+	reach      []int32 // per node x GPUs a=1..podSizes: price to have a GPUs available
+	firstSlot  []int32 // per domain x pod size k: min over its nodes of the price of one more pod of k
+	gpuBands   [][]band
+	nodeBands  [][]band
+	clearPrice []int32 // per node: price to free it whole (noPrice: never)
+	scratch    []band  // nodeChanged's sort buffer
 }
 
+// A price is the highest priority that must be evicted; freePrice marks
+// room that is (or will be, from draining work) free without evicting
+// anyone new, noPrice room no eviction can make.
+const (
+	freePrice = math.MinInt32
+	noPrice   = math.MaxInt32
+)
+
 type indexEntry struct {
-	run  Running
-	gpus int
-	live bool
+	run      Running
+	prio     int32
+	gpus     int32
+	cand     bool // Preemptible or Draining: the rules may make it a victim
+	position int32
+}
+
+// orderKey is an entry's place in the static eviction order: band packs
+// criterion 1 (draining first) and 4 (lower priority first) of
+// compareCandidates; within a band the search orders by cost, then ID.
+type orderKey struct {
+	band uint64
+	id   string
+	pos  int32
+}
+
+func keyLess(a, b orderKey) bool {
+	if a.band != b.band {
+		return a.band < b.band
+	}
+	return a.id < b.id
+}
+
+// packBand orders draining work first, then by priority.
+func packBand(draining bool, prio int32) uint64 {
+	b := uint64(uint32(prio) ^ 1<<31)
+	if !draining {
+		b |= 1 << 32
+	}
+	return b
+}
+
+// band is a count of workloads, and their GPUs, at one priority.
+type band struct {
+	prio int32
+	n    int32
+	gpus int32
+}
+
+func addBand(bs []band, prio, n, gpus int32) []band {
+	i, found := slices.BinarySearchFunc(bs, prio, func(b band, p int32) int {
+		switch {
+		case b.prio < p:
+			return -1
+		case b.prio > p:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return slices.Insert(bs, i, band{prio: prio, n: n, gpus: gpus})
+	}
+	bs[i].n += n
+	bs[i].gpus += gpus
+	if bs[i].n == 0 {
+		return slices.Delete(bs, i, i+1)
+	}
+	return bs
 }
 
 // NewIndex returns an empty index for workloads on f and t.
 func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
-	x := &Index{fleet: f, tree: t, slot: map[string]int32{}, held: make([]int32, f.NumNodes())}
-	x.byID = btree.NewG(32, func(a, b int32) bool { return x.entries[a].run.W.ID < x.entries[b].run.W.ID })
+	nq := t.NumNodes() * t.NumFlavors()
+	c := f.MaxGPUsPerNode()
+	x := &Index{
+		fleet: f, tree: t, slot: map[string]int32{},
+		byQueue:    make([]*btree.BTreeG[orderKey], nq),
+		draining:   btree.NewG(16, keyLess),
+		queueBands: make([][]band, nq), blocked: make([]int32, nq), total: make([]int32, nq),
+		onNode: make([][]int32, f.NumNodes()), held: make([]int32, f.NumNodes()),
+		podSizes: c, reach: make([]int32, f.NumNodes()*c), firstSlot: make([]int32, f.NumDomains()*c),
+		gpuBands: make([][]band, f.NumDomains()), nodeBands: make([][]band, f.NumDomains()),
+		clearPrice: make([]int32, f.NumNodes()),
+	}
+	for i := range x.clearPrice {
+		x.clearPrice[i] = noPrice
+	}
+	// Every node starts empty: its room is free up to its capacity.
+	for n := range topology.NodeID(f.NumNodes()) {
+		if p := x.nodePrices(n); p != noPrice {
+			for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
+				x.nodeBands[d] = addBand(x.nodeBands[d], p, 1, 0)
+			}
+		}
+	}
+	for d := topology.DomainID(f.NumDomains() - 1); d >= 0; d-- {
+		if lo, hi := f.Children(d); lo < hi {
+			x.minOverChildren(d)
+		}
+	}
 	return x
 }
 
@@ -59,9 +181,9 @@ func (x *Index) Get(id string) (Running, bool) {
 
 // Add indexes a workload that started. It is refused, with the index
 // unchanged, when r is malformed (no spec or ID, unknown queue or
-// flavor, a node entry out of range, without GPUs or beyond what the
-// node can hold with the workloads already indexed there) or its ID is
-// already indexed. Errors are *IndexError.
+// flavor, no node, a node entry out of range, listed twice, without GPUs
+// or beyond what the node can hold with the workloads already indexed
+// there) or its ID is already indexed. Errors are *IndexError.
 func (x *Index) Add(r Running) error {
 	if r.W == nil || r.W.ID == "" {
 		return &IndexError{Op: "add", Err: ErrInvalid, Detail: "running workload without spec or ID"}
@@ -144,6 +266,23 @@ func (x *Index) check(op string, r Running, old *Running) error {
 	return nil
 }
 
+func (x *Index) queueSlot(q quota.NodeID, fl quota.FlavorID) int {
+	return int(q)*x.tree.NumFlavors() + int(fl)
+}
+
+func (e *indexEntry) key() orderKey {
+	return orderKey{band: packBand(e.run.Draining, e.prio), id: e.run.W.ID, pos: e.position}
+}
+
+// boundPrio is the priority the aggregates count an entry at: draining
+// work is leaving anyway, so its room is as good as free for a bound.
+func (e *indexEntry) boundPrio() int32 {
+	if e.run.Draining {
+		return freePrice
+	}
+	return e.prio
+}
+
 func (x *Index) insert(r Running) {
 	var i int32
 	if k := len(x.vacant); k > 0 {
@@ -152,26 +291,183 @@ func (x *Index) insert(r Running) {
 		i = int32(len(x.entries))
 		x.entries = append(x.entries, indexEntry{})
 	}
-	x.entries[i] = indexEntry{run: r, gpus: gpusOf(r.Nodes), live: true}
+	e := &x.entries[i]
+	*e = indexEntry{run: r, prio: r.W.Priority, gpus: int32(gpusOf(r.Nodes)), cand: r.Preemptible || r.Draining, position: i}
 	x.slot[r.W.ID] = i
-	x.byID.ReplaceOrInsert(i)
+	qs := x.queueSlot(r.Queue, r.Flavor)
+	x.total[qs]++
+	if e.cand {
+		if x.byQueue[qs] == nil {
+			x.byQueue[qs] = btree.NewG(16, keyLess)
+		}
+		x.byQueue[qs].ReplaceOrInsert(e.key())
+		x.queueBands[qs] = addBand(x.queueBands[qs], e.prio, 1, e.gpus)
+	} else {
+		x.blocked[qs]++
+	}
+	if r.Draining {
+		x.draining.ReplaceOrInsert(orderKey{id: r.W.ID, pos: i})
+	}
 	for _, n := range r.Nodes {
 		x.held[n.Node] += int32(n.GPUs)
+		x.onNode[n.Node] = append(x.onNode[n.Node], i)
+		if e.cand {
+			x.addDomainGPUs(n.Node, e.boundPrio(), int32(n.GPUs))
+		}
+		x.nodeChanged(n.Node)
 	}
 }
 
 func (x *Index) delete(i int32) {
 	e := &x.entries[i]
-	x.byID.Delete(i)
-	delete(x.slot, e.run.W.ID)
-	for _, n := range e.run.Nodes {
+	r := e.run
+	qs := x.queueSlot(r.Queue, r.Flavor)
+	x.total[qs]--
+	if e.cand {
+		x.byQueue[qs].Delete(e.key())
+		x.queueBands[qs] = addBand(x.queueBands[qs], e.prio, -1, -e.gpus)
+	} else {
+		x.blocked[qs]--
+	}
+	if r.Draining {
+		x.draining.Delete(orderKey{id: r.W.ID, pos: i})
+	}
+	delete(x.slot, r.W.ID)
+	for _, n := range r.Nodes {
 		x.held[n.Node] -= int32(n.GPUs)
+		list := x.onNode[n.Node]
+		j := slices.Index(list, i)
+		list[j] = list[len(list)-1]
+		x.onNode[n.Node] = list[:len(list)-1]
+		if e.cand {
+			x.addDomainGPUs(n.Node, e.boundPrio(), -int32(n.GPUs))
+		}
 	}
 	*e = indexEntry{}
+	for _, n := range r.Nodes {
+		x.nodeChanged(n.Node)
+	}
 	x.vacant = append(x.vacant, i)
 }
 
-// ascend calls fn with every indexed workload in ID order.
-func (x *Index) ascend(fn func(r *Running) bool) {
-	x.byID.Ascend(func(i int32) bool { return fn(&x.entries[i].run) })
+// addDomainGPUs counts gpus candidate GPUs at priority p on n in every
+// domain above it.
+func (x *Index) addDomainGPUs(n topology.NodeID, p, gpus int32) {
+	f := x.fleet
+	for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
+		x.gpuBands[d] = addBand(x.gpuBands[d], p, sign(gpus), gpus)
+	}
+}
+
+func sign(v int32) int32 {
+	if v < 0 {
+		return -1
+	}
+	return 1
+}
+
+// nodeChanged recomputes node n's prices and carries them up its
+// domains. reach[n][a] is the lowest priority P such that the node's
+// room not held by indexed work plus its candidates of priority P or
+// less (draining ones counting as free) reach a GPUs; firstSlot[n][k] is
+// reach at the next multiple of k above that room, the price of room for
+// one more pod of k; clearPrice is reach at the node's capacity. Room
+// not held by indexed work may be held by others (GPUs reserved for a
+// nomination), so these are lower bounds, exact when the index holds all
+// that is allocated.
+func (x *Index) nodeChanged(n topology.NodeID) {
+	f := x.fleet
+	oldClear := x.clearPrice[n]
+	newClear := x.nodePrices(n)
+	for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
+		if oldClear != newClear {
+			if oldClear != noPrice {
+				x.nodeBands[d] = addBand(x.nodeBands[d], oldClear, -1, 0)
+			}
+			if newClear != noPrice {
+				x.nodeBands[d] = addBand(x.nodeBands[d], newClear, 1, 0)
+			}
+		}
+		if d != f.NodeDomain(n) {
+			x.minOverChildren(d)
+		}
+	}
+}
+
+// nodePrices recomputes node n's reach, firstSlot and clearPrice, and
+// returns the new clearPrice.
+func (x *Index) nodePrices(n topology.NodeID) int32 {
+	f, c := x.fleet, x.podSizes
+	capacity := f.Capacity(n)
+	room := int32(capacity) - x.held[n]
+	cands := x.scratch[:0]
+	for _, i := range x.onNode[n] {
+		e := &x.entries[i]
+		if !e.cand {
+			continue
+		}
+		for _, ng := range e.run.Nodes {
+			if ng.Node == n {
+				cands = append(cands, band{prio: e.boundPrio(), gpus: int32(ng.GPUs)})
+			}
+		}
+	}
+	slices.SortFunc(cands, func(a, b band) int {
+		switch {
+		case a.prio < b.prio:
+			return -1
+		case a.prio > b.prio:
+			return 1
+		}
+		return 0
+	})
+	x.scratch = cands
+	reach := x.reach[int(n)*c : int(n)*c+c]
+	avail, j := room, 0
+	for a := int32(1); a <= int32(c); a++ {
+		p := int32(freePrice)
+		if a > room {
+			for avail < a && j < len(cands) {
+				avail += cands[j].gpus
+				j++
+			}
+			switch {
+			case avail < a || int(a) > capacity:
+				p = noPrice
+			default:
+				p = cands[j-1].prio
+			}
+		}
+		reach[a-1] = p
+	}
+	newClear := int32(noPrice)
+	if capacity > 0 && capacity <= c {
+		newClear = reach[capacity-1]
+	}
+	x.clearPrice[n] = newClear
+	nd := f.NodeDomain(n)
+	for k := 1; k <= c; k++ {
+		next := (int(room)/k + 1) * k
+		p := int32(noPrice)
+		if room >= 0 && next <= capacity {
+			p = reach[next-1]
+		}
+		x.firstSlot[int(nd)*c+k-1] = p
+	}
+	return newClear
+}
+
+// minOverChildren recomputes domain d's firstSlot from its children's.
+func (x *Index) minOverChildren(d topology.DomainID) {
+	c := x.podSizes
+	lo, hi := x.fleet.Children(d)
+	row := x.firstSlot[int(d)*c : int(d)*c+c]
+	for k := range row {
+		row[k] = noPrice
+	}
+	for ch := lo; ch < hi; ch++ {
+		for k, v := range x.firstSlot[int(ch)*c : int(ch)*c+c] {
+			row[k] = min(row[k], v)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package preempt_test
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -250,33 +251,31 @@ func TestVictimsAgainstBruteForce(t *testing.T) {
 	})
 }
 
-// TestSortKeysAgainstComparison checks the candidate order's radix sort
-// against a comparison sort, on sizes on both sides of its threshold and
-// on keys that share many bytes (few priorities, integral costs) or none.
-func TestSortKeysAgainstComparison(t *testing.T) {
-	s := preempt.NewSearcher(preempt.Options{})
+// TestStaticOrderAgreesWithComparator checks the Index's packed key
+// against the one comparator: within one queue (same side, same share),
+// candidates of different bands are in the comparator's order, and
+// within a band the comparator falls to cost, then ID, which is how the
+// search sorts each band it fetches.
+func TestStaticOrderAgreesWithComparator(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(0, 600).Draw(t, "n")
-		k, cost := make([]uint64, n), make([]uint64, n)
-		kBits := rapid.SampledFrom([]uint64{1, 4, 1 << 34, 1<<64 - 1}).Draw(t, "kRange")
-		cBits := rapid.SampledFrom([]uint64{3, 1 << 20, 1<<64 - 1}).Draw(t, "costRange")
-		for i := range n {
-			k[i] = rapid.Uint64Range(0, kBits).Draw(t, "k")
-			cost[i] = rapid.Uint64Range(0, cBits).Draw(t, "cost") << rapid.SampledFrom([]int{0, 0, 40}).Draw(t, "shift")
-		}
-		want := make([]int32, n)
-		for i := range want {
-			want[i] = int32(i)
-		}
-		slices.SortFunc(want, func(a, b int32) int {
-			if c := cmp.Compare(k[a], k[b]); c != 0 {
-				return c
+		prios := rapid.SampledFrom([]int32{math.MinInt32, math.MinInt32 + 1, -1, 0, 1, 2, 99, math.MaxInt32 - 1, math.MaxInt32})
+		item := func(label string) preempt.OrderItem {
+			return preempt.OrderItem{
+				Draining: rapid.Bool().Draw(t, label+"draining"),
+				Prio:     prios.Draw(t, label+"prio"),
+				Cost:     rapid.SampledFrom([]float64{0, 1, 2.5, 1e9}).Draw(t, label+"cost"),
+				ID:       rapid.SampledFrom([]string{"a", "b", "c", "aa"}).Draw(t, label+"id"),
 			}
-			if c := cmp.Compare(cost[a], cost[b]); c != 0 {
-				return c
-			}
-			return cmp.Compare(a, b)
-		})
-		require.Equal(t, want, preempt.SortKeys(s, k, cost))
+		}
+		a, b := item("a"), item("b")
+		other := rapid.Bool().Draw(t, "other")
+		a.Other, b.Other = other, other
+		c := preempt.CompareOrder(a, b)
+		if !preempt.SameBand(a, b) {
+			require.Equal(t, c < 0, preempt.StaticLess(a, b), "%+v %+v", a, b)
+			require.Equal(t, c > 0, preempt.StaticLess(b, a), "%+v %+v", a, b)
+			return
+		}
+		require.Equal(t, cmp.Or(cmp.Compare(a.Cost, b.Cost), cmp.Compare(a.ID, b.ID)), c)
 	})
 }

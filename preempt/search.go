@@ -4,255 +4,106 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/topology"
 )
 
-// search runs one attempt. On the fast path it evaluates every domain of
-// the required level and keeps the best; the state is left as it was.
-func (s *Searcher) search(allowBorrow bool) (Plan, bool) {
-	if !s.fast {
-		return s.searchPlacing(allowBorrow)
+// search runs one attempt. On the fast path: victims for quota first, in
+// eviction order; then each cell the bounds keep is filled node by node,
+// cheapest room first, and filled back; the best cell's set is placed
+// once on the scratch fleet. The simulation is left as it was.
+// quotaShort says the attempt failed for quota (its candidates ran out
+// before quota fit).
+func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoPlan) {
+	if !s.shape.fast {
+		return s.searchPlacing(a)
 	}
-	s.buildDomainLists()
+	if !s.pickForQuota(a) {
+		return Plan{}, false, true, nil
+	}
+	s.quotaPicks = append(s.quotaPicks[:0], s.taken...)
 	s.best = s.best[:0]
-	bestD, bestPrio, bestCost := -1, int32(0), 0.0
-	// Domains go cheapest lower bound first; once a domain's bound cannot
-	// beat the best set found, neither can any later one's.
-	for _, b := range s.domainBounds() {
-		d := b.d
-		if bestD >= 0 && s.bounded && (b.prio > bestPrio || b.prio >= bestPrio && b.cost > bestCost+1e-9*(1+math.Abs(bestCost))) {
+	bestAt, bestPrio, bestCost := -1, int32(0), 0.0
+	bounded := !s.unbounded && !s.noBounds
+	for j, b := range s.cellBounds() {
+		// Cells go lowest bound first; once a cell's bound is above the
+		// best set's highest priority, no later cell can beat it.
+		if bestAt >= 0 && bounded && b.prio > bestPrio {
 			break
 		}
-		if s.domStart[d] == s.domStart[d+1] && !s.fitsIn(d) {
-			continue
-		}
-		if s.greedy(d, allowBorrow) {
-			s.fillBack(allowBorrow)
+		if s.fillCell(b.cell, b.groupSlot, a) {
+			s.fillBack(a.allowBorrow)
 			mp, cost := s.score(s.taken)
-			// The domain whose set is cheapest: lowest highest victim
+			// The cell whose set is cheapest: lowest highest victim
 			// priority, then lowest cost, then fewest victims, then the
-			// lowest domain ID.
-			if bestD < 0 || mp < bestPrio || mp == bestPrio && (cost < bestCost || cost == bestCost &&
-				(len(s.taken) < len(s.best) || len(s.taken) == len(s.best) && d < bestD)) {
-				bestD, bestPrio, bestCost = d, mp, cost
+			// first cell tried (lowest bound, then ID).
+			if bestAt < 0 || mp < bestPrio || mp == bestPrio && (cost < bestCost || cost == bestCost && len(s.taken) < len(s.best)) {
+				bestAt, bestPrio, bestCost = j, mp, cost
 				s.best = append(s.best[:0], s.taken...)
 			}
 		}
 		s.untakeAll()
+		for _, ci := range s.quotaPicks {
+			s.take(ci)
+		}
 	}
-	if bestD < 0 {
-		return Plan{}, false
+	s.untakeAll()
+	if bestAt < 0 {
+		return Plan{}, false, false, nil
 	}
-	for _, i := range s.best {
-		s.take(i)
+	for _, ci := range s.best {
+		s.take(ci)
 	}
-	s.releaseFreed()
-	a, err := s.placer.Place(s.f, s.req.W)
+	if np := s.releaseFreed(); np != nil {
+		s.untakeAll()
+		return Plan{}, false, false, np
+	}
+	target, err := s.placer.Place(s.scratchFleet, s.req.W)
 	if err != nil {
 		// The estimate and the placer disagree (a fleet the counters do
 		// not model, such as mixed node sizes in one domain): fall back to
 		// placing after each pick.
-		s.reacquireAll()
+		s.giveBack()
 		s.untakeAll()
-		s.fast = false
-		return s.searchPlacing(allowBorrow)
+		s.shape.fast = false
+		return s.searchPlacing(a)
 	}
-	plan := s.plan(a, allowBorrow)
-	s.reacquireAll()
+	plan = s.plan(target, a.allowBorrow)
+	s.giveBack()
 	s.untakeAll()
-	return plan, true
+	return plan, true, false, nil
 }
 
-// domBound is a lower bound on the score of any set that makes the gang
-// fit in domain d: its highest victim priority and its cost.
-type domBound struct {
-	d    int
-	prio int32
-	cost float64
-}
-
-// domainBounds returns the domains to try, by lower bound (then ID), and
-// leaves out those no set of candidates can make fit. Any set that fits
-// the gang in d frees, on d's nodes of the group it lands in, at least
-// pods x k GPUs minus what is free there already; a candidate frees at
-// most its GPUs there. So its highest priority is at least the lowest P
-// such that d's candidates of priority P or less hold that many GPUs, and
-// its cost at least the cheapest fractional cover of them by cost per
-// GPU. Without bounds (a cost model returning negative costs, or a single
-// domain) every domain is tried, in ID order.
-func (s *Searcher) domainBounds() []domBound {
-	s.bounds = s.bounds[:0]
-	if !s.bounded || s.ndom == 1 {
-		// One domain (no required level): nothing to prune.
-		for d := range s.ndom {
-			s.bounds = append(s.bounds, domBound{d: d})
-		}
-		return s.bounds
-	}
-	f := s.f
-	for d := range s.ndom {
-		need := math.MaxInt
-		for g := range topology.GroupID(f.NumGroups()) {
-			if gi := s.gslot[g]; gi >= 0 {
-				free := f.FreeGPUs(s.dlo+topology.DomainID(d), g) + int(s.goneFree[d*s.ngs+int(gi)])
-				need = min(need, s.pods*s.k-free)
-			}
-		}
-		if need <= 0 {
-			s.bounds = append(s.bounds, domBound{d: d, prio: math.MinInt32})
-			continue
-		}
-		s.items = s.items[:0]
-		total := 0
-		for _, pos := range s.domList[s.domStart[d]:s.domStart[d+1]] {
-			c := &s.cands[s.list[pos]]
-			s.items = append(s.items, boundItem{prio: c.prio, gpus: int32(c.gpus), cost: c.cost, ratio: c.cost / float64(c.gpus)})
-			total += c.gpus
-		}
-		if total < need {
-			continue // even every candidate there is not enough
-		}
-		b := domBound{d: d}
-		if total == need {
-			// Every candidate there is needed (a full domain to clear):
-			// the bound is the whole list, no sort.
-			for j, it := range s.items {
-				if j == 0 || it.prio > b.prio {
-					b.prio = it.prio
-				}
-				b.cost += it.cost
-			}
-			s.bounds = append(s.bounds, b)
-			continue
-		}
-		slices.SortFunc(s.items, func(a, b boundItem) int { return cmp.Compare(a.prio, b.prio) })
-		left := need
-		for _, it := range s.items {
-			if left -= int(it.gpus); left <= 0 {
-				b.prio = it.prio
-				break
-			}
-		}
-		slices.SortFunc(s.items, func(a, b boundItem) int { return cmp.Compare(a.ratio, b.ratio) })
-		left = need
-		for _, it := range s.items {
-			if int(it.gpus) >= left {
-				b.cost += it.ratio * float64(left)
-				break
-			}
-			b.cost += it.cost
-			left -= int(it.gpus)
-		}
-		s.bounds = append(s.bounds, b)
-	}
-	slices.SortFunc(s.bounds, func(a, b domBound) int {
-		if a.prio != b.prio {
-			return cmp.Compare(a.prio, b.prio)
-		}
-		if a.cost != b.cost {
-			return cmp.Compare(a.cost, b.cost)
-		}
-		return cmp.Compare(a.d, b.d)
-	})
-	return s.bounds
-}
-
-type boundItem struct {
-	prio  int32
-	gpus  int32
-	cost  float64
-	ratio float64
-}
-
-// greedy picks victims for domain d: candidates in order until quota fits
-// (they may sit anywhere), then the domain's own candidates in order until
-// it holds the gang.
-func (s *Searcher) greedy(d int, allowBorrow bool) bool {
-	pos := 0
-	for !s.quotaOK(allowBorrow) {
-		if pos >= len(s.list) {
+// pickForQuota takes candidates in eviction order until quota fits, and
+// reports whether it does. A queue whose work stops being reclaimable
+// (it no longer borrows) is dropped: borrowing only falls as victims go.
+func (s *Searcher) pickForQuota(a attempt) bool {
+	m := s.openAttempt(a)
+	for !s.quotaOK(a.allowBorrow) {
+		ci, from := s.next(&m)
+		if ci < 0 {
+			s.untakeAll()
 			return false
 		}
-		i := s.list[pos]
-		pos++
-		if c := &s.cands[i]; !c.taken && s.valid(c) {
-			s.take(i)
-		}
-	}
-	if s.fitsIn(d) {
-		return true
-	}
-	dl := s.domList[s.domStart[d]:s.domStart[d+1]]
-	for j := sort.Search(len(dl), func(j int) bool { return int(dl[j]) >= pos }); j < len(dl); j++ {
-		i := s.list[dl[j]]
-		if c := &s.cands[i]; c.taken || !s.valid(c) {
+		c := &s.cands[ci]
+		if c.taken || !s.keep(c, a) {
 			continue
 		}
-		s.take(i)
-		if s.fitsIn(d) {
-			return true
-		}
-	}
-	return false
-}
-
-// buildDomainLists indexes, per domain of the required level, the
-// positions in list of the candidates that free usable GPUs there. The
-// candidates' nodes are walked once: the (position, domain) pairs are
-// kept, then placed by a counting sort on the domain, which keeps them in
-// list order within each domain.
-func (s *Searcher) buildDomainLists() {
-	f := s.f
-	s.domStart = slices.Grow(s.domStart[:0], s.ndom+1)[:s.ndom+1]
-	clear(s.domStart)
-	s.hits = s.hits[:0]
-	for pos, i := range s.list {
-		prev := int32(-1)
-		for _, x := range s.cands[i].r.Nodes {
-			if f.Health(x.Node) != topology.Healthy || s.gslot[f.NodeGroup(x.Node)] < 0 {
-				continue
+		if !s.valid(c) {
+			if qr := &s.queues[c.run.Queue]; qr.other && !s.borrowingQueue(c.run.Queue, qr.lca) {
+				m.drop(from)
 			}
-			// Once per run of nodes in the same domain.
-			if d := int32(f.DomainOf(x.Node, s.lvl) - s.dlo); d != prev {
-				s.hits = append(s.hits, domHit{pos: int32(pos), d: d})
-				s.domStart[d+1]++
-				prev = d
-			}
+			continue
 		}
+		s.take(ci)
 	}
-	for d := range s.ndom {
-		s.domStart[d+1] += s.domStart[d]
-	}
-	s.domList = slices.Grow(s.domList[:0], len(s.hits))[:len(s.hits)]
-	if s.ndom == 1 {
-		for j, h := range s.hits {
-			s.domList[j] = h.pos
-		}
-		return
-	}
-	// Fill using domStart as moving cursors, then shift back.
-	for _, h := range s.hits {
-		s.domList[s.domStart[h.d]] = h.pos
-		s.domStart[h.d]++
-	}
-	for d := s.ndom; d > 0; d-- {
-		s.domStart[d] = s.domStart[d-1]
-	}
-	s.domStart[0] = 0
-}
-
-// domHit says that the candidate at position pos of list frees usable
-// GPUs in domain d.
-type domHit struct {
-	pos, d int32
+	return true
 }
 
 func (s *Searcher) score(set []int32) (maxPrio int32, cost float64) {
-	for j, i := range set {
-		c := &s.cands[i]
+	for j, ci := range set {
+		c := &s.cands[ci]
 		if j == 0 || c.prio > maxPrio {
 			maxPrio = c.prio
 		}
@@ -261,45 +112,443 @@ func (s *Searcher) score(set []int32) (maxPrio int32, cost float64) {
 	return maxPrio, cost
 }
 
-// searchPlacing is Kueue's classical search: pick candidates in order and
-// place after each pick once quota fits, then fill back. It serves the
-// shapes the fast path's counters do not model (segments, spread, pod sets
-// of different sizes). O(candidates) placements.
-func (s *Searcher) searchPlacing(allowBorrow bool) (Plan, bool) {
-	s.releaseFreed()
-	defer s.reacquireAll()
-	for _, i := range s.list {
-		if s.fits(allowBorrow) {
+// cellBound is a lower bound on the highest victim priority of any set
+// that makes the gang fit in a cell.
+type cellBound struct {
+	cell      int
+	groupSlot int32
+	prio      int32
+}
+
+// cellBounds returns the cells to try, lowest bound first (then ID),
+// leaving out those no set of candidates can make hold the gang. A set
+// that fits the gang in cell d frees there at least pods x k GPUs minus
+// what is free (or freed by gone work), and, for whole-node pods, clears
+// at least pods nodes less those free: so its highest priority is at
+// least the lowest P such that d's candidates of priority P or less hold
+// that many GPUs, and such that d has that many nodes clearable at P or
+// less. Both read the Index's per-domain bands: O(bands) per cell. In
+// the reference mode (noBounds), every cell in ID order.
+func (s *Searcher) cellBounds() []cellBound {
+	f, x, sh := s.fleet, s.index, &s.shape
+	s.bounds = s.bounds[:0]
+	s.noteGoneInCells()
+	for d := range sh.numCells {
+		for g := range topology.GroupID(f.NumGroups()) {
+			gi := sh.groupSlot[g]
+			if gi < 0 {
+				continue
+			}
+			if s.noBounds || s.unbounded {
+				s.bounds = append(s.bounds, cellBound{cell: d, groupSlot: gi})
+				continue
+			}
+			if s.cellAt[d] == s.epoch && s.cellFits(d, gi) {
+				s.bounds = append(s.bounds, cellBound{cell: d, groupSlot: gi, prio: freePrice})
+				continue
+			}
+			dom := sh.firstCell + topology.DomainID(d)
+			need := sh.pods*sh.podGPUs - f.FreeGPUs(dom, g) - int(s.goneInCell(d))
+			p, ok := priceOf(x.gpuBands[dom], need, true)
+			if !ok {
+				continue
+			}
+			if sh.podGPUs == f.MaxGPUsPerNode() && !s.goneRunning {
+				q, ok := priceOf(x.nodeBands[dom], sh.pods, false)
+				if !ok {
+					continue
+				}
+				p = max(p, q)
+			}
+			s.bounds = append(s.bounds, cellBound{cell: d, groupSlot: gi, prio: p})
+		}
+	}
+	if !s.noBounds {
+		slices.SortFunc(s.bounds, func(a, b cellBound) int {
+			return cmp.Or(cmp.Compare(a.prio, b.prio), cmp.Compare(a.cell, b.cell), cmp.Compare(a.groupSlot, b.groupSlot))
+		})
+	}
+	return s.bounds
+}
+
+// priceOf returns the lowest priority at which the bands hold need GPUs
+// (or need nodes), and false when they never do.
+func priceOf(bands []band, need int, gpus bool) (int32, bool) {
+	if need <= 0 {
+		return freePrice, true
+	}
+	sum := 0
+	for _, b := range bands {
+		if gpus {
+			sum += int(b.gpus)
+		} else {
+			sum += int(b.n)
+		}
+		if sum >= need {
+			return b.prio, true
+		}
+	}
+	return 0, false
+}
+
+// noteGoneInCells sums, per cell, the GPUs gone workloads free there (the
+// bands count only draining work as free), once per call.
+func (s *Searcher) noteGoneInCells() {
+	if s.goneCellsAt == s.epoch {
+		return
+	}
+	s.goneCellsAt = s.epoch
+	if len(s.goneCell) < s.shape.numCells {
+		s.goneCell = make([]int32, s.shape.numCells)
+	}
+	for _, d := range s.goneCells {
+		s.goneCell[d] = 0
+	}
+	s.goneCells = s.goneCells[:0]
+	s.goneRunning = false
+	for _, pos := range s.gone {
+		e := &s.index.entries[pos]
+		s.goneRunning = s.goneRunning || !e.run.Draining
+		for _, ng := range e.run.Nodes {
+			if d, _ := s.cell(ng.Node); d >= 0 {
+				if s.goneCell[d] == 0 {
+					s.goneCells = append(s.goneCells, d)
+				}
+				s.goneCell[d] += int32(ng.GPUs)
+			}
+		}
+	}
+}
+
+func (s *Searcher) goneInCell(d int) int32 { return s.goneCell[d] }
+
+// frontierItem is a domain or node on the best-first frontier of
+// fillCell, by price: a lower bound from the Index for a domain or a
+// node not yet looked at, the exact price of room for one more pod for a
+// node looked at.
+type frontierItem struct {
+	prio int32
+	cost float64
+	kind uint8 // frontierDomain, frontierNodeBound, frontierNode
+	id   int32 // DomainID or NodeID
+}
+
+const (
+	frontierDomain uint8 = iota
+	frontierNodeBound
+	frontierNode
+)
+
+func frontierLess(a, b *frontierItem) bool {
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	if a.cost != b.cost {
+		return a.cost < b.cost
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind
+	}
+	return a.id < b.id
+}
+
+func (s *Searcher) push(it frontierItem) {
+	h := append(s.frontier, it)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !frontierLess(&h[i], &h[p]) {
 			break
 		}
-		if c := &s.cands[i]; !c.taken && s.valid(c) {
-			s.take(i)
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	s.frontier = h
+}
+
+func (s *Searcher) pop() frontierItem {
+	h := s.frontier
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && frontierLess(&h[l], &h[m]) {
+			m = l
+		}
+		if r < len(h) && frontierLess(&h[r], &h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	s.frontier = h
+	return top
+}
+
+// fillCell takes victims in cell d (group slot gi) until it holds the
+// gang: each step frees room for one more pod on the node where that is
+// cheapest (see nodeSlot). Nodes are found best-first down the topology:
+// a domain's bound is the Index's lowest price of one more pod on any of
+// its nodes, so only domains that may hold a cheap node are opened, and
+// only their nodes' candidates are looked at. Nodes whose room the
+// search already changed are priced exactly from the start.
+func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
+	if s.cellFits(d, gi) {
+		return true
+	}
+	f, x, sh := s.fleet, s.index, &s.shape
+	s.cellEpoch++
+	if s.cellEpoch == 0 {
+		clear(s.nodeSeen)
+		s.cellEpoch = 1
+	}
+	s.frontier = s.frontier[:0]
+	k, sizes := sh.podGPUs, x.podSizes
+	dom := sh.firstCell + topology.DomainID(d)
+	nodeLevel := topology.Level(f.Depth())
+	nodeBase := f.NodeDomain(0)
+	for _, n := range s.touched {
+		if nd, ngi := s.cell(n); nd == d && ngi == gi {
+			s.nodeSeen[n] = s.cellEpoch
+			if p, c, ok := s.nodeSlot(n, a, false); ok {
+				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+			}
 		}
 	}
-	if !s.fits(allowBorrow) {
-		s.untakeAll()
-		return Plan{}, false
+	if sh.level == nodeLevel {
+		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], kind: frontierNodeBound, id: int32(dom - nodeBase)})
+	} else {
+		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], kind: frontierDomain, id: int32(dom)})
 	}
-	s.fillBack(allowBorrow)
-	a, err := s.placer.Place(s.f, s.req.W)
+	for !s.cellFits(d, gi) {
+		if len(s.frontier) == 0 {
+			return false
+		}
+		it := s.pop()
+		switch it.kind {
+		case frontierDomain:
+			lo, hi := f.Children(topology.DomainID(it.id))
+			leafs := f.DomainLevel(lo) == nodeLevel
+			for ch := lo; ch < hi; ch++ {
+				p := x.firstSlot[int(ch)*sizes+k-1]
+				if p == noPrice {
+					continue
+				}
+				if !leafs {
+					s.push(frontierItem{prio: p, kind: frontierDomain, id: int32(ch)})
+					continue
+				}
+				n := topology.NodeID(ch - nodeBase)
+				if s.nodeSeen[n] == s.cellEpoch {
+					continue
+				}
+				if nd, ngi := s.cell(n); nd != d || ngi != gi {
+					continue
+				}
+				s.push(frontierItem{prio: p, kind: frontierNodeBound, id: int32(n)})
+			}
+		case frontierNodeBound:
+			n := topology.NodeID(it.id)
+			if s.nodeSeen[n] == s.cellEpoch {
+				continue
+			}
+			s.nodeSeen[n] = s.cellEpoch
+			if nd, ngi := s.cell(n); nd != d || ngi != gi {
+				continue
+			}
+			if p, c, ok := s.nodeSlot(n, a, false); ok {
+				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+			}
+		case frontierNode:
+			n := topology.NodeID(it.id)
+			p, c, ok := s.nodeSlot(n, a, false)
+			if !ok {
+				continue
+			}
+			if p != it.prio || c != it.cost {
+				// Its room changed since it was priced (a victim on
+				// several nodes, a queue back within quota).
+				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+				continue
+			}
+			s.nodeSlot(n, a, true)
+			if p, c, ok := s.nodeSlot(n, a, false); ok {
+				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+			}
+		}
+	}
+	return true
+}
+
+// nodeSlot prices room for one more pod of the gang on node n: its
+// candidates the attempt may take, in eviction order, until the node's
+// free GPUs reach the next multiple of the pod size; the price is their
+// highest priority and their cost. With take, it takes them.
+func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32, cost float64, ok bool) {
+	f := s.fleet
+	k := s.shape.podGPUs
+	avail := f.Free(n) + int(s.freed[n])
+	target := (avail/k + 1) * k
+	if target > f.Capacity(n) || f.Health(n) != topology.Healthy {
+		return 0, 0, false
+	}
+	list := s.nodeCands[:0]
+	for _, pos := range s.index.onNode[n] {
+		ci := s.classify(pos)
+		if ci < 0 {
+			continue
+		}
+		if c := &s.cands[ci]; !c.taken && s.keep(c, a) && s.valid(c) {
+			list = append(list, ci)
+		}
+	}
+	cs := s.cands
+	slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
+	s.nodeCands = list
+	prio = math.MinInt32
+	for _, ci := range list {
+		c := &s.cands[ci]
+		for _, ng := range c.run.Nodes {
+			if ng.Node == n {
+				avail += ng.GPUs
+			}
+		}
+		prio = max(prio, c.prio)
+		cost += c.cost
+		if take {
+			s.take(ci)
+		}
+		if avail >= target {
+			return prio, cost, true
+		}
+	}
+	return 0, 0, false
+}
+
+// searchPlacing is Kueue's classical search: pick candidates in order and
+// place after each pick once quota fits, then fill back. It serves the
+// shapes the fast path's counters do not model (segments, spread, pod
+// sets of different sizes). O(candidates) placements.
+func (s *Searcher) searchPlacing(a attempt) (Plan, bool, bool, *NoPlan) {
+	if np := s.releaseFreed(); np != nil {
+		return Plan{}, false, false, np
+	}
+	defer s.giveBack()
+	m := s.openAttempt(a)
+	quotaShort := false
+	for !s.fitsPlacing(a.allowBorrow) {
+		ci, from := s.next(&m)
+		if ci < 0 {
+			quotaShort = !s.quotaOK(a.allowBorrow)
+			break
+		}
+		c := &s.cands[ci]
+		if c.taken || !s.keep(c, a) {
+			continue
+		}
+		if !s.valid(c) {
+			if qr := &s.queues[c.run.Queue]; qr.other && !s.borrowingQueue(c.run.Queue, qr.lca) {
+				m.drop(from)
+			}
+			continue
+		}
+		s.takePlacing(ci)
+	}
+	if !s.fitsPlacing(a.allowBorrow) {
+		s.untakeAllPlacing()
+		return Plan{}, false, quotaShort, nil
+	}
+	for j := len(s.taken) - 1; j >= 0; j-- {
+		ci := s.taken[j]
+		s.untakePlacing(ci)
+		if s.fitsPlacing(a.allowBorrow) {
+			s.taken = slices.Delete(s.taken, j, j+1)
+			continue
+		}
+		s.retakePlacing(ci)
+	}
+	target, err := s.placer.Place(s.scratchFleet, s.req.W)
 	if err != nil {
 		panic("preempt: placement changed its answer on the same fleet: " + err.Error())
 	}
-	plan := s.plan(a, allowBorrow)
-	s.untakeAll()
-	return plan, true
+	plan := s.plan(target, a.allowBorrow)
+	s.untakeAllPlacing()
+	return plan, true, false, nil
+}
+
+func (s *Searcher) fitsPlacing(allowBorrow bool) bool {
+	if !s.quotaOK(allowBorrow) {
+		return false
+	}
+	_, err := s.placer.Place(s.scratchFleet, s.req.W)
+	return err == nil
+}
+
+func (s *Searcher) takePlacing(ci int32) {
+	s.take(ci)
+	s.releaseNodes(&s.cands[ci], 1)
+}
+
+func (s *Searcher) untakePlacing(ci int32) {
+	s.untake(ci)
+	s.releaseNodes(&s.cands[ci], -1)
+}
+
+func (s *Searcher) retakePlacing(ci int32) {
+	c := &s.cands[ci]
+	s.removeUsage(c)
+	c.taken = true
+	s.freeAll(c, 1)
+	s.releaseNodes(c, 1)
+}
+
+func (s *Searcher) untakeAllPlacing() {
+	for _, ci := range slices.Backward(s.taken) {
+		s.untakePlacing(ci)
+	}
+	s.taken = s.taken[:0]
+}
+
+func (s *Searcher) releaseNodes(c *cand, sign int) {
+	for _, x := range c.run.Nodes {
+		if !s.releaseOn(x.Node, sign*x.GPUs) {
+			panic("preempt: the scratch fleet refused GPUs checked against the live fleet")
+		}
+	}
+}
+
+// fitsAlready returns a plan without victims when the request fits once
+// the gone workloads are gone.
+func (s *Searcher) fitsAlready() (Plan, bool, *NoPlan) {
+	if !s.quotaOK(true) || s.shape.fast && !s.topologyOK() {
+		return Plan{}, false, nil
+	}
+	if np := s.releaseFreed(); np != nil {
+		return Plan{}, false, np
+	}
+	a, err := s.placer.Place(s.scratchFleet, s.req.W)
+	s.giveBack()
+	if err != nil {
+		return Plan{}, false, nil
+	}
+	return Plan{Beneficiary: s.req.W.ID, Target: a.Clone(), ReadyBy: s.req.Now,
+		Borrowing: s.tree.Fits(s.req.Queue, s.flavor, s.needGPUs).Borrowing()}, true, nil
 }
 
 // plan builds the result from the taken victims, with the simulation in
 // its final state (victims gone).
 func (s *Searcher) plan(a placement.Assignment, allowBorrow bool) Plan {
 	now := s.req.Now
-	borrowing := s.t.Fits(s.req.Queue, s.fl, s.need).Borrowing()
+	borrowing := s.tree.Fits(s.req.Queue, s.flavor, s.needGPUs).Borrowing()
 	p := Plan{Beneficiary: s.req.W.ID, Target: a.Clone(), ReadyBy: now, Borrowing: borrowing,
 		Victims: make([]Victim, 0, len(s.taken))}
-	for _, i := range s.taken {
-		c := &s.cands[i]
-		v := Victim{ID: c.id, Nodes: c.r.Nodes, GPUs: c.gpus, Cost: c.cost, Priority: c.prio}
+	for _, ci := range s.taken {
+		c := &s.cands[ci]
+		v := Victim{ID: c.id, Nodes: c.run.Nodes, GPUs: c.gpus, Cost: c.cost, Priority: c.prio}
 		switch {
 		case !c.other:
 			v.Reason = InQueue
@@ -310,7 +559,7 @@ func (s *Searcher) plan(a placement.Assignment, allowBorrow bool) Plan {
 		default:
 			v.Reason = Reclaim
 		}
-		g := c.r.Grace
+		g := c.run.Grace
 		if g <= 0 {
 			g = DefaultGrace
 		}

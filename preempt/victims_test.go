@@ -189,7 +189,7 @@ func TestFairSharingWeights(t *testing.T) {
 }
 
 func TestClearOneSpineOfCheapBatch(t *testing.T) {
-	v := shapes.Clear(2048, false, 1)
+	v := shapes.Clear(2048, shapes.FillFull, 1)
 	// Spine 2 holds the cheapest work: the gang must clear it, not
 	// scatter victims over spines.
 	for i := range v.Running {
@@ -269,10 +269,10 @@ func (perGPU) Cost(r *preempt.Running, _ time.Time) float64 {
 // does not depend on the order of Add, with distinct costs and with
 // costs that tie.
 func TestIndexOrderKeepsThePlan(t *testing.T) {
-	for _, build := range []func(int, bool, uint64) *shapes.Victim{shapes.Clear, shapes.Spike, shapes.Reclaim} {
-		for _, mixed := range []bool{false, true} {
+	for _, build := range []func(int, shapes.Fill, uint64) *shapes.Victim{shapes.Clear, shapes.Spike, shapes.Reclaim} {
+		for _, fill := range shapes.Fills() {
 			for _, opt := range []preempt.Options{{}, {Cost: perGPU{}}} {
-				v := build(2048, mixed, 1)
+				v := build(2048, fill, 1)
 				want, err := preempt.NewSearcher(opt).Victims(v.View(), v.Request, nil)
 				require.NoError(t, err)
 				sorted := slices.Clone(v.Running)
