@@ -74,10 +74,10 @@ type Searcher struct {
 	goneCell    []int32 // per cell: GPUs gone workloads free there
 	goneCells   []int
 	goneRunning bool // some gone workload is not draining
-	streams    []queueStream
-	heads      []int32
-	bandBufs   [][]int32
-	removals   []removal
+	streams     []queueStream
+	heads       []int32
+	bandBufs    [][]int32
+	removals    []removal
 }
 
 type removal struct {
