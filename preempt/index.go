@@ -62,6 +62,7 @@ type Index struct {
 	gpuBands   [][]band
 	nodeBands  [][]band
 	clearPrice []int32 // per node: price to free it whole (noPrice: never)
+	maxClear   []int32 // per domain: highest clearPrice of its nodes, the price to free it whole
 	scratch    []band  // nodeChanged's sort buffer
 }
 
@@ -146,7 +147,7 @@ func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
 		onNode: make([][]int32, f.NumNodes()), held: make([]int32, f.NumNodes()),
 		podSizes: c, reach: make([]int32, f.NumNodes()*c), firstSlot: make([]int32, f.NumDomains()*c),
 		gpuBands: make([][]band, f.NumDomains()), nodeBands: make([][]band, f.NumDomains()),
-		clearPrice: make([]int32, f.NumNodes()),
+		clearPrice: make([]int32, f.NumNodes()), maxClear: make([]int32, f.NumDomains()),
 	}
 	for i := range x.clearPrice {
 		x.clearPrice[i] = noPrice
@@ -446,6 +447,7 @@ func (x *Index) nodePrices(n topology.NodeID) int32 {
 	}
 	x.clearPrice[n] = newClear
 	nd := f.NodeDomain(n)
+	x.maxClear[nd] = newClear
 	for k := 1; k <= c; k++ {
 		next := (int(room)/k + 1) * k
 		p := int32(noPrice)
@@ -457,10 +459,16 @@ func (x *Index) nodePrices(n topology.NodeID) int32 {
 	return newClear
 }
 
-// minOverChildren recomputes domain d's firstSlot from its children's.
+// minOverChildren recomputes domain d's firstSlot and maxClear from its
+// children's.
 func (x *Index) minOverChildren(d topology.DomainID) {
 	c := x.podSizes
 	lo, hi := x.fleet.Children(d)
+	mc := int32(freePrice)
+	for ch := lo; ch < hi; ch++ {
+		mc = max(mc, x.maxClear[ch])
+	}
+	x.maxClear[d] = mc
 	row := x.firstSlot[int(d)*c : int(d)*c+c]
 	for k := range row {
 		row[k] = noPrice

@@ -3,6 +3,7 @@ package preempt
 import (
 	"slices"
 
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -210,34 +211,111 @@ func (s *Searcher) untake(ci int32) {
 	s.freeAll(c, -1)
 }
 
-// untakeAll reverses every take, newest first.
+// untakeAll reverses every take, with one tree change per queue.
 func (s *Searcher) untakeAll() {
 	for _, ci := range slices.Backward(s.taken) {
-		s.untake(ci)
+		c := &s.cands[ci]
+		c.taken = false
+		s.freeAll(c, -1)
+		s.pendingUsage(c.run.Queue, c.gpus)
 	}
+	s.flushUsage(1)
 	s.taken = s.taken[:0]
 }
 
-// fillBack walks the picked victims newest first and keeps out each one
-// without which the request still fits, so the set is 1-minimal.
-// Topology is checked first: it is O(nodes) and usually says "needed"
-// without touching the tree.
-func (s *Searcher) fillBack(allowBorrow bool) {
-	for j := len(s.taken) - 1; j >= 0; j-- {
-		c := &s.cands[s.taken[j]]
-		s.freeAll(c, -1)
-		if !s.topologyOK() {
-			s.freeAll(c, 1)
-			continue
-		}
-		s.addUsage(c)
-		if s.quotaOK(allowBorrow) {
-			c.taken = false
-			s.taken = slices.Delete(s.taken, j, j+1)
-			continue
-		}
-		s.removeUsage(c)
+// takeAll takes the given candidates (none taken), with one tree change
+// per queue.
+func (s *Searcher) takeAll(list []int32) {
+	for _, ci := range list {
+		c := &s.cands[ci]
+		c.taken = true
 		s.freeAll(c, 1)
+		s.pendingUsage(c.run.Queue, c.gpus)
+	}
+	s.flushUsage(-1)
+	s.taken = append(s.taken, list...)
+}
+
+// pendingUsage notes g GPUs of queue q for flushUsage.
+func (s *Searcher) pendingUsage(q quota.NodeID, g int) {
+	if len(s.pending) < len(s.queues) {
+		s.pending = make([]int64, len(s.queues))
+	}
+	if s.pending[q] == 0 {
+		s.pendingQ = append(s.pendingQ, q)
+	}
+	s.pending[q] += int64(g)
+}
+
+// flushUsage adds (sign 1) or removes (sign -1) the pending GPUs per
+// queue: the tree ends as after one change per victim, since usage is
+// exact arithmetic.
+func (s *Searcher) flushUsage(sign int) {
+	for _, q := range s.pendingQ {
+		g := s.pending[q]
+		s.pending[q] = 0
+		var err error
+		if sign > 0 {
+			err = s.tree.AddUsage(q, s.flavor, g)
+		} else {
+			err = s.tree.RemoveUsage(q, s.flavor, g)
+		}
+		if err != nil {
+			panic("preempt: usage of indexed workloads: " + err.Error())
+		}
+	}
+	s.pendingQ = s.pendingQ[:0]
+}
+
+// fillBack walks the picked victims newest first and keeps out each one
+// without which the request still fits, so the set is 1-minimal. It
+// tries runs of victims at once, growing the run while whole runs can go
+// and halving it when one cannot: fitting is monotone (less usage and
+// more free GPUs never make it stop fitting), so a run goes back exactly
+// when each of its victims would one by one, and the set is the same as
+// the one-by-one walk's, at one tree change per queue per run. Topology
+// is checked first: it is O(nodes) and usually says "needed" without
+// touching the tree.
+func (s *Searcher) fillBack(allowBorrow bool) {
+	run := 1
+	for j := len(s.taken) - 1; j >= 0; {
+		n := min(run, j+1)
+		seg := s.taken[j-n+1 : j+1]
+		for _, ci := range seg {
+			s.freeAll(&s.cands[ci], -1)
+		}
+		ok := s.topologyOK()
+		if ok {
+			for _, ci := range seg {
+				c := &s.cands[ci]
+				s.pendingUsage(c.run.Queue, c.gpus)
+			}
+			s.flushUsage(1)
+			if ok = s.quotaOK(allowBorrow); !ok {
+				for _, ci := range seg {
+					c := &s.cands[ci]
+					s.pendingUsage(c.run.Queue, c.gpus)
+				}
+				s.flushUsage(-1)
+			}
+		}
+		if ok {
+			for _, ci := range seg {
+				s.cands[ci].taken = false
+			}
+			s.taken = slices.Delete(s.taken, j-n+1, j+1)
+			j -= n
+			run *= 2
+			continue
+		}
+		for _, ci := range seg {
+			s.freeAll(&s.cands[ci], 1)
+		}
+		if n == 1 {
+			j-- // needed
+			continue
+		}
+		run = n / 2
 	}
 }
 

@@ -9,12 +9,12 @@ import (
 	"github.com/fleetsched/fleet/topology"
 )
 
-// search runs one attempt. On the fast path: victims for quota first, in
-// eviction order; then each cell the bounds keep is filled node by node,
-// cheapest room first, and filled back; the best cell's set is placed
-// once on the scratch fleet. The simulation is left as it was.
-// quotaShort says the attempt failed for quota (its candidates ran out
-// before quota fit).
+// search runs one attempt, on the fast path: victims for quota first, in
+// eviction order (they may sit anywhere); then each cell the bounds keep
+// is filled node by node, cheapest room first (fillCell), its set filled
+// back and scored; the best cell's set is placed once on the scratch
+// fleet. The simulation is left as it was. quotaShort says the attempt
+// failed for quota (its candidates ran out before quota fit).
 func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoPlan) {
 	if !s.shape.fast {
 		return s.searchPlacing(a)
@@ -24,37 +24,43 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 	}
 	s.quotaPicks = append(s.quotaPicks[:0], s.taken...)
 	s.best = s.best[:0]
-	bestAt, bestPrio, bestCost := -1, int32(0), 0.0
+	best := struct {
+		at   int
+		cell cellBound
+		prio int32
+		cost float64
+	}{at: -1}
 	bounded := !s.unbounded && !s.noBounds
 	for j, b := range s.cellBounds() {
 		// Cells go lowest bound first; once a cell's bound is above the
-		// best set's highest priority, no later cell can beat it.
-		if bestAt >= 0 && bounded && b.prio > bestPrio {
-			break
+		// best set's highest priority, or its cost bound above the best
+		// set's cost, it cannot beat it.
+		if best.at >= 0 && bounded && (b.prio > best.prio || b.prio == best.prio && b.cost > best.cost+1e-9*(1+math.Abs(best.cost))) {
+			if b.prio > best.prio {
+				break
+			}
+			continue
 		}
 		if s.fillCell(b.cell, b.groupSlot, a) {
 			s.fillBack(a.allowBorrow)
 			mp, cost := s.score(s.taken)
 			// The cell whose set is cheapest: lowest highest victim
 			// priority, then lowest cost, then fewest victims, then the
-			// first cell tried (lowest bound, then ID).
-			if bestAt < 0 || mp < bestPrio || mp == bestPrio && (cost < bestCost || cost == bestCost && len(s.taken) < len(s.best)) {
-				bestAt, bestPrio, bestCost = j, mp, cost
+			// lowest cell.
+			if best.at < 0 || mp < best.prio || mp == best.prio && (cost < best.cost || cost == best.cost &&
+				(len(s.taken) < len(s.best) || len(s.taken) == len(s.best) && cellBefore(b, best.cell))) {
+				best.at, best.cell, best.prio, best.cost = j, b, mp, cost
 				s.best = append(s.best[:0], s.taken...)
 			}
 		}
 		s.untakeAll()
-		for _, ci := range s.quotaPicks {
-			s.take(ci)
-		}
+		s.takeAll(s.quotaPicks)
 	}
 	s.untakeAll()
-	if bestAt < 0 {
+	if best.at < 0 {
 		return Plan{}, false, false, nil
 	}
-	for _, ci := range s.best {
-		s.take(ci)
-	}
+	s.takeAll(s.best)
 	if np := s.releaseFreed(); np != nil {
 		s.untakeAll()
 		return Plan{}, false, false, np
@@ -73,6 +79,10 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 	s.giveBack()
 	s.untakeAll()
 	return plan, true, false, nil
+}
+
+func cellBefore(a, b cellBound) bool {
+	return a.cell < b.cell || a.cell == b.cell && a.groupSlot < b.groupSlot
 }
 
 // pickForQuota takes candidates in eviction order until quota fits, and
@@ -118,6 +128,7 @@ type cellBound struct {
 	cell      int
 	groupSlot int32
 	prio      int32
+	cost      float64 // a lower bound on its cost, or 0
 }
 
 // cellBounds returns the cells to try, lowest bound first (then ID),
@@ -149,26 +160,142 @@ func (s *Searcher) cellBounds() []cellBound {
 			}
 			dom := sh.firstCell + topology.DomainID(d)
 			need := sh.pods*sh.podGPUs - f.FreeGPUs(dom, g) - int(s.goneInCell(d))
-			p, ok := priceOf(x.gpuBands[dom], need, true)
-			if !ok {
-				continue
-			}
-			if sh.podGPUs == f.MaxGPUsPerNode() && !s.goneRunning {
-				q, ok := priceOf(x.nodeBands[dom], sh.pods, false)
-				if !ok {
+			var p int32
+			var ok bool
+			if sh.podGPUs != f.MaxGPUsPerNode() {
+				p, ok = priceOf(x.gpuBands[dom], need, true)
+			} else {
+				// Whole nodes: clearing them frees at least their GPUs,
+				// so the node bound is the stronger one. A cell that must
+				// be cleared whole costs its dearest node.
+				if f.Stats(dom, g).HealthyNodes < sh.pods {
 					continue
 				}
-				p = max(p, q)
+				if sh.pods == f.Stats(dom, topology.AllGroups).Nodes {
+					p = x.maxClear[dom]
+					ok = p != noPrice
+				} else {
+					p, ok = priceOf(x.nodeBands[dom], sh.pods, false)
+				}
+				if s.goneRunning {
+					// Work gone but not draining is counted at its
+					// priority in the bands: no bound.
+					p, ok = freePrice, true
+				}
+			}
+			if !ok {
+				continue
 			}
 			s.bounds = append(s.bounds, cellBound{cell: d, groupSlot: gi, prio: p})
 		}
 	}
-	if !s.noBounds {
-		slices.SortFunc(s.bounds, func(a, b cellBound) int {
-			return cmp.Or(cmp.Compare(a.prio, b.prio), cmp.Compare(a.cell, b.cell), cmp.Compare(a.groupSlot, b.groupSlot))
-		})
+	if s.noBounds {
+		return s.bounds
+	}
+	slices.SortFunc(s.bounds, func(a, b cellBound) int {
+		return cmp.Or(cmp.Compare(a.prio, b.prio), cmp.Compare(a.cell, b.cell), cmp.Compare(a.groupSlot, b.groupSlot))
+	})
+	if !s.unbounded {
+		s.costBounds()
 	}
 	return s.bounds
+}
+
+// costBounds gives the cells that share the lowest priority bound a
+// lower bound on their cost, when that is cheap (the gang needs most of
+// the cell: at least half its candidate GPUs), and puts them cheapest
+// first: the cell a full clear should pick is then tried first, and the
+// others are skipped once its set is known. The bound is the cheapest
+// fractional cover of the GPUs still missing by the cell's candidates,
+// by cost per GPU.
+func (s *Searcher) costBounds() {
+	f, x, sh := s.fleet, s.index, &s.shape
+	n := 0
+	for n < len(s.bounds) && s.bounds[n].prio == s.bounds[0].prio {
+		n++
+	}
+	if n < 2 {
+		return
+	}
+	for j := range s.bounds[:n] {
+		b := &s.bounds[j]
+		dom := sh.firstCell + topology.DomainID(b.cell)
+		g := s.groupOf(b.groupSlot)
+		need := sh.pods*sh.podGPUs - f.FreeGPUs(dom, g) - int(s.goneInCell(b.cell))
+		total := 0
+		for _, bd := range x.gpuBands[dom] {
+			total += int(bd.gpus)
+		}
+		if need <= 0 || total > 2*need {
+			continue
+		}
+		b.cost = s.coverCost(dom, need)
+	}
+	slices.SortStableFunc(s.bounds[:n], func(a, b cellBound) int { return cmp.Compare(a.cost, b.cost) })
+}
+
+// groupOf returns the fleet group of an eligible group slot.
+func (s *Searcher) groupOf(gi int32) topology.GroupID {
+	for g, v := range s.shape.groupSlot {
+		if v == gi {
+			return topology.GroupID(g)
+		}
+	}
+	return topology.AllGroups
+}
+
+// coverCost is the cheapest fractional cover of need GPUs by the
+// candidates on dom's nodes, each counted with its GPUs there.
+func (s *Searcher) coverCost(dom topology.DomainID, need int) float64 {
+	f := s.fleet
+	s.cellEpoch++
+	if s.cellEpoch == 0 {
+		clear(s.nodeSeen)
+		s.cellEpoch = 1
+	}
+	items := s.coverItems[:0]
+	lo, hi := f.Nodes(dom)
+	for n := lo; n < hi; n++ {
+		for _, pos := range s.index.onNode[n] {
+			ci := s.classify(pos)
+			if ci < 0 {
+				continue
+			}
+			if int(ci) >= len(s.coveredAt) {
+				s.coveredAt = append(s.coveredAt, make([]uint32, int(ci)+1-len(s.coveredAt)+len(s.cands))...)
+			}
+			if s.coveredAt[ci] == s.cellEpoch {
+				continue
+			}
+			s.coveredAt[ci] = s.cellEpoch
+			c := &s.cands[ci]
+			in := 0
+			for _, ng := range c.run.Nodes {
+				if ng.Node >= lo && ng.Node < hi {
+					in += ng.GPUs
+				}
+			}
+			items = append(items, coverItem{gpus: in, cost: c.cost})
+		}
+	}
+	s.coverItems = items
+	slices.SortFunc(items, func(a, b coverItem) int {
+		return cmp.Compare(a.cost*float64(b.gpus), b.cost*float64(a.gpus))
+	})
+	cost, left := 0.0, need
+	for _, it := range items {
+		if it.gpus >= left {
+			return cost + it.cost*float64(left)/float64(it.gpus)
+		}
+		cost += it.cost
+		left -= it.gpus
+	}
+	return cost
+}
+
+type coverItem struct {
+	gpus int
+	cost float64
 }
 
 // priceOf returns the lowest priority at which the bands hold need GPUs

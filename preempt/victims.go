@@ -78,6 +78,10 @@ type Searcher struct {
 	heads       []int32
 	bandBufs    [][]int32
 	removals    []removal
+	pending     []int64 // per queue: GPUs of usage changes not yet applied
+	pendingQ    []quota.NodeID
+	coverItems  []coverItem
+	coveredAt   []uint32 // per candidate: the coverCost call that counted it
 }
 
 type removal struct {
