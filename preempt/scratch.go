@@ -223,6 +223,19 @@ func (s *Searcher) untakeAll() {
 	s.taken = s.taken[:0]
 }
 
+// untakeTail reverses the last n takes, with one tree change per queue.
+func (s *Searcher) untakeTail(n int) {
+	tail := s.taken[len(s.taken)-n:]
+	for _, ci := range slices.Backward(tail) {
+		c := &s.cands[ci]
+		c.taken = false
+		s.freeAll(c, -1)
+		s.pendingUsage(c.run.Queue, c.gpus)
+	}
+	s.flushUsage(1)
+	s.taken = s.taken[:len(s.taken)-n]
+}
+
 // takeAll takes the given candidates (none taken), with one tree change
 // per queue.
 func (s *Searcher) takeAll(list []int32) {

@@ -88,27 +88,95 @@ func cellBefore(a, b cellBound) bool {
 // pickForQuota takes candidates in eviction order until quota fits, and
 // reports whether it does. A queue whose work stops being reclaimable
 // (it no longer borrows) is dropped: borrowing only falls as victims go.
+//
+// Candidates are taken in growing runs, with one tree change per queue
+// per run (see takeRun); the victims are those of the one-by-one walk.
 func (s *Searcher) pickForQuota(a attempt) bool {
 	m := s.openAttempt(a)
+	run := 8
 	for !s.quotaOK(a.allowBorrow) {
-		ci, from := s.next(&m)
-		if ci < 0 {
+		chunk, from := s.chunk[:0], s.chunkFrom[:0]
+		for len(chunk) < run {
+			ci, fr := s.next(&m)
+			if ci < 0 {
+				break
+			}
+			if c := &s.cands[ci]; c.taken || !s.keep(c, a) {
+				continue
+			}
+			chunk, from = append(chunk, ci), append(from, fr)
+		}
+		s.chunk, s.chunkFrom = chunk, from
+		if len(chunk) == 0 {
 			s.untakeAll()
 			return false
 		}
-		c := &s.cands[ci]
-		if c.taken || !s.keep(c, a) {
+		if !s.req.FairSharing && s.takeRun(chunk, a.allowBorrow) {
+			run = min(2*run, 1024)
 			continue
 		}
-		if !s.valid(c) {
-			if qr := &s.queues[c.run.Queue]; qr.other && !s.borrowingQueue(c.run.Queue, qr.lca) {
-				m.drop(from)
+		for i, ci := range chunk {
+			if s.quotaOK(a.allowBorrow) {
+				break
 			}
-			continue
+			c := &s.cands[ci]
+			if !s.valid(c) {
+				if qr := &s.queues[c.run.Queue]; qr.other && !s.borrowingQueue(c.run.Queue, qr.lca) {
+					m.drop(from[i])
+				}
+				continue
+			}
+			s.take(ci)
 		}
-		s.take(ci)
+		run = 8
 	}
 	return true
+}
+
+// takeRun takes a run of candidates at once and keeps the shortest prefix
+// after which quota fits (all of it when quota does not fit yet), and
+// reports true; or takes nothing and reports false when some other
+// queue of the run stops borrowing within it (the run is then walked one
+// by one). Since borrowing only falls as victims go, a queue still
+// borrowing after the run borrowed at each of its picks; since fitting is
+// monotone in the prefix, the prefix is found by halving.
+func (s *Searcher) takeRun(run []int32, allowBorrow bool) bool {
+	base := len(s.taken)
+	s.takeAll(run)
+	for _, ci := range run {
+		c := &s.cands[ci]
+		if qr := &s.queues[c.run.Queue]; qr.other && !s.borrowingQueue(c.run.Queue, qr.lca) {
+			s.untakeTail(len(s.taken) - base)
+			return false
+		}
+	}
+	if !s.quotaOK(allowBorrow) {
+		return true
+	}
+	// Quota fits with the whole run and not without it: find the shortest
+	// prefix that fits.
+	lo, hi := 0, len(run) // !fits(prefix lo), fits(prefix hi)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		s.takePrefix(base, run, mid)
+		if s.quotaOK(allowBorrow) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	s.takePrefix(base, run, hi)
+	return true
+}
+
+// takePrefix leaves exactly run[:p] taken after s.taken[:base].
+func (s *Searcher) takePrefix(base int, run []int32, p int) {
+	switch have := len(s.taken) - base; {
+	case p < have:
+		s.untakeTail(have - p)
+	case p > have:
+		s.takeAll(run[have:p])
+	}
 }
 
 func (s *Searcher) score(set []int32) (maxPrio int32, cost float64) {

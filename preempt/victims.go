@@ -78,6 +78,8 @@ type Searcher struct {
 	heads       []int32
 	bandBufs    [][]int32
 	removals    []removal
+	chunk       []int32 // pickForQuota's run of candidates
+	chunkFrom   []int   // and the stream each came from
 	pending     []int64 // per queue: GPUs of usage changes not yet applied
 	pendingQ    []quota.NodeID
 	coverItems  []coverItem
