@@ -36,3 +36,23 @@ func StaticLess(a, b OrderItem) bool {
 func SameBand(a, b OrderItem) bool {
 	return packBand(a.Draining, a.Prio) == packBand(b.Draining, b.Prio)
 }
+
+// StreamOrder returns the IDs of every candidate for req, as the search's
+// merged queue streams yield them (the eviction order).
+func StreamOrder(s *Searcher, v View, req Request) []string {
+	s.begin(v, req, nil)
+	defer s.end()
+	if s.validateRequest() != nil || s.setupGone() != nil {
+		return nil
+	}
+	s.setupQueues()
+	m := s.openAttempt(attempt{true, othersAll})
+	var out []string
+	for {
+		ci, _ := s.next(&m)
+		if ci < 0 {
+			return out
+		}
+		out = append(out, s.cands[ci].id)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/google/btree"
 
@@ -84,9 +85,15 @@ type indexEntry struct {
 
 // orderKey is an entry's place in the static eviction order: band packs
 // criterion 1 (draining first) and 4 (lower priority first) of
-// compareCandidates; within a band the search orders by cost, then ID.
+// compareCandidates; within a band the search orders by cost, then ID
+// (see queueStream), helped, for running work, by its GPUs and the start
+// of its unsaved work, latest first (from), which order DefaultCost
+// within one GPU count whatever now is. Draining work has neither: it
+// costs nothing to DefaultCost, and its band is ordered by ID.
 type orderKey struct {
 	band uint64
+	gpus int32
+	from int64 // the start of unsaved work since the Unix epoch (saturating), latest first
 	id   string
 	pos  int32
 }
@@ -94,6 +101,12 @@ type orderKey struct {
 func keyLess(a, b orderKey) bool {
 	if a.band != b.band {
 		return a.band < b.band
+	}
+	if a.gpus != b.gpus {
+		return a.gpus < b.gpus
+	}
+	if a.from != b.from {
+		return a.from > b.from
 	}
 	return a.id < b.id
 }
@@ -272,7 +285,15 @@ func (x *Index) queueSlot(q quota.NodeID, fl quota.FlavorID) int {
 }
 
 func (e *indexEntry) key() orderKey {
-	return orderKey{band: packBand(e.run.Draining, e.prio), id: e.run.W.ID, pos: e.position}
+	k := orderKey{band: packBand(e.run.Draining, e.prio), id: e.run.W.ID, pos: e.position}
+	if !e.run.Draining {
+		from := e.run.Started
+		if lc := e.run.W.Drain.LastCheckpoint; lc.After(from) {
+			from = lc
+		}
+		k.gpus, k.from = e.gpus, int64(from.Sub(time.Unix(0, 0)))
+	}
+	return k
 }
 
 // boundPrio is the priority the aggregates count an entry at: draining

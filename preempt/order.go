@@ -2,6 +2,7 @@ package preempt
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/google/btree"
@@ -62,11 +63,18 @@ func compareCandidates(a, b *cand) int {
 }
 
 // queueStream walks one queue's candidates in eviction order. The Index
-// keeps them by (draining, priority, ID), criteria 1 and 4, which within
-// one queue (criteria 2 and 3 are the queue's) is the eviction order up
-// to cost: the stream fetches one band of equal draining and priority at
-// a time, prices it and sorts it by compareCandidates. Only the bands the
-// search reaches are priced.
+// keeps them by (draining, priority), criteria 1 and 4, which within one
+// queue (criteria 2 and 3 are the queue's) is the eviction order up to
+// cost. A band of equal draining and priority is ordered by cost, then
+// ID, as the search reaches it:
+//   - with a cost model the search knows nothing of, the whole band is
+//     priced and sorted;
+//   - with DefaultCost, whose cost is GPUs x (unsaved time + overhead),
+//     the Index keeps each band by GPUs, then by start of unsaved work,
+//     latest first: within one GPU count that is cost order whatever now
+//     is, so the band is merged from one cursor per GPU count, each
+//     pricing a few candidates at a time. Only what the search reaches is
+//     priced, however large the band.
 type queueStream struct {
 	queue   quota.NodeID
 	tree    *btree.BTreeG[orderKey]
@@ -74,54 +82,172 @@ type queueStream struct {
 	maxPrio int64  // priorities above are not candidates (the queue's rule, the attempt)
 	band    []int32
 	at      int
+	subs    []subCursor // the current band's cursors, when merging
+	merging bool
+	cur     int // the cursor holding the head
 	done    bool
 }
+
+// subCursor walks the candidates of one band with one GPU count.
+type subCursor struct {
+	from orderKey // fetch keys from here on
+	skip bool     // from itself was fetched already
+	buf  []int32
+	at   int
+	done bool
+}
+
+// subChunk is how many candidates a cursor prices at a time.
+const subChunk = 8
 
 // head returns the stream's next candidate, fetching bands as needed, or
 // -1 when it is exhausted.
 func (s *Searcher) head(st *queueStream) int32 {
-	for st.at >= len(st.band) {
+	for {
+		if !st.merging {
+			if st.at < len(st.band) {
+				return st.band[st.at]
+			}
+		} else if h := s.subHead(st); h >= 0 {
+			return h
+		}
 		if st.done || !s.fetchBand(st) {
 			st.done = true
 			return -1
 		}
 	}
-	return st.band[st.at]
 }
 
-// fetchBand loads the next band holding candidates into st.band.
+// advance moves past the stream's head.
+func (s *Searcher) advance(st *queueStream) {
+	if !st.merging {
+		st.at++
+		return
+	}
+	st.subs[st.cur].at++
+}
+
+// subHead returns the lowest head of the band's cursors.
+func (s *Searcher) subHead(st *queueStream) int32 {
+	best := int32(-1)
+	for i := range st.subs {
+		c := &st.subs[i]
+		for c.at >= len(c.buf) && !c.done {
+			s.fetchSub(st, c)
+		}
+		if c.at >= len(c.buf) {
+			continue
+		}
+		if h := c.buf[c.at]; best < 0 || compareCandidates(&s.cands[h], &s.cands[best]) < 0 {
+			best, st.cur = h, i
+		}
+	}
+	return best
+}
+
+// fetchSub prices the cursor's next few candidates, and more while they
+// tie on cost with the last (so each fetch ends on a cost boundary and
+// sorting it by cost, then ID, keeps the cursor in order).
+func (s *Searcher) fetchSub(st *queueStream, c *subCursor) {
+	c.buf, c.at = c.buf[:0], 0
+	band, gpus := c.from.band, c.from.gpus
+	last, any := c.from, false
+	lastCost := 0.0
+	st.tree.AscendGreaterOrEqual(c.from, func(k orderKey) bool {
+		if c.skip && !any && k == c.from {
+			return true
+		}
+		if k.band != band || k.gpus != gpus {
+			return false
+		}
+		ci := s.classify(k.pos)
+		if len(c.buf) >= subChunk && (ci < 0 || s.cands[ci].cost != lastCost) {
+			return false
+		}
+		last, any = k, true
+		if ci >= 0 {
+			c.buf = append(c.buf, ci)
+			lastCost = s.cands[ci].cost
+		}
+		return true
+	})
+	if !any {
+		c.done = true
+		return
+	}
+	c.from, c.skip = last, true
+	cs := s.cands
+	slices.SortFunc(c.buf, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
+}
+
+// fetchBand loads the next band holding candidates: whole into st.band,
+// or as cursors per GPU count (see queueStream).
 func (s *Searcher) fetchBand(st *queueStream) bool {
 	st.band, st.at = st.band[:0], 0
-	for len(st.band) == 0 {
+	s.recycleSubs(st)
+	for {
 		first, any := orderKey{}, false
 		st.tree.AscendGreaterOrEqual(orderKey{band: st.next}, func(k orderKey) bool {
-			if !any {
-				first, any = k, true
-			} else if k.band != first.band {
-				return false
-			}
-			if int64(bandPrio(k.band)) <= st.maxPrio {
-				if c := s.classify(k.pos); c >= 0 {
-					st.band = append(st.band, c)
-				}
-			}
-			return true
+			first, any = k, true
+			return false
 		})
 		if !any {
 			return false
 		}
-		switch {
-		case int64(bandPrio(first.band)) > st.maxPrio && first.band < 1<<32:
-			st.next = 1 << 32 // past the draining bands' priorities: on to the running ones
-		case int64(bandPrio(first.band)) > st.maxPrio:
+		if int64(bandPrio(first.band)) > st.maxPrio {
+			if first.band < 1<<32 {
+				st.next = 1 << 32 // past the draining bands' priorities: on to the running ones
+				continue
+			}
 			return false
-		default:
-			st.next = first.band + 1
+		}
+		st.next = first.band + 1
+		if s.lazyCost && first.band >= 1<<32 {
+			// One cursor per GPU count present in the band.
+			for k, ok := first, true; ok; {
+				st.subs = append(st.subs, subCursor{from: orderKey{band: k.band, gpus: k.gpus, from: math.MaxInt64}})
+				ok = false
+				st.tree.AscendGreaterOrEqual(orderKey{band: k.band, gpus: k.gpus + 1, from: math.MaxInt64}, func(n orderKey) bool {
+					if n.band == k.band {
+						k, ok = n, true
+					}
+					return false
+				})
+			}
+			for i := range st.subs {
+				if k := len(s.bandBufs); k > 0 {
+					st.subs[i].buf, s.bandBufs = s.bandBufs[k-1][:0], s.bandBufs[:k-1]
+				}
+			}
+			st.merging = true
+			return true
+		}
+		st.tree.AscendGreaterOrEqual(orderKey{band: first.band}, func(k orderKey) bool {
+			if k.band != first.band {
+				return false
+			}
+			if c := s.classify(k.pos); c >= 0 {
+				st.band = append(st.band, c)
+			}
+			return true
+		})
+		if len(st.band) > 0 {
+			cs := s.cands
+			slices.SortFunc(st.band, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
+			return true
 		}
 	}
-	cs := s.cands
-	slices.SortFunc(st.band, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
-	return true
+}
+
+// recycleSubs keeps the cursors' buffers for later bands and streams.
+func (s *Searcher) recycleSubs(st *queueStream) {
+	for i := range st.subs {
+		if st.subs[i].buf != nil {
+			s.bandBufs = append(s.bandBufs, st.subs[i].buf[:0])
+		}
+	}
+	clear(st.subs)
+	st.subs, st.merging = st.subs[:0], false
 }
 
 func bandPrio(b uint64) int32 { return int32(uint32(b) ^ 1<<31) }
@@ -151,7 +277,7 @@ func (s *Searcher) next(m *merged) (ci int32, from int) {
 	}
 	c := m.heads[best]
 	st := &m.streams[best]
-	st.at++
+	s.advance(st)
 	m.heads[best] = s.head(st)
 	return c, best
 }

@@ -279,3 +279,60 @@ func TestStaticOrderAgreesWithComparator(t *testing.T) {
 		require.Equal(t, cmp.Or(cmp.Compare(a.Cost, b.Cost), cmp.Compare(a.ID, b.ID)), c)
 	})
 }
+
+// TestStreamsYieldTheEvictionOrder checks the lazy streams against a
+// sort of every candidate by the eviction order: with DefaultCost (bands
+// merged from one cursor per GPU count, priced a few at a time) and with
+// a cost model the search knows nothing of (bands priced whole), on
+// bands large enough to take several fetches, with work whose unsaved
+// time starts after now (equal costs), checkpoints and draining work.
+func TestStreamsYieldTheEvictionOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e := newEnv(t, 1, 4, 4, 8, cohort("c", "", 0), queue("a", "c", 64, reclaimAny), queue("b", "c", 0, lower))
+		n := rapid.IntRange(1, 60).Draw(t, "n")
+		for i := range n {
+			node := rapid.IntRange(0, 15).Draw(t, "node")
+			free := e.f.Free(topology.NodeID(node))
+			if free == 0 {
+				continue
+			}
+			g := rapid.IntRange(1, min(free, 3)).Draw(t, "gpus")
+			q := rapid.SampledFrom([]string{"a", "b"}).Draw(t, "queue")
+			age := time.Duration(rapid.IntRange(-2, 6).Draw(t, "age")) * time.Minute
+			r := e.run(fmt.Sprintf("w%02d", i), q, int32(rapid.IntRange(0, 2).Draw(t, "prio")), age, []int{node}, []int{g})
+			if rapid.Bool().Draw(t, "checkpointed") {
+				w := r.W.Clone()
+				w.Drain.LastCheckpoint = t0.Add(-time.Duration(rapid.IntRange(-1, 3).Draw(t, "ckpt")) * time.Minute)
+				r.W = &w
+			}
+			r.Draining = rapid.IntRange(0, 5).Draw(t, "draining") == 0
+		}
+		req := e.req("new", "a", 10, 1, 1, "")
+		for _, opt := range []preempt.Options{{}, {Cost: perGPU{}}} {
+			s := preempt.NewSearcher(opt)
+			cost := opt.Cost
+			if cost == nil {
+				cost = preempt.DefaultCost{RestartOverhead: 3 * time.Minute}
+			}
+			var want []preempt.OrderItem
+			for i := range e.running {
+				r := &e.running[i]
+				if !r.Draining && req.Now.Before(r.Started.Add(r.MinRuntime)) {
+					continue // not a candidate: not started MinRuntime ago
+				}
+				want = append(want, preempt.OrderItem{Draining: r.Draining, Other: r.Queue != req.Queue,
+					Prio: r.W.Priority, Cost: cost.Cost(r, req.Now), ID: r.W.ID})
+			}
+			slices.SortFunc(want, preempt.CompareOrder)
+			ids := []string{}
+			for _, w := range want {
+				ids = append(ids, w.ID)
+			}
+			got := preempt.StreamOrder(s, e.view(), req)
+			if got == nil {
+				got = []string{}
+			}
+			require.Equal(t, ids, got)
+		}
+	})
+}

@@ -187,39 +187,50 @@ func (s *Searcher) exclusionOf(pos int32) Exclusion {
 //     cohort), counting A's usage as Kueue does; it then has advantage
 //     over borrowers whose common ancestor with it is above A.
 func (s *Searcher) classifyEntry(pos int32) (cand, Exclusion) {
+	if why := s.ruleOut(pos); why != 0 {
+		return cand{}, why
+	}
 	e := &s.index.entries[pos]
 	r := &e.run
-	if s.goneAt[pos] == s.epoch {
-		return cand{}, ExcludedClaimed
-	}
-	if r.Flavor != s.flavor {
-		return cand{}, ExcludedOtherFlavorOrTree
-	}
 	qr := &s.queues[r.Queue]
-	if qr.excluded == ExcludedOtherFlavorOrTree {
-		return cand{}, ExcludedOtherFlavorOrTree
-	}
-	if !e.cand {
-		return cand{}, ExcludedNotPreemptible
-	}
-	if !qr.allowed {
-		return cand{}, qr.excluded
-	}
-	p := int64(e.prio)
-	if p > qr.maxPrio || p == qr.maxPrio && qr.equalNewer && !r.Started.After(s.submitted) {
-		return cand{}, ExcludedPriority
-	}
-	if !r.Draining && s.req.Now.Before(r.Started.Add(r.MinRuntime)) {
-		// Just-started work is protected from flapping.
-		return cand{}, ExcludedMinRuntime
-	}
 	c := cand{entry: pos, run: r, id: r.W.ID, prio: e.prio, gpus: int(e.gpus), draining: r.Draining,
-		other: qr.other, share: qr.share, hier: qr.hier, whileB: qr.other && p <= qr.whileBMax}
+		other: qr.other, share: qr.share, hier: qr.hier, whileB: qr.other && int64(e.prio) <= qr.whileBMax}
 	c.cost = s.cost.Cost(r, s.req.Now)
 	if !(c.cost >= 0) {
 		s.unbounded = true
 	}
 	return c, 0
+}
+
+// ruleOut returns the rule that excludes the entry at pos for the whole
+// call, or 0.
+func (s *Searcher) ruleOut(pos int32) Exclusion {
+	e := &s.index.entries[pos]
+	r := &e.run
+	if s.goneAt[pos] == s.epoch {
+		return ExcludedClaimed
+	}
+	if r.Flavor != s.flavor {
+		return ExcludedOtherFlavorOrTree
+	}
+	qr := &s.queues[r.Queue]
+	switch {
+	case qr.excluded == ExcludedOtherFlavorOrTree:
+		return ExcludedOtherFlavorOrTree
+	case !e.cand:
+		return ExcludedNotPreemptible
+	case !qr.allowed:
+		return qr.excluded
+	}
+	p := int64(e.prio)
+	if p > qr.maxPrio || p == qr.maxPrio && qr.equalNewer && !r.Started.After(s.submitted) {
+		return ExcludedPriority
+	}
+	if !r.Draining && s.req.Now.Before(r.Started.Add(r.MinRuntime)) {
+		// Just-started work is protected from flapping.
+		return ExcludedMinRuntime
+	}
+	return 0
 }
 
 // keep applies the attempt's restriction on other queues' work.
@@ -374,20 +385,40 @@ func (s *Searcher) attempts() []attempt {
 
 // hasOtherCandidates reports whether some other queue has a candidate,
 // and whether one has hierarchical advantage: it looks at each allowed
-// queue's candidates in order until one passes the rules (usually the
-// first).
+// queue's work in order until one passes the rules (usually the first),
+// without pricing anything. Once per call.
 func (s *Searcher) hasOtherCandidates() (other, hier bool) {
+	if s.othersAt == s.epoch {
+		return s.others, s.othersHier
+	}
 	for q := range s.queues {
 		qr := &s.queues[q]
 		if !qr.allowed || !qr.other || other && (hier || !qr.hier) {
 			continue
 		}
-		st := s.stream(quota.NodeID(q), qr.maxPrio)
-		if st.tree != nil && s.head(&st) >= 0 {
+		if s.anyCandidate(quota.NodeID(q), qr.maxPrio) {
 			other = true
 			hier = hier || qr.hier
 		}
-		s.recycle(&st)
 	}
+	s.othersAt, s.others, s.othersHier = s.epoch, other, hier
 	return other, hier
+}
+
+// anyCandidate reports whether queue q has a candidate of priority at
+// most maxPrio.
+func (s *Searcher) anyCandidate(q quota.NodeID, maxPrio int64) bool {
+	t := s.index.byQueue[s.index.queueSlot(q, s.flavor)]
+	if t == nil {
+		return false
+	}
+	found := false
+	t.Ascend(func(k orderKey) bool {
+		if int64(bandPrio(k.band)) > maxPrio {
+			return k.band < 1<<32 // a draining band: the running ones may still hold one
+		}
+		found = s.ruleOut(k.pos) == 0
+		return !found
+	})
+	return found
 }

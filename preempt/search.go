@@ -31,7 +31,12 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		cost float64
 	}{at: -1}
 	bounded := !s.unbounded && !s.noBounds
-	for j, b := range s.cellBounds() {
+	s.cellBounds()
+	for j := 0; ; j++ {
+		b, more := s.nextCell()
+		if !more {
+			break
+		}
 		// Cells go lowest bound first; once a cell's bound is above the
 		// best set's highest priority, or its cost bound above the best
 		// set's cost, it cannot beat it.
@@ -199,8 +204,8 @@ type cellBound struct {
 	cost      float64 // a lower bound on its cost, or 0
 }
 
-// cellBounds returns the cells to try, lowest bound first (then ID),
-// leaving out those no set of candidates can make hold the gang. A set
+// cellBounds lists the cells to try (see nextCell), leaving out those no
+// set of candidates can make hold the gang. A set
 // that fits the gang in cell d frees there at least pods x k GPUs minus
 // what is free (or freed by gone work), and, for whole-node pods, clears
 // at least pods nodes less those free: so its highest priority is at
@@ -208,7 +213,7 @@ type cellBound struct {
 // that many GPUs, and such that d has that many nodes clearable at P or
 // less. Both read the Index's per-domain bands: O(bands) per cell. In
 // the reference mode (noBounds), every cell in ID order.
-func (s *Searcher) cellBounds() []cellBound {
+func (s *Searcher) cellBounds() {
 	f, x, sh := s.fleet, s.index, &s.shape
 	s.bounds = s.bounds[:0]
 	s.noteGoneInCells()
@@ -257,36 +262,96 @@ func (s *Searcher) cellBounds() []cellBound {
 			s.bounds = append(s.bounds, cellBound{cell: d, groupSlot: gi, prio: p})
 		}
 	}
-	if s.noBounds {
-		return s.bounds
+	s.front, s.frontAt = s.front[:0], 0
+	if !s.noBounds && !s.unbounded {
+		// A heap: the cells are taken lowest bound first, and pruning
+		// usually stops long before the last.
+		for i := len(s.bounds)/2 - 1; i >= 0; i-- {
+			s.siftBound(i)
+		}
 	}
-	slices.SortFunc(s.bounds, func(a, b cellBound) int {
-		return cmp.Or(cmp.Compare(a.prio, b.prio), cmp.Compare(a.cell, b.cell), cmp.Compare(a.groupSlot, b.groupSlot))
-	})
-	if !s.unbounded {
-		s.costBounds()
-	}
-	return s.bounds
 }
 
-// costBounds gives the cells that share the lowest priority bound a
-// lower bound on their cost, when that is cheap (the gang needs most of
-// the cell: at least half its candidate GPUs), and puts them cheapest
-// first: the cell a full clear should pick is then tried first, and the
+// nextCell returns the next cell to try: in the reference mode (or
+// without bounds) every cell in ID order; otherwise the cells of the
+// lowest remaining priority bound, cheapest cost bound first (see
+// costBounds), then the next bound's.
+func (s *Searcher) nextCell() (cellBound, bool) {
+	if s.noBounds || s.unbounded {
+		if s.frontAt >= len(s.bounds) {
+			return cellBound{}, false
+		}
+		s.frontAt++
+		return s.bounds[s.frontAt-1], true
+	}
+	if s.frontAt < len(s.front) {
+		s.frontAt++
+		return s.front[s.frontAt-1], true
+	}
+	if len(s.bounds) == 0 {
+		return cellBound{}, false
+	}
+	s.front, s.frontAt = s.front[:0], 0
+	p := s.bounds[0].prio
+	for len(s.bounds) > 0 && s.bounds[0].prio == p {
+		s.front = append(s.front, s.popBound())
+	}
+	s.costBounds(s.front)
+	s.frontAt = 1
+	return s.front[0], true
+}
+
+func boundLess(a, b *cellBound) bool {
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	if a.cell != b.cell {
+		return a.cell < b.cell
+	}
+	return a.groupSlot < b.groupSlot
+}
+
+func (s *Searcher) siftBound(i int) {
+	h := s.bounds
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && boundLess(&h[l], &h[m]) {
+			m = l
+		}
+		if r < len(h) && boundLess(&h[r], &h[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (s *Searcher) popBound() cellBound {
+	top := s.bounds[0]
+	last := len(s.bounds) - 1
+	s.bounds[0] = s.bounds[last]
+	s.bounds = s.bounds[:last]
+	s.siftBound(0)
+	return top
+}
+
+// costBounds gives cells that share a priority bound a lower bound on
+// their cost, when that is cheap (the gang needs most of the cell: at
+// least half its candidate GPUs), and puts them cheapest first (then by
+// ID): the cell a full clear should pick is then tried first, and the
 // others are skipped once its set is known. The bound is the cheapest
 // fractional cover of the GPUs still missing by the cell's candidates,
 // by cost per GPU.
-func (s *Searcher) costBounds() {
+func (s *Searcher) costBounds(cells []cellBound) {
 	f, x, sh := s.fleet, s.index, &s.shape
-	n := 0
-	for n < len(s.bounds) && s.bounds[n].prio == s.bounds[0].prio {
-		n++
-	}
-	if n < 2 {
+	if len(cells) < 2 {
 		return
 	}
-	for j := range s.bounds[:n] {
-		b := &s.bounds[j]
+	for j := range cells {
+		b := &cells[j]
 		dom := sh.firstCell + topology.DomainID(b.cell)
 		g := s.groupOf(b.groupSlot)
 		need := sh.pods*sh.podGPUs - f.FreeGPUs(dom, g) - int(s.goneInCell(b.cell))
@@ -299,7 +364,9 @@ func (s *Searcher) costBounds() {
 		}
 		b.cost = s.coverCost(dom, need)
 	}
-	slices.SortStableFunc(s.bounds[:n], func(a, b cellBound) int { return cmp.Compare(a.cost, b.cost) })
+	slices.SortFunc(cells, func(a, b cellBound) int {
+		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(a.cell, b.cell), cmp.Compare(a.groupSlot, b.groupSlot))
+	})
 }
 
 // groupOf returns the fleet group of an eligible group slot.

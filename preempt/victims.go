@@ -65,7 +65,9 @@ type Searcher struct {
 	nodeSeen   []uint32 // per node: the cell evaluation that priced it
 	cellEpoch  uint32
 	nodeCands  []int32
-	bounds     []cellBound
+	bounds     []cellBound // a heap of the cells left to try
+	front      []cellBound // the cells of the current priority bound, in order
+	frontAt    int
 	released   []int32 // per node: GPUs released on the scratch fleet
 	releasedOn []topology.NodeID
 	dirty      bool // the scratch fleet may differ from the live one
@@ -77,6 +79,11 @@ type Searcher struct {
 	streams     []queueStream
 	heads       []int32
 	bandBufs    [][]int32
+	subPool     [][]subCursor
+	lazyCost    bool // the cost model is DefaultCost: bands are priced as reached
+	othersAt    uint32
+	others      bool // some other queue has a candidate
+	othersHier  bool // one with hierarchical advantage
 	removals    []removal
 	chunk       []int32 // pickForQuota's run of candidates
 	chunkFrom   []int   // and the stream each came from
@@ -100,6 +107,7 @@ func NewSearcher(opt Options) *Searcher {
 	if s.cost == nil {
 		s.cost = DefaultCost{RestartOverhead: opt.RestartOverhead}
 	}
+	_, s.lazyCost = s.cost.(DefaultCost)
 	return s
 }
 
@@ -344,13 +352,7 @@ func (s *Searcher) setupGone() *NoPlan {
 // hasOwnCandidates reports whether the preemptor's queue has a candidate.
 func (s *Searcher) hasOwnCandidates() bool {
 	qr := &s.queues[s.req.Queue]
-	if !qr.allowed {
-		return false
-	}
-	st := s.stream(s.req.Queue, qr.maxPrio)
-	ok := st.tree != nil && s.head(&st) >= 0
-	s.recycle(&st)
-	return ok
+	return qr.allowed && s.anyCandidate(s.req.Queue, qr.maxPrio)
 }
 
 // stream opens queue q's candidates up to maxPrio.
@@ -359,13 +361,18 @@ func (s *Searcher) stream(q quota.NodeID, maxPrio int64) queueStream {
 	if k := len(s.bandBufs); k > 0 {
 		st.band, s.bandBufs = s.bandBufs[k-1][:0], s.bandBufs[:k-1]
 	}
+	if k := len(s.subPool); k > 0 {
+		st.subs, s.subPool = s.subPool[k-1][:0], s.subPool[:k-1]
+	}
 	return st
 }
 
-// recycle keeps a stream's band buffer for the next one.
+// recycle keeps a stream's buffers for the next one.
 func (s *Searcher) recycle(st *queueStream) {
+	s.recycleSubs(st)
+	s.subPool = append(s.subPool, st.subs[:0])
 	s.bandBufs = append(s.bandBufs, st.band[:0])
-	st.band = nil
+	st.band, st.subs = nil, nil
 }
 
 // openAttempt opens the merged eviction order over the queues an attempt
