@@ -64,7 +64,16 @@ type Index struct {
 	nodeBands  [][]band
 	clearPrice []int32 // per node: price to free it whole (noPrice: never)
 	maxClear   []int32 // per domain: highest clearPrice of its nodes, the price to free it whole
-	scratch    []band  // nodeChanged's sort buffer
+	// cellClear[d*levels+l], for d at level l or above: the lowest
+	// maxClear among the domains of level l below d (d's own at its
+	// level). A search that must clear a whole domain of level l walks
+	// down from the root to the cheapest ones.
+	cellClear []int32
+	levels    int
+	// uniform[l]: the node count of every domain of level l, or -1 when
+	// they differ.
+	uniform []int
+	scratch []band // nodeChanged's sort buffer
 }
 
 // A price is the highest priority that must be evicted; freePrice marks
@@ -161,6 +170,24 @@ func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
 		podSizes: c, reach: make([]int32, f.NumNodes()*c), firstSlot: make([]int32, f.NumDomains()*c),
 		gpuBands: make([][]band, f.NumDomains()), nodeBands: make([][]band, f.NumDomains()),
 		clearPrice: make([]int32, f.NumNodes()), maxClear: make([]int32, f.NumDomains()),
+		levels: f.Depth() + 1, cellClear: make([]int32, f.NumDomains()*(f.Depth()+1)),
+		uniform: make([]int, f.Depth()+1),
+	}
+	for l := range topology.Level(f.Depth() + 1) {
+		lo, hi := f.DomainsAt(l)
+		x.uniform[l] = -1
+		for d := lo; d < hi; d++ {
+			nlo, nhi := f.Nodes(d)
+			switch n := int(nhi - nlo); {
+			case d == lo:
+				x.uniform[l] = n
+			case n != x.uniform[l]:
+				x.uniform[l] = -1
+			}
+			if x.uniform[l] < 0 {
+				break
+			}
+		}
 	}
 	for i := range x.clearPrice {
 		x.clearPrice[i] = noPrice
@@ -177,6 +204,7 @@ func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
 		if lo, hi := f.Children(d); lo < hi {
 			x.minOverChildren(d)
 		}
+		x.cellClearOf(d)
 	}
 	return x
 }
@@ -413,6 +441,7 @@ func (x *Index) nodeChanged(n topology.NodeID) {
 		if d != f.NodeDomain(n) {
 			x.minOverChildren(d)
 		}
+		x.cellClearOf(d)
 	}
 }
 
@@ -478,6 +507,22 @@ func (x *Index) nodePrices(n topology.NodeID) int32 {
 		x.firstSlot[int(nd)*c+k-1] = p
 	}
 	return newClear
+}
+
+// cellClearOf recomputes domain d's cellClear from its children's.
+func (x *Index) cellClearOf(d topology.DomainID) {
+	f, lv := x.fleet, x.levels
+	l := int(f.DomainLevel(d))
+	row := x.cellClear[int(d)*lv : int(d)*lv+lv]
+	row[l] = x.maxClear[d]
+	lo, hi := f.Children(d)
+	for below := l + 1; below < lv; below++ {
+		v := int32(noPrice)
+		for ch := lo; ch < hi; ch++ {
+			v = min(v, x.cellClear[int(ch)*lv+below])
+		}
+		row[below] = v
+	}
 }
 
 // minOverChildren recomputes domain d's firstSlot and maxClear from its

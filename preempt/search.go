@@ -216,7 +216,19 @@ type cellBound struct {
 func (s *Searcher) cellBounds() {
 	f, x, sh := s.fleet, s.index, &s.shape
 	s.bounds = s.bounds[:0]
+	s.front, s.frontAt = s.front[:0], 0
 	s.noteGoneInCells()
+	// A gang that must clear a whole domain (whole-node pods, as many as
+	// every domain of the level has nodes) is bounded by the domain's
+	// dearest node: the Index keeps, per domain, the cheapest such bound
+	// below it, so the cells come lowest bound first from a walk down the
+	// topology instead of a pass over every cell.
+	s.wholeCells = !s.noBounds && !s.unbounded && sh.level > 0 && f.NumGroups() == 1 && sh.numGroupSlots == 1 &&
+		sh.podGPUs == f.MaxGPUsPerNode() && x.uniform[sh.level] == sh.pods && !s.goneRunning
+	if s.wholeCells {
+		s.cellHeap = pushItem(s.cellHeap[:0], frontierItem{prio: x.cellClear[int(topology.Root)*x.levels+int(sh.level)], id: int32(topology.Root)})
+		return
+	}
 	for d := range sh.numCells {
 		for g := range topology.GroupID(f.NumGroups()) {
 			gi := sh.groupSlot[g]
@@ -262,7 +274,6 @@ func (s *Searcher) cellBounds() {
 			s.bounds = append(s.bounds, cellBound{cell: d, groupSlot: gi, prio: p})
 		}
 	}
-	s.front, s.frontAt = s.front[:0], 0
 	if !s.noBounds && !s.unbounded {
 		// A heap: the cells are taken lowest bound first, and pruning
 		// usually stops long before the last.
@@ -288,17 +299,45 @@ func (s *Searcher) nextCell() (cellBound, bool) {
 		s.frontAt++
 		return s.front[s.frontAt-1], true
 	}
-	if len(s.bounds) == 0 {
-		return cellBound{}, false
-	}
 	s.front, s.frontAt = s.front[:0], 0
-	p := s.bounds[0].prio
-	for len(s.bounds) > 0 && s.bounds[0].prio == p {
-		s.front = append(s.front, s.popBound())
+	if s.wholeCells {
+		s.nextWholeCells()
+	} else if len(s.bounds) > 0 {
+		p := s.bounds[0].prio
+		for len(s.bounds) > 0 && s.bounds[0].prio == p {
+			s.front = append(s.front, s.popBound())
+		}
+	}
+	if len(s.front) == 0 {
+		return cellBound{}, false
 	}
 	s.costBounds(s.front)
 	s.frontAt = 1
 	return s.front[0], true
+}
+
+// nextWholeCells walks down the topology to the cells of the lowest
+// remaining bound (see cellBounds), into front.
+func (s *Searcher) nextWholeCells() {
+	f, x, sh := s.fleet, s.index, &s.shape
+	for len(s.cellHeap) > 0 {
+		top := s.cellHeap[0]
+		if top.prio == noPrice || len(s.front) > 0 && top.prio > s.front[0].prio {
+			return
+		}
+		_, s.cellHeap = popItem(s.cellHeap)
+		d := topology.DomainID(top.id)
+		if f.DomainLevel(d) == sh.level {
+			s.front = append(s.front, cellBound{cell: int(d - sh.firstCell), prio: top.prio})
+			continue
+		}
+		lo, hi := f.Children(d)
+		for ch := lo; ch < hi; ch++ {
+			if p := x.cellClear[int(ch)*x.levels+int(sh.level)]; p != noPrice {
+				s.cellHeap = pushItem(s.cellHeap, frontierItem{prio: p, id: int32(ch)})
+			}
+		}
+	}
 }
 
 func boundLess(a, b *cellBound) bool {
@@ -514,8 +553,16 @@ func frontierLess(a, b *frontierItem) bool {
 	return a.id < b.id
 }
 
-func (s *Searcher) push(it frontierItem) {
-	h := append(s.frontier, it)
+func (s *Searcher) push(it frontierItem) { s.frontier = pushItem(s.frontier, it) }
+
+func (s *Searcher) pop() frontierItem {
+	top, h := popItem(s.frontier)
+	s.frontier = h
+	return top
+}
+
+func pushItem(h []frontierItem, it frontierItem) []frontierItem {
+	h = append(h, it)
 	for i := len(h) - 1; i > 0; {
 		p := (i - 1) / 2
 		if !frontierLess(&h[i], &h[p]) {
@@ -524,11 +571,10 @@ func (s *Searcher) push(it frontierItem) {
 		h[i], h[p] = h[p], h[i]
 		i = p
 	}
-	s.frontier = h
+	return h
 }
 
-func (s *Searcher) pop() frontierItem {
-	h := s.frontier
+func popItem(h []frontierItem) (frontierItem, []frontierItem) {
 	top := h[0]
 	last := len(h) - 1
 	h[0] = h[last]
@@ -547,8 +593,7 @@ func (s *Searcher) pop() frontierItem {
 		h[i], h[m] = h[m], h[i]
 		i = m
 	}
-	s.frontier = h
-	return top
+	return top, h
 }
 
 // fillCell takes victims in cell d (group slot gi) until it holds the

@@ -68,7 +68,9 @@ type Searcher struct {
 	bounds     []cellBound // a heap of the cells left to try
 	front      []cellBound // the cells of the current priority bound, in order
 	frontAt    int
-	released   []int32 // per node: GPUs released on the scratch fleet
+	wholeCells bool           // cells come from cellHeap, a walk down the topology
+	cellHeap   []frontierItem // domains by the lowest whole-clear bound below them
+	released   []int32        // per node: GPUs released on the scratch fleet
 	releasedOn []topology.NodeID
 	dirty      bool // the scratch fleet may differ from the live one
 
