@@ -61,6 +61,7 @@ type Index struct {
 	reach      []int32 // per node x GPUs a=1..podSizes: price to have a GPUs available
 	firstSlot  []int32 // per domain x pod size k: min over its nodes of the price of one more pod of k
 	gpuBands   [][]band
+	domQueues  [][]band // per domain: candidates and their GPUs per queue slot (in prio)
 	nodeBands  [][]band
 	clearPrice []int32 // per node: price to free it whole (noPrice: never)
 	maxClear   []int32 // per domain: highest clearPrice of its nodes, the price to free it whole
@@ -169,6 +170,7 @@ func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
 		onNode: make([][]int32, f.NumNodes()), held: make([]int32, f.NumNodes()),
 		podSizes: c, reach: make([]int32, f.NumNodes()*c), firstSlot: make([]int32, f.NumDomains()*c),
 		gpuBands: make([][]band, f.NumDomains()), nodeBands: make([][]band, f.NumDomains()),
+		domQueues:  make([][]band, f.NumDomains()),
 		clearPrice: make([]int32, f.NumNodes()), maxClear: make([]int32, f.NumDomains()),
 		levels: f.Depth() + 1, cellClear: make([]int32, f.NumDomains()*(f.Depth()+1)),
 		uniform: make([]int, f.Depth()+1),
@@ -362,7 +364,7 @@ func (x *Index) insert(r Running) {
 		x.held[n.Node] += int32(n.GPUs)
 		x.onNode[n.Node] = append(x.onNode[n.Node], i)
 		if e.cand {
-			x.addDomainGPUs(n.Node, e.boundPrio(), int32(n.GPUs))
+			x.addDomainGPUs(n.Node, qs, e.boundPrio(), int32(n.GPUs))
 		}
 		x.nodeChanged(n.Node)
 	}
@@ -390,7 +392,7 @@ func (x *Index) delete(i int32) {
 		list[j] = list[len(list)-1]
 		x.onNode[n.Node] = list[:len(list)-1]
 		if e.cand {
-			x.addDomainGPUs(n.Node, e.boundPrio(), -int32(n.GPUs))
+			x.addDomainGPUs(n.Node, qs, e.boundPrio(), -int32(n.GPUs))
 		}
 	}
 	*e = indexEntry{}
@@ -400,13 +402,24 @@ func (x *Index) delete(i int32) {
 	x.vacant = append(x.vacant, i)
 }
 
-// addDomainGPUs counts gpus candidate GPUs at priority p on n in every
-// domain above it.
-func (x *Index) addDomainGPUs(n topology.NodeID, p, gpus int32) {
+// addDomainGPUs counts gpus candidate GPUs of queue slot qs at priority
+// p on n in every domain above it.
+func (x *Index) addDomainGPUs(n topology.NodeID, qs int, p, gpus int32) {
 	f := x.fleet
 	for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
 		x.gpuBands[d] = addBand(x.gpuBands[d], p, sign(gpus), gpus)
+		x.domQueues[d] = addBand(x.domQueues[d], int32(qs), sign(gpus), gpus)
 	}
+}
+
+// holds reports whether domain d has candidates of a queue keep accepts.
+func (x *Index) holds(d topology.DomainID, keep func(queueSlot int) bool) bool {
+	for _, b := range x.domQueues[d] {
+		if keep(int(b.prio)) {
+			return true
+		}
+	}
+	return false
 }
 
 func sign(v int32) int32 {

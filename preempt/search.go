@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -607,6 +608,7 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 	if s.cellFits(d, gi) {
 		return true
 	}
+	s.attempt = a
 	f, x, sh := s.fleet, s.index, &s.shape
 	s.cellEpoch++
 	if s.cellEpoch == 0 {
@@ -642,7 +644,9 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 			leafs := f.DomainLevel(lo) == nodeLevel
 			for ch := lo; ch < hi; ch++ {
 				p := x.firstSlot[int(ch)*sizes+k-1]
-				if p == noPrice {
+				if p == noPrice || !x.holds(ch, s.takesFrom) {
+					// Nothing there the attempt may take: the work of
+					// queues the rules leave alone is never looked at.
 					continue
 				}
 				if !leafs {
@@ -689,6 +693,17 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 		}
 	}
 	return true
+}
+
+// takesFrom reports whether the current attempt may take work of queue
+// slot qs (fillCell's filter of domains).
+func (s *Searcher) takesFrom(qs int) bool {
+	nf := s.index.tree.NumFlavors()
+	if quota.FlavorID(qs%nf) != s.flavor {
+		return false
+	}
+	qr := &s.queues[qs/nf]
+	return qr.allowed && (!qr.other || s.attempt.others != othersHier || qr.hier)
 }
 
 // nodeSlot prices room for one more pod of the gang on node n: its

@@ -68,6 +68,7 @@ type Searcher struct {
 	bounds     []cellBound // a heap of the cells left to try
 	front      []cellBound // the cells of the current priority bound, in order
 	frontAt    int
+	attempt    attempt        // the attempt fillCell serves
 	wholeCells bool           // cells come from cellHeap, a walk down the topology
 	cellHeap   []frontierItem // domains by the lowest whole-clear bound below them
 	released   []int32        // per node: GPUs released on the scratch fleet
