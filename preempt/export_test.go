@@ -56,3 +56,7 @@ func StreamOrder(s *Searcher, v View, req Request) []string {
 		out = append(out, s.cands[ci].id)
 	}
 }
+
+// SetWholeBand sets the band size up to which bands are priced whole (0:
+// every band of running work through cursors per GPU count).
+func SetWholeBand(s *Searcher, n int) { s.wholeBand = n }

@@ -202,7 +202,7 @@ func (s *Searcher) fetchBand(st *queueStream) bool {
 			return false
 		}
 		st.next = first.band + 1
-		if s.lazyCost && first.band >= 1<<32 {
+		if s.lazyCost && first.band >= 1<<32 && s.largeBand(st, first.band) {
 			// One cursor per GPU count present in the band.
 			for k, ok := first, true; ok; {
 				st.subs = append(st.subs, subCursor{from: orderKey{band: k.band, gpus: k.gpus, from: math.MaxInt64}})
@@ -238,6 +238,24 @@ func (s *Searcher) fetchBand(st *queueStream) bool {
 		}
 	}
 }
+
+// largeBand reports whether band holds more than s.wholeBand entries
+// (default wholeBand): a smaller one is priced whole, which costs less
+// than a cursor per GPU count.
+func (s *Searcher) largeBand(st *queueStream, band uint64) bool {
+	n := 0
+	st.tree.AscendGreaterOrEqual(orderKey{band: band}, func(k orderKey) bool {
+		if k.band != band {
+			return false
+		}
+		n++
+		return n <= s.wholeBand
+	})
+	return n > s.wholeBand
+}
+
+// wholeBand is the size up to which a band is priced whole.
+const wholeBand = 32
 
 // recycleSubs keeps the cursors' buffers for later bands and streams.
 func (s *Searcher) recycleSubs(st *queueStream) {

@@ -308,8 +308,11 @@ func TestStreamsYieldTheEvictionOrder(t *testing.T) {
 			r.Draining = rapid.IntRange(0, 5).Draw(t, "draining") == 0
 		}
 		req := e.req("new", "a", 10, 1, 1, "")
-		for _, opt := range []preempt.Options{{}, {Cost: perGPU{}}} {
+		for i, opt := range []preempt.Options{{}, {}, {Cost: perGPU{}}} {
 			s := preempt.NewSearcher(opt)
+			if i == 0 {
+				preempt.SetWholeBand(s, 0)
+			}
 			cost := opt.Cost
 			if cost == nil {
 				cost = preempt.DefaultCost{RestartOverhead: 3 * time.Minute}

@@ -454,6 +454,18 @@ func (s *Searcher) coverCost(dom topology.DomainID, need int) float64 {
 		}
 	}
 	s.coverItems = items
+	total := 0
+	for _, it := range items {
+		total += it.gpus
+	}
+	if total <= need {
+		// Every candidate is needed (a cell to clear whole): no order.
+		cost := 0.0
+		for _, it := range items {
+			cost += it.cost
+		}
+		return cost
+	}
 	slices.SortFunc(items, func(a, b coverItem) int {
 		return cmp.Compare(a.cost*float64(b.gpus), b.cost*float64(a.gpus))
 	})

@@ -84,6 +84,7 @@ type Searcher struct {
 	bandBufs    [][]int32
 	subPool     [][]subCursor
 	lazyCost    bool // the cost model is DefaultCost: bands are priced as reached
+	wholeBand   int  // bands up to this size are priced whole anyway
 	othersAt    uint32
 	others      bool // some other queue has a candidate
 	othersHier  bool // one with hierarchical advantage
@@ -111,6 +112,7 @@ func NewSearcher(opt Options) *Searcher {
 		s.cost = DefaultCost{RestartOverhead: opt.RestartOverhead}
 	}
 	_, s.lazyCost = s.cost.(DefaultCost)
+	s.wholeBand = wholeBand
 	return s
 }
 
