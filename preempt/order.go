@@ -186,11 +186,28 @@ func (s *Searcher) fetchBand(st *queueStream) bool {
 	st.band, st.at = st.band[:0], 0
 	s.recycleSubs(st)
 	for {
-		first, any := orderKey{}, false
+		// One walk finds the band, and reads it whole unless it is large
+		// and DefaultCost lets cursors price it as reached.
+		first, any, large := orderKey{}, false, false
+		keys := s.bandKeys[:0]
 		st.tree.AscendGreaterOrEqual(orderKey{band: st.next}, func(k orderKey) bool {
-			first, any = k, true
-			return false
+			if !any {
+				first, any = k, true
+				if int64(bandPrio(k.band)) > st.maxPrio {
+					return false
+				}
+			}
+			if k.band != first.band {
+				return false
+			}
+			if s.lazyCost && k.band >= 1<<32 && len(keys) >= s.wholeBand {
+				large = true
+				return false
+			}
+			keys = append(keys, k.pos)
+			return true
 		})
+		s.bandKeys = keys
 		if !any {
 			return false
 		}
@@ -202,7 +219,7 @@ func (s *Searcher) fetchBand(st *queueStream) bool {
 			return false
 		}
 		st.next = first.band + 1
-		if s.lazyCost && first.band >= 1<<32 && s.largeBand(st, first.band) {
+		if large {
 			// One cursor per GPU count present in the band.
 			for k, ok := first, true; ok; {
 				st.subs = append(st.subs, subCursor{from: orderKey{band: k.band, gpus: k.gpus, from: math.MaxInt64}})
@@ -222,15 +239,11 @@ func (s *Searcher) fetchBand(st *queueStream) bool {
 			st.merging = true
 			return true
 		}
-		st.tree.AscendGreaterOrEqual(orderKey{band: first.band}, func(k orderKey) bool {
-			if k.band != first.band {
-				return false
-			}
-			if c := s.classify(k.pos); c >= 0 {
+		for _, pos := range keys {
+			if c := s.classify(pos); c >= 0 {
 				st.band = append(st.band, c)
 			}
-			return true
-		})
+		}
 		if len(st.band) > 0 {
 			cs := s.cands
 			slices.SortFunc(st.band, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
@@ -239,22 +252,8 @@ func (s *Searcher) fetchBand(st *queueStream) bool {
 	}
 }
 
-// largeBand reports whether band holds more than s.wholeBand entries
-// (default wholeBand): a smaller one is priced whole, which costs less
-// than a cursor per GPU count.
-func (s *Searcher) largeBand(st *queueStream, band uint64) bool {
-	n := 0
-	st.tree.AscendGreaterOrEqual(orderKey{band: band}, func(k orderKey) bool {
-		if k.band != band {
-			return false
-		}
-		n++
-		return n <= s.wholeBand
-	})
-	return n > s.wholeBand
-}
-
-// wholeBand is the size up to which a band is priced whole.
+// wholeBand is the size up to which a band is priced whole, which costs
+// less than a cursor per GPU count (s.wholeBand; tests lower it).
 const wholeBand = 32
 
 // recycleSubs keeps the cursors' buffers for later bands and streams.

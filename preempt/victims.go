@@ -85,6 +85,7 @@ type Searcher struct {
 	subPool     [][]subCursor
 	lazyCost    bool // the cost model is DefaultCost: bands are priced as reached
 	wholeBand   int  // bands up to this size are priced whole anyway
+	bandKeys    []int32
 	othersAt    uint32
 	others      bool // some other queue has a candidate
 	othersHier  bool // one with hierarchical advantage
