@@ -33,6 +33,9 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 	}{at: -1}
 	bounded := !s.unbounded && !s.noBounds
 	s.cellBounds()
+	// evaluated: the simulation holds the last cell's set, not the quota
+	// victims alone; current: that set is the best one.
+	evaluated, current := false, false
 	for j := 0; ; j++ {
 		b, more := s.nextCell()
 		if !more {
@@ -47,6 +50,11 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			}
 			continue
 		}
+		if evaluated {
+			s.untakeAll()
+			s.takeAll(s.quotaPicks)
+		}
+		evaluated, current = true, false
 		if s.fillCell(b.cell, b.groupSlot, a) {
 			s.fillBack(a.allowBorrow)
 			mp, cost := s.score(s.taken)
@@ -57,16 +65,18 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 				(len(s.taken) < len(s.best) || len(s.taken) == len(s.best) && cellBefore(b, best.cell))) {
 				best.at, best.cell, best.prio, best.cost = j, b, mp, cost
 				s.best = append(s.best[:0], s.taken...)
+				current = true
 			}
 		}
-		s.untakeAll()
-		s.takeAll(s.quotaPicks)
 	}
-	s.untakeAll()
 	if best.at < 0 {
+		s.untakeAll()
 		return Plan{}, false, false, nil
 	}
-	s.takeAll(s.best)
+	if !current {
+		s.untakeAll()
+		s.takeAll(s.best)
+	}
 	if np := s.releaseFreed(); np != nil {
 		s.untakeAll()
 		return Plan{}, false, false, np
