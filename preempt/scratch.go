@@ -391,14 +391,15 @@ func (s *Searcher) releaseOn(n topology.NodeID, g int) bool {
 // giveBack allocates back on the scratch fleet everything released, and
 // clears the dirty mark.
 func (s *Searcher) giveBack() {
-	for _, n := range s.releasedOn {
+	for len(s.releasedOn) > 0 {
+		n := s.releasedOn[len(s.releasedOn)-1]
 		if g := s.released[n]; g > 0 {
 			if err := s.scratchFleet.Allocate(n, int(g)); err != nil {
 				panic("preempt: giving back the scratch fleet: " + err.Error())
 			}
 		}
 		s.released[n] = 0
+		s.releasedOn = s.releasedOn[:len(s.releasedOn)-1]
 	}
-	s.releasedOn = s.releasedOn[:0]
 	s.dirty = false
 }

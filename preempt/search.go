@@ -55,7 +55,15 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			s.takeAll(s.quotaPicks)
 		}
 		evaluated, current = true, false
-		if s.fillCell(b.cell, b.groupSlot, a) {
+		ok := s.fillCell(b.cell, b.groupSlot, a)
+		if !ok && len(s.quotaPicks) > 0 {
+			// The victims picked for quota may have used up what a queue
+			// borrows (it stops being reclaimable) on work that frees no
+			// room here: free the cell first, then top quota up.
+			s.untakeAll()
+			ok = s.fillCell(b.cell, b.groupSlot, a) && s.topUpQuota(a)
+		}
+		if ok {
 			s.fillBack(a.allowBorrow)
 			mp, cost := s.score(s.taken)
 			// The cell whose set is cheapest: lowest highest victim
@@ -99,6 +107,33 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 
 func cellBefore(a, b cellBound) bool {
 	return a.cell < b.cell || a.cell == b.cell && a.groupSlot < b.groupSlot
+}
+
+// topUpQuota takes candidates in eviction order, past those already
+// taken, until quota fits, and reports whether it does.
+func (s *Searcher) topUpQuota(a attempt) bool {
+	if s.quotaOK(a.allowBorrow) {
+		return true
+	}
+	m := s.openAttempt(a)
+	for !s.quotaOK(a.allowBorrow) {
+		ci, from := s.next(&m)
+		if ci < 0 {
+			return false
+		}
+		c := &s.cands[ci]
+		if c.taken || !s.keep(c, a) {
+			continue
+		}
+		if !s.valid(c) {
+			if qr := &s.queues[c.run.Queue]; qr.other && !s.borrowingQueue(c.run.Queue, qr.lca) {
+				m.drop(from)
+			}
+			continue
+		}
+		s.take(ci)
+	}
+	return true
 }
 
 // pickForQuota takes candidates in eviction order until quota fits, and
@@ -708,7 +743,9 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
 				continue
 			}
-			s.nodeSlot(n, a, true)
+			if _, _, ok := s.nodeSlot(n, a, true); !ok {
+				continue // a pick no longer passes the rules: the node is out
+			}
 			if p, c, ok := s.nodeSlot(n, a, false); ok {
 				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
 			}
@@ -731,7 +768,11 @@ func (s *Searcher) takesFrom(qs int) bool {
 // nodeSlot prices room for one more pod of the gang on node n: its
 // candidates the attempt may take, in eviction order, until the node's
 // free GPUs reach the next multiple of the pod size; the price is their
-// highest priority and their cost. With take, it takes them.
+// highest priority and their cost. Another queue's work counts only while
+// its queue would still borrow after the slot's earlier picks (its
+// borrowing falls by what they free). With take, it takes them, checking
+// each pick's rules on the simulation as it goes, and takes nothing (and
+// reports false) when one no longer passes.
 func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32, cost float64, ok bool) {
 	f := s.fleet
 	k := s.shape.podGPUs
@@ -753,9 +794,26 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 	cs := s.cands
 	slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
 	s.nodeCands = list
+	s.slotPicks = s.slotPicks[:0]
 	prio = math.MinInt32
+	base := len(s.taken)
 	for _, ci := range list {
 		c := &s.cands[ci]
+		if c.other && !s.borrowsAfter(c.run.Queue) {
+			continue // its queue will be back within quota by then
+		}
+		if take {
+			if !s.valid(c) {
+				for _, ci := range slices.Backward(s.taken[base:]) {
+					s.untake(ci)
+				}
+				s.taken = s.taken[:base]
+				return 0, 0, false
+			}
+			s.take(ci)
+		} else if c.other {
+			s.slotPicks = append(s.slotPicks, removal{c.run.Queue, int64(c.gpus)})
+		}
 		for _, ng := range c.run.Nodes {
 			if ng.Node == n {
 				avail += ng.GPUs
@@ -763,14 +821,42 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 		}
 		prio = max(prio, c.prio)
 		cost += c.cost
-		if take {
-			s.take(ci)
-		}
 		if avail >= target {
 			return prio, cost, true
 		}
 	}
+	if take {
+		for _, ci := range slices.Backward(s.taken[base:]) {
+			s.untake(ci)
+		}
+		s.taken = s.taken[:base]
+	}
 	return 0, 0, false
+}
+
+// borrowsAfter reports whether queue q (and every cohort up to the common
+// ancestor with the preemptor) would still borrow after the picks already
+// priced for the current slot (s.slotPicks).
+func (s *Searcher) borrowsAfter(q quota.NodeID) bool {
+	lca := s.queues[q].lca
+	for n := q; n != lca; n, _ = s.tree.Parent(n) {
+		took := int64(0)
+		for _, p := range s.slotPicks {
+			if p.q == n || s.under(p.q, n) {
+				took += p.g
+			}
+		}
+		if s.tree.Borrowed(n, s.flavor)-took <= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// under reports whether queue q is in the subtree of n.
+func (s *Searcher) under(q, n quota.NodeID) bool {
+	first, end := s.tree.Subtree(n)
+	return q >= first && q < end
 }
 
 // searchPlacing is Kueue's classical search: pick candidates in order and

@@ -90,9 +90,10 @@ type Searcher struct {
 	others      bool // some other queue has a candidate
 	othersHier  bool // one with hierarchical advantage
 	removals    []removal
-	chunk       []int32 // pickForQuota's run of candidates
-	chunkFrom   []int   // and the stream each came from
-	pending     []int64 // per queue: GPUs of usage changes not yet applied
+	slotPicks   []removal // other queues' GPUs priced so far for one node's slot
+	chunk       []int32   // pickForQuota's run of candidates
+	chunkFrom   []int     // and the stream each came from
+	pending     []int64   // per queue: GPUs of usage changes not yet applied
 	pendingQ    []quota.NodeID
 	coverItems  []coverItem
 	coveredAt   []uint32 // per candidate: the coverCost call that counted it
@@ -221,7 +222,13 @@ func (s *Searcher) ScratchDirty() bool { return s.dirty }
 
 // ScratchRebuilt tells the Searcher that the caller rebuilt its scratch
 // fleet (for example as a fresh Fleet.Clone) after ScratchDirty.
-func (s *Searcher) ScratchRebuilt() { s.dirty = false }
+func (s *Searcher) ScratchRebuilt() {
+	for _, n := range s.releasedOn {
+		s.released[n] = 0
+	}
+	s.releasedOn = s.releasedOn[:0]
+	s.dirty = false
+}
 
 // begin takes the call's inputs and copies the live tree into the
 // Searcher's own (O(queues)).
@@ -265,6 +272,14 @@ func (s *Searcher) end() {
 	s.touched = s.touched[:0]
 	clear(s.cands)
 	s.cands = s.cands[:0]
+	s.pendingQ = s.pendingQ[:0]
+	clear(s.pending)
+	if len(s.releasedOn) > 0 {
+		// A panic (in placement, or a Scorer) left GPUs released on the
+		// scratch fleet: give them back. Should that fail too, the
+		// Searcher stays dirty.
+		s.giveBack()
+	}
 	s.fleet, s.scratchFleet, s.index, s.req, s.exclude = nil, nil, nil, Request{}, nil
 }
 
