@@ -1,6 +1,11 @@
 package preempt
 
-import "github.com/fleetsched/fleet/quota"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fleetsched/fleet/quota"
+)
 
 // SetNoBounds makes s try every cell without pruning by lower bounds,
 // the reference the pruned search must agree with.
@@ -60,3 +65,74 @@ func StreamOrder(s *Searcher, v View, req Request) []string {
 // SetWholeBand sets the band size up to which bands are priced whole (0:
 // every band of running work through cursors per GPU count).
 func SetWholeBand(s *Searcher, n int) { s.wholeBand = n }
+
+// IndexDiff describes how two indexes of the same workloads differ in
+// what a search reads (orders, bands, prices); "" when they agree.
+func IndexDiff(a, b *Index) string {
+	keys := func(x *Index, i int) []string {
+		var out []string
+		if t := x.byQueue[i]; t != nil {
+			t.Ascend(func(k orderKey) bool {
+				out = append(out, fmt.Sprintf("%d/%d/%d/%s", k.band, k.gpus, k.from, k.id))
+				return true
+			})
+		}
+		return out
+	}
+	drain := func(x *Index) []string {
+		var out []string
+		x.draining.Ascend(func(k orderKey) bool {
+			out = append(out, k.id)
+			return true
+		})
+		return out
+	}
+	nodeIDs := func(x *Index, n int) []string {
+		var out []string
+		for _, i := range x.onNode[n] {
+			out = append(out, x.entries[i].run.W.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	switch {
+	case a.Len() != b.Len():
+		return fmt.Sprintf("len %d != %d", a.Len(), b.Len())
+	case !slices.Equal(drain(a), drain(b)):
+		return "draining"
+	case !slices.Equal(a.held, b.held):
+		return "held"
+	case !slices.Equal(a.reach, b.reach):
+		return "reach"
+	case !slices.Equal(a.firstSlot, b.firstSlot):
+		return "firstSlot"
+	case !slices.Equal(a.clearPrice, b.clearPrice):
+		return "clearPrice"
+	case !slices.Equal(a.maxClear, b.maxClear):
+		return "maxClear"
+	case !slices.Equal(a.cellClear, b.cellClear):
+		return "cellClear"
+	case !slices.Equal(a.blocked, b.blocked) || !slices.Equal(a.total, b.total):
+		return "per-queue counts"
+	}
+	for i := range a.byQueue {
+		if !slices.Equal(keys(a, i), keys(b, i)) {
+			return fmt.Sprintf("queue slot %d order", i)
+		}
+		if !slices.Equal(a.queueBands[i], b.queueBands[i]) {
+			return fmt.Sprintf("queue slot %d bands", i)
+		}
+	}
+	for d := range a.gpuBands {
+		if !slices.Equal(a.gpuBands[d], b.gpuBands[d]) || !slices.Equal(a.nodeBands[d], b.nodeBands[d]) ||
+			!slices.Equal(a.domQueues[d], b.domQueues[d]) {
+			return fmt.Sprintf("domain %d bands", d)
+		}
+	}
+	for n := range a.onNode {
+		if !slices.Equal(nodeIDs(a, n), nodeIDs(b, n)) {
+			return fmt.Sprintf("node %d workloads", n)
+		}
+	}
+	return ""
+}
