@@ -302,3 +302,63 @@ func (s *Searcher) next(m *merged) (ci int32, from int) {
 // drop ends stream i early: its queue's remaining candidates can no
 // longer be taken.
 func (m *merged) drop(i int) { m.heads[i] = -1 }
+
+// hasOwnCandidates reports whether the preemptor's queue has a candidate.
+func (s *Searcher) hasOwnCandidates() bool {
+	qr := &s.queues[s.req.Queue]
+	return qr.allowed && s.anyCandidate(s.req.Queue, qr.maxPrio)
+}
+
+// stream opens queue q's candidates up to maxPrio.
+func (s *Searcher) stream(q quota.NodeID, maxPrio int64) queueStream {
+	st := queueStream{queue: q, tree: s.index.byQueue[s.index.queueSlot(q, s.flavor)], maxPrio: maxPrio}
+	if k := len(s.bandBufs); k > 0 {
+		st.band, s.bandBufs = s.bandBufs[k-1][:0], s.bandBufs[:k-1]
+	}
+	if k := len(s.subPool); k > 0 {
+		st.subs, s.subPool = s.subPool[k-1][:0], s.subPool[:k-1]
+	}
+	return st
+}
+
+// recycle keeps a stream's buffers for the next one.
+func (s *Searcher) recycle(st *queueStream) {
+	s.recycleSubs(st)
+	s.subPool = append(s.subPool, st.subs[:0])
+	s.bandBufs = append(s.bandBufs, st.band[:0])
+	st.band, st.subs = nil, nil
+}
+
+// openAttempt opens the merged eviction order over the queues an attempt
+// may take from.
+func (s *Searcher) openAttempt(a attempt) merged {
+	for i := range s.streams {
+		s.recycle(&s.streams[i])
+	}
+	s.streams, s.heads = s.streams[:0], s.heads[:0]
+	for q := range s.queues {
+		qr := &s.queues[q]
+		if !qr.allowed {
+			continue
+		}
+		maxPrio := qr.maxPrio
+		if qr.other {
+			switch {
+			case a.others == othersHier && !qr.hier:
+				continue
+			case a.others == othersHierOrWhileB && !qr.hier:
+				maxPrio = min(maxPrio, qr.whileBMax)
+			}
+		}
+		st := s.stream(quota.NodeID(q), maxPrio)
+		if st.tree == nil {
+			s.recycle(&st)
+			continue
+		}
+		s.streams = append(s.streams, st)
+	}
+	for i := range s.streams {
+		s.heads = append(s.heads, s.head(&s.streams[i]))
+	}
+	return merged{streams: s.streams, heads: s.heads}
+}

@@ -3,7 +3,6 @@ package preempt
 import (
 	"slices"
 
-	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -247,37 +246,6 @@ func (s *Searcher) takeAll(list []int32) {
 	}
 	s.flushUsage(-1)
 	s.taken = append(s.taken, list...)
-}
-
-// pendingUsage notes g GPUs of queue q for flushUsage.
-func (s *Searcher) pendingUsage(q quota.NodeID, g int) {
-	if len(s.pending) < len(s.queues) {
-		s.pending = make([]int64, len(s.queues))
-	}
-	if s.pending[q] == 0 {
-		s.pendingQ = append(s.pendingQ, q)
-	}
-	s.pending[q] += int64(g)
-}
-
-// flushUsage adds (sign 1) or removes (sign -1) the pending GPUs per
-// queue: the tree ends as after one change per victim, since usage is
-// exact arithmetic.
-func (s *Searcher) flushUsage(sign int) {
-	for _, q := range s.pendingQ {
-		g := s.pending[q]
-		s.pending[q] = 0
-		var err error
-		if sign > 0 {
-			err = s.tree.AddUsage(q, s.flavor, g)
-		} else {
-			err = s.tree.RemoveUsage(q, s.flavor, g)
-		}
-		if err != nil {
-			panic("preempt: usage of indexed workloads: " + err.Error())
-		}
-	}
-	s.pendingQ = s.pendingQ[:0]
 }
 
 // fillBack walks the picked victims newest first and keeps out each one

@@ -99,11 +99,6 @@ type Searcher struct {
 	coveredAt   []uint32 // per candidate: the coverCost call that counted it
 }
 
-type removal struct {
-	q quota.NodeID
-	g int64
-}
-
 // NewSearcher returns a Searcher with the given options.
 func NewSearcher(opt Options) *Searcher {
 	if opt.RestartOverhead <= 0 {
@@ -346,11 +341,11 @@ func (s *Searcher) setupGone() *NoPlan {
 		}
 	}
 	slices.Sort(s.gone) // so the tree sees the same removals in the same order
-	for j, pos := range s.gone {
+	for _, pos := range s.gone {
 		r := &x.entries[pos].run
 		if err := s.tree.RemoveUsage(r.Queue, r.Flavor, int64(x.entries[pos].gpus)); err != nil {
-			// The private tree is rebuilt at the next call: nothing to undo.
-			_ = j
+			// The Searcher's tree is copied again at the next call:
+			// nothing to undo.
 			return s.invalid("running workload " + r.W.ID + ": " + err.Error())
 		}
 	}
@@ -368,135 +363,4 @@ func (s *Searcher) setupGone() *NoPlan {
 	t, q := s.tree, s.req.Queue
 	s.withinNominal = t.InUse(q, s.flavor)+s.needGPUs <= t.Nominal(q, s.flavor)
 	return nil
-}
-
-// hasOwnCandidates reports whether the preemptor's queue has a candidate.
-func (s *Searcher) hasOwnCandidates() bool {
-	qr := &s.queues[s.req.Queue]
-	return qr.allowed && s.anyCandidate(s.req.Queue, qr.maxPrio)
-}
-
-// stream opens queue q's candidates up to maxPrio.
-func (s *Searcher) stream(q quota.NodeID, maxPrio int64) queueStream {
-	st := queueStream{queue: q, tree: s.index.byQueue[s.index.queueSlot(q, s.flavor)], maxPrio: maxPrio}
-	if k := len(s.bandBufs); k > 0 {
-		st.band, s.bandBufs = s.bandBufs[k-1][:0], s.bandBufs[:k-1]
-	}
-	if k := len(s.subPool); k > 0 {
-		st.subs, s.subPool = s.subPool[k-1][:0], s.subPool[:k-1]
-	}
-	return st
-}
-
-// recycle keeps a stream's buffers for the next one.
-func (s *Searcher) recycle(st *queueStream) {
-	s.recycleSubs(st)
-	s.subPool = append(s.subPool, st.subs[:0])
-	s.bandBufs = append(s.bandBufs, st.band[:0])
-	st.band, st.subs = nil, nil
-}
-
-// openAttempt opens the merged eviction order over the queues an attempt
-// may take from.
-func (s *Searcher) openAttempt(a attempt) merged {
-	for i := range s.streams {
-		s.recycle(&s.streams[i])
-	}
-	s.streams, s.heads = s.streams[:0], s.heads[:0]
-	for q := range s.queues {
-		qr := &s.queues[q]
-		if !qr.allowed {
-			continue
-		}
-		maxPrio := qr.maxPrio
-		if qr.other {
-			switch {
-			case a.others == othersHier && !qr.hier:
-				continue
-			case a.others == othersHierOrWhileB && !qr.hier:
-				maxPrio = min(maxPrio, qr.whileBMax)
-			}
-		}
-		st := s.stream(quota.NodeID(q), maxPrio)
-		if st.tree == nil {
-			s.recycle(&st)
-			continue
-		}
-		s.streams = append(s.streams, st)
-	}
-	for i := range s.streams {
-		s.heads = append(s.heads, s.head(&s.streams[i]))
-	}
-	return merged{streams: s.streams, heads: s.heads}
-}
-
-// quotaReachable reports whether evicting every candidate the attempt may
-// take could make quota fit (from the Index's per-queue sums, counting
-// candidates still under their MinRuntime: an optimistic answer), a
-// cheap way to skip hopeless attempts.
-func (s *Searcher) quotaReachable(a attempt) bool {
-	t, x := s.tree, s.index
-	rm := s.removals[:0]
-	ok := true
-	for q := range s.queues {
-		qr := &s.queues[q]
-		if !qr.allowed {
-			continue
-		}
-		maxPrio := qr.maxPrio
-		if qr.other && !qr.hier {
-			switch a.others {
-			case othersHier:
-				continue
-			case othersHierOrWhileB:
-				maxPrio = min(maxPrio, qr.whileBMax)
-			}
-		}
-		g := int64(0)
-		for _, b := range x.queueBands[x.queueSlot(quota.NodeID(q), s.flavor)] {
-			if int64(b.prio) <= maxPrio {
-				g += int64(b.gpus)
-			}
-		}
-		for _, pos := range s.gone {
-			if e := &x.entries[pos]; e.run.Queue == quota.NodeID(q) && e.run.Flavor == s.flavor && e.cand && int64(e.prio) <= maxPrio {
-				g -= int64(e.gpus)
-			}
-		}
-		if g <= 0 {
-			continue
-		}
-		if err := t.RemoveUsage(quota.NodeID(q), s.flavor, g); err != nil {
-			ok = false
-			break
-		}
-		rm = append(rm, removal{quota.NodeID(q), g})
-	}
-	s.removals = rm
-	if ok {
-		ok = s.quotaOK(a.allowBorrow)
-	}
-	for _, r := range slices.Backward(rm) {
-		if err := t.AddUsage(r.q, s.flavor, r.g); err != nil {
-			panic("preempt: undoing a removal: " + err.Error())
-		}
-	}
-	return ok
-}
-
-func (s *Searcher) quotaOK(allowBorrow bool) bool {
-	v := s.tree.Fits(s.req.Queue, s.flavor, s.needGPUs)
-	return v.Fits() && (allowBorrow || !v.Borrowing())
-}
-
-func (s *Searcher) removeUsage(c *cand) {
-	if err := s.tree.RemoveUsage(c.run.Queue, s.flavor, int64(c.gpus)); err != nil {
-		panic("preempt: usage of an indexed workload: " + err.Error())
-	}
-}
-
-func (s *Searcher) addUsage(c *cand) {
-	if err := s.tree.AddUsage(c.run.Queue, s.flavor, int64(c.gpus)); err != nil {
-		panic("preempt: undoing a removal: " + err.Error())
-	}
 }
