@@ -119,8 +119,15 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 		w = &joint
 	}
 	req := preempt.Request{W: w, Queue: e.queue, Flavor: e.flavor, Now: now,
-		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Nominations: s.books}
-	plan, err := s.searcher.Victims(s.fleet, s.tree, req, s.books.Candidates(), taken)
+		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Claims: s.books}
+	if s.searcher.ScratchDirty() {
+		// A search was interrupted (a host callback panicked): the live
+		// state was never touched, only the mirror needs copying again.
+		s.books.RebuildScratch()
+		s.searcher.ScratchRebuilt()
+	}
+	view := preempt.View{Fleet: s.fleet, Tree: s.tree, Index: s.books.Index(), Scratch: s.books.Scratch()}
+	plan, err := s.searcher.Victims(view, req, taken)
 	if err != nil {
 		var np *preempt.NoPlan
 		if errors.As(err, &np) && len(run) == 1 {

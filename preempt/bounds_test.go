@@ -16,25 +16,25 @@ import (
 func TestBoundsKeepThePlan(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		e, req, exclude := instance(t, rapid.Bool().Draw(t, "single"))
-		p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.f, e.tree, req, e.running, exclude)
+		p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, exclude)
 		ref := preempt.NewSearcher(preempt.Options{})
 		preempt.SetNoBounds(ref, true)
-		p2, err2 := ref.Victims(e.f, e.tree, req, e.running, exclude)
+		p2, err2 := ref.Victims(e.view(), req, exclude)
 		require.Equal(t, err2, err)
 		require.Equal(t, p2, p)
 	})
 }
 
 func TestBoundsKeepThePlanOnShapes(t *testing.T) {
-	for _, build := range []func(int, bool, uint64) *shapes.Victim{shapes.Clear, shapes.Spike, shapes.Reclaim} {
-		for _, mixed := range []bool{false, true} {
+	for _, build := range []func(int, shapes.Fill, uint64) *shapes.Victim{shapes.Clear, shapes.Spike, shapes.Reclaim} {
+		for _, fill := range shapes.Fills() {
 			for seed := uint64(1); seed <= 3; seed++ {
-				v := build(2048, mixed, seed)
-				p, err := preempt.NewSearcher(preempt.Options{}).Victims(v.Fleet, v.Tree, v.Request, v.Running, nil)
+				v := build(2048, fill, seed)
+				p, err := preempt.NewSearcher(preempt.Options{}).Victims(v.View(), v.Request, nil)
 				require.NoError(t, err)
 				ref := preempt.NewSearcher(preempt.Options{})
 				preempt.SetNoBounds(ref, true)
-				p2, err := ref.Victims(v.Fleet, v.Tree, v.Request, v.Running, nil)
+				p2, err := ref.Victims(v.View(), v.Request, nil)
 				require.NoError(t, err)
 				require.Equal(t, p2, p)
 			}
@@ -42,19 +42,29 @@ func TestBoundsKeepThePlanOnShapes(t *testing.T) {
 	}
 }
 
-// TestRefusedCallLeavesSearcherClean reuses one Searcher after a call
-// refused for a bad node entry: the next answer is the same as a fresh
-// Searcher's.
-func TestRefusedCallLeavesSearcherClean(t *testing.T) {
-	v := shapes.Clear(2048, true, 1)
-	want, err := preempt.NewSearcher(preempt.Options{}).Victims(v.Fleet, v.Tree, v.Request, v.Running, nil)
+// TestRefusedAddLeavesIndexClean offers the index a bad node entry: the
+// Add is refused whole, and the next search answers as on an index that
+// never saw it.
+func TestRefusedAddLeavesIndexClean(t *testing.T) {
+	v := shapes.Clear(2048, shapes.FillMixed, 1)
+	want, err := preempt.NewSearcher(preempt.Options{}).Victims(v.View(), v.Request, nil)
 	require.NoError(t, err)
-	s := preempt.NewSearcher(preempt.Options{})
-	bad := append([]preempt.Running(nil), v.Running...)
-	bad[len(bad)-1].Nodes = []placement.NodeGPUs{{Node: 0, GPUs: 0}}
-	_, err = s.Victims(v.Fleet, v.Tree, v.Request, bad, nil)
-	require.ErrorIs(t, err, preempt.ErrNoPlan)
-	got, err := s.Victims(v.Fleet, v.Tree, v.Request, v.Running, nil)
+	view := v.View()
+	bad := v.Running[len(v.Running)-1]
+	w := bad.W.Clone()
+	bad.W = &w
+	bad.W.ID = "bad"
+	bad.Nodes = []placement.NodeGPUs{{Node: 1, GPUs: 1}, {Node: 0, GPUs: 0}}
+	err = view.Index.Add(bad)
+	var ie *preempt.IndexError
+	require.ErrorAs(t, err, &ie)
+	require.ErrorIs(t, err, preempt.ErrInvalid)
+	require.Equal(t, len(v.Running), view.Index.Len())
+	bad.Nodes = []placement.NodeGPUs{{Node: 1, GPUs: 1}} // node 1 is full
+	require.ErrorIs(t, view.Index.Add(bad), preempt.ErrInvalid)
+	require.ErrorIs(t, view.Index.Add(v.Running[0]), preempt.ErrDuplicate)
+	require.ErrorIs(t, view.Index.Remove("bad"), preempt.ErrUnknownWorkload)
+	got, err := preempt.NewSearcher(preempt.Options{}).Victims(view, v.Request, nil)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 }

@@ -7,37 +7,76 @@
 // workloads (never some pods of a gang), each with the rule that allowed
 // it, its drain deadline, the GPUs it frees and its cost, plus the
 // assignment the beneficiary will get once they are gone. Or a *NoPlan
-// saying why none exists. The candidate rules are Kueue's meaning of the
-// queue's quota.Rules (withinQueue, reclaimWithinCohort, borrowWithinCohort
-// with its threshold and the hierarchical-advantage exemption, and
-// fair-sharing preemption); they, the drain contract (Running.Preemptible)
-// and the minimum runtime are documented on Victims, where they are
-// decided. The one candidate order is documented on sortCandidates:
-// draining first, other queues' borrowed work, lower priority, lower cost,
-// ID.
+// saying why none exists and, per rule (NoPlan.Excluded), how many
+// running workloads it kept out. The candidate rules are Kueue's meaning
+// of the queue's quota.Rules (withinQueue, reclaimWithinCohort,
+// borrowWithinCohort with its threshold and the hierarchical-advantage
+// exemption, and fair-sharing preemption), the drain contract
+// (Running.Preemptible) and the minimum runtime: see classifyEntry and
+// attempts. The one candidate order is compareCandidates: draining
+// first, other queues' borrowed work, (fair sharing) higher share, lower
+// priority, lower cost, ID.
 //
-// The search is topology-aware from the start: for a gang that must sit
-// in one domain, it evaluates each domain from its own candidates' nodes
-// with the fleet's per-domain histograms (O(1) per freed node), picks the
-// domain whose cheapest sufficient set is cheapest, fills back, and runs
-// placement once to validate and to produce Plan.Target. It never
-// re-places the gang over the whole fleet per candidate. Domains are tried
-// by a lower bound on their set (GPUs still missing there, covered by the
-// cheapest candidates), and the search stops once no remaining domain's
-// bound can beat the best set found: the answer is the same as trying
-// every domain. Passing running sorted by ID (as a scheduler keeping its
-// candidates in ID order does) spares string compares in the candidate
-// order's tie-break; any order gives the same plan.
+// # The Index: the host's candidates, kept up to date
+//
+// The running workloads are an Index the host keeps as work starts and
+// stops, each change validated once (typed *IndexError):
+//
+//	index.Add(r)       // a workload started (or was adopted)
+//	index.Update(r)    // it started draining, checkpointed, its class changed
+//	index.Remove(id)   // it ended (finished, failed, drained, killed)
+//
+// The Index keeps each queue's candidates in the static part of the
+// eviction order, and per topology domain, like the fleet's own
+// aggregates (O(depth) per change), the candidate GPUs and clearable
+// nodes by priority and the cheapest price of room for a pod of each
+// size. A search bounds and prunes domains from these numbers, visits
+// only the candidates of the domains it keeps, and prices (CostModel) only
+// what it reaches: its cost grows with the decision, not with the
+// running workloads.
+//
+// # How a search decides
+//
+// Victims are picked in eviction order until quota fits; then, for each
+// domain of the gang's required level (the whole fleet without one),
+// lowest bound first, room is freed node by node, cheapest node first
+// (found best-first down the topology), until the domain holds the gang;
+// each domain's set is filled back to 1-minimal and scored (highest victim
+// priority, then cost, then count), and the search stops once no
+// remaining domain's bound can beat the best: the same answer as trying
+// every domain. When the victims picked for quota used up what a queue
+// may lose on work that frees no room in the domain, the domain is freed
+// first and quota topped up. One placement on the scratch fleet validates
+// the set and gives Plan.Target. Gangs with segments, spread or pod sets
+// of different sizes take Kueue's classical path (place after each pick).
 //
 // The cost of a victim is a CostModel (default: GPUs x work since the last
 // checkpoint plus a restart overhead, in GPU-seconds); a host may plug in
-// its own.
+// its own (the search then prices whole priority bands as it reaches
+// them; DefaultCost's are priced a few candidates at a time).
 //
-// Victims changes neither the fleet nor the tree (it removes and puts back
-// exactly). Several preemptions in one cycle use disjoint victims: pass the
-// IDs chosen so far in exclude, and the scheduler's Drains in
-// Request.Nominations, so that freed GPUs already promised are not
-// promised again.
+// # What a search reads, and what it never changes
+//
+// A search reads a View: the live fleet and quota tree, the Index, and a
+// Scratch fleet the caller keeps equal to the live one (a mirror: every
+// Allocate, Release and SetHealth applied to both). It never changes the
+// live fleet, tree or index: quota what-ifs run on the Searcher's own copy
+// of the tree (copied per call, O(queues)), and the one placement that
+// validates a plan runs on Scratch with the victims' GPUs released, given
+// back before Victims returns, also on a panic; if giving back fails, the
+// Searcher refuses further searches with ErrDirtyScratch until the caller
+// rebuilds the scratch fleet and calls ScratchRebuilt. Host code called
+// during a search (the CostModel, a placement Scorer) never sees the live
+// state perturbed; a Scorer is shown only Scratch. Why a mirror rather
+// than no mutation at all: placement, which decides Plan.Target with the
+// host's Scorer, works on a topology.Fleet; releasing the victims' GPUs
+// on a mirror costs O(victim nodes x depth), where a clone per search
+// would cost O(nodes).
+//
+// Several preemptions in one cycle use disjoint victims: pass the IDs
+// chosen so far in exclude, and the accepted drains as Request.Claims
+// (the scheduler's Drains, or a ledger implementing Claims), so that freed
+// GPUs already promised are not promised again.
 //
 // # Drains: the convention with the topology and the quota tree
 //
@@ -65,11 +104,17 @@
 //	for _, x := range drains.Dissolve(b) { fleet.Release(x.Node, x.GPUs) } // 5. b cancelled
 //	tree.RemoveUsage(...)                     // and its usage
 //
-// What it is not: preempt sends no signals and keeps no clock; time comes
-// in as arguments. A Searcher and a Drains are not safe for concurrent use.
+// Every change the host makes to the fleet here is made to the scratch
+// mirror too.
 //
+// What it is not: preempt sends no signals and keeps no clock; time comes
+// in as arguments. A Searcher, an Index and a Drains are not safe for
+// concurrent use.
+//
+//	index := preempt.NewIndex(fleet, tree) // index.Add(r) on start, Update, Remove
 //	s := preempt.NewSearcher(preempt.Options{})
-//	plan, err := s.Victims(fleet, tree, preempt.Request{W: &w, Queue: q, Flavor: h100, Now: now}, running, nil)
+//	view := preempt.View{Fleet: fleet, Tree: tree, Index: index, Scratch: mirror}
+//	plan, err := s.Victims(view, preempt.Request{W: &w, Queue: q, Flavor: h100, Now: now}, nil)
 //	var np *preempt.NoPlan
-//	if errors.As(err, &np) { ... }    // np.Why: no candidates, quota or topology unreachable
+//	if errors.As(err, &np) { ... }    // np.Why, np.Excluded: what kept preemption from helping
 package preempt

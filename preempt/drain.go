@@ -78,10 +78,17 @@ func (d *Drains) Accept(plan Plan, now time.Time) ([]placement.NodeGPUs, error) 
 	if _, ok := d.noms[b]; ok {
 		return nil, &DrainError{ID: b, Detail: "already nominated"}
 	}
-	for j, v := range plan.Victims {
-		if _, ok := d.victims[v.ID]; ok || v.ID == "" || v.ID == b || repeated(plan.Victims[:j], v.ID) {
+	// waiting is the set of victims the nomination waits for: the plan's
+	// own (which also catches a victim named twice in O(V)) and those of
+	// earlier plans it claims from.
+	waiting := make(map[string]struct{}, len(plan.Victims))
+	for _, v := range plan.Victims {
+		_, tracked := d.victims[v.ID]
+		_, twice := waiting[v.ID]
+		if tracked || twice || v.ID == "" || v.ID == b {
 			return nil, &DrainError{ID: v.ID, Detail: "victim already tracked, repeated or invalid"}
 		}
+		waiting[v.ID] = struct{}{}
 	}
 	nom := &nomination{target: plan.Target.Clone(), readyBy: plan.ReadyBy}
 	fresh := make([]*drainVictim, len(plan.Victims))
@@ -111,7 +118,8 @@ func (d *Drains) Accept(plan Plan, now time.Time) ([]placement.NodeGPUs, error) 
 			if g := min(need, v.unclaimedOn(x.Node)); g > 0 {
 				v.claims = append(v.claims, claim{b, x.Node, g})
 				need -= g
-				if !slices.Contains(nom.waitOn, id) {
+				if _, ok := waiting[id]; !ok {
+					waiting[id] = struct{}{}
 					nom.waitOn = append(nom.waitOn, id)
 				}
 			}
@@ -128,15 +136,6 @@ func (d *Drains) Accept(plan Plan, now time.Time) ([]placement.NodeGPUs, error) 
 	}
 	d.noms[b] = nom
 	return reserve, nil
-}
-
-func repeated(vs []Victim, id string) bool {
-	for _, v := range vs {
-		if v.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // track starts tracking victim id and indexes it under its nodes.
@@ -379,7 +378,8 @@ func (d *Drains) Nominations() []string { return slices.Sorted(maps.Keys(d.noms)
 // Victims lists the tracked victims, sorted.
 func (d *Drains) Victims() []string { return slices.Sorted(maps.Keys(d.victims)) }
 
-// Tracked implements Claims; a nil Drains tracks nothing.
+// Tracked implements Claims: id is a victim some nomination waits for. A
+// nil Drains tracks nothing.
 func (d *Drains) Tracked(id string) bool {
 	if d == nil {
 		return false
@@ -388,7 +388,9 @@ func (d *Drains) Tracked(id string) bool {
 	return ok
 }
 
-// Unclaimed implements Claims.
+// Unclaimed implements Claims: of the gpus tracked victim id holds on node
+// n, those no nomination claims. An untracked workload's are all
+// unclaimed.
 func (d *Drains) Unclaimed(id string, n topology.NodeID, gpus int) int {
 	if d == nil {
 		return gpus

@@ -104,8 +104,8 @@ func TestDrainsStateMachine(t *testing.T) {
 				m.next++
 				r := e.req(fmt.Sprintf("b%d", m.next), "a", 10, rapid.IntRange(1, 2).Draw(t, "pods"),
 					rapid.SampledFrom([]int{1, 4, 8}).Draw(t, "perPod"), rapid.SampledFrom([]string{"", "leaf"}).Draw(t, "req"))
-				r.Now, r.Nominations = m.now, m.d
-				p, err := m.s.Victims(e.f, e.tree, r, e.running, nil)
+				r.Now, r.Claims = m.now, m.d
+				p, err := m.s.Victims(e.view(), r, nil)
 				if err != nil {
 					return
 				}

@@ -12,7 +12,35 @@ var (
 	ErrNoPlan  = errors.New("preempt: no preemption plan")
 	ErrInvalid = errors.New("preempt: invalid request")
 	ErrDrain   = errors.New("preempt: refused drain change")
+	// ErrDuplicate and ErrUnknownWorkload: an Index change for an ID
+	// already indexed, or not indexed.
+	ErrDuplicate       = errors.New("preempt: workload already indexed")
+	ErrUnknownWorkload = errors.New("preempt: workload not indexed")
+	// ErrDirtyScratch: an earlier search was interrupted (a panic) before
+	// it could give back what it released on View.Scratch, so the scratch
+	// fleet no longer equals the live one. The Searcher refuses to search
+	// until the caller rebuilds the scratch and calls ScratchRebuilt.
+	ErrDirtyScratch = errors.New("preempt: scratch fleet left changed by an interrupted search")
 )
+
+// IndexError says which Index change was refused and why; the Index is
+// unchanged. It wraps ErrInvalid, ErrDuplicate or ErrUnknownWorkload.
+type IndexError struct {
+	Op     string // add, update, remove
+	ID     string
+	Err    error
+	Detail string
+}
+
+func (e *IndexError) Error() string {
+	s := fmt.Sprintf("preempt: index %s %q: %v", e.Op, e.ID, e.Err)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+func (e *IndexError) Unwrap() error { return e.Err }
 
 // Why says why no plan exists.
 type Why uint8
@@ -51,13 +79,71 @@ type NoPlan struct {
 	Workload   string
 	Why        Why
 	Candidates int // running workloads the rules allow as victims
-	Detail     string
+	// Excluded counts, per rule or limit, the running workloads that may
+	// not be victims: what would have to change for preemption to help.
+	Excluded Exclusions
+	Detail   string
+	cause    error
 }
 
 func (e *NoPlan) Error() string {
-	s := fmt.Sprintf("preempt: no plan for %q: %s (%d candidates)", e.Workload, e.Why, e.Candidates)
+	s := fmt.Sprintf("preempt: no plan for %q: %s (%d candidates", e.Workload, e.Why, e.Candidates)
+	if x := e.Excluded.String(); x != "" {
+		s += "; excluded: " + x
+	}
+	s += ")"
 	if e.Detail != "" {
 		s += ": " + e.Detail
+	}
+	return s
+}
+
+// Exclusions counts running workloads by the rule or limit that keeps
+// them from being victims of one request.
+type Exclusions struct {
+	NotPreemptible    int // the drain contract forbids it
+	MinRuntime        int // started less than its MinRuntime ago
+	Priority          int // the queue's priority rule or borrowWithinCohort's threshold
+	NotBorrowing      int // another queue within its quota
+	QueueRule         int // withinQueue or reclaimWithinCohort is Never
+	OtherFlavorOrTree int // another flavor or quota tree
+	Claimed           int // draining for an accepted nomination, or chosen earlier this cycle
+}
+
+// Count returns the count for one exclusion.
+func (x *Exclusions) Count(e Exclusion) int { return *x.field(e) }
+
+func (x *Exclusions) field(e Exclusion) *int {
+	switch e {
+	case ExcludedNotPreemptible:
+		return &x.NotPreemptible
+	case ExcludedMinRuntime:
+		return &x.MinRuntime
+	case ExcludedPriority:
+		return &x.Priority
+	case ExcludedNotBorrowing:
+		return &x.NotBorrowing
+	case ExcludedQueueRule:
+		return &x.QueueRule
+	case ExcludedOtherFlavorOrTree:
+		return &x.OtherFlavorOrTree
+	case ExcludedClaimed:
+		return &x.Claimed
+	}
+	panic(fmt.Sprintf("preempt: exclusion %d", e))
+}
+
+// String renders the non-zero counts, e.g. "3 not preemptible, 12
+// priority"; "" when nothing was excluded.
+func (x Exclusions) String() string {
+	s := ""
+	for e := ExcludedNotPreemptible; e < numExclusions; e++ {
+		if n := x.Count(e); n > 0 {
+			if s != "" {
+				s += ", "
+			}
+			s += fmt.Sprintf("%d %s", n, e)
+		}
 	}
 	return s
 }
@@ -65,6 +151,9 @@ func (e *NoPlan) Error() string {
 // Unwrap matches ErrNoPlan, and ErrInvalid for WhyInvalid.
 func (e *NoPlan) Unwrap() []error {
 	if e.Why == WhyInvalid {
+		if e.cause != nil {
+			return []error{ErrNoPlan, ErrInvalid, e.cause}
+		}
 		return []error{ErrNoPlan, ErrInvalid}
 	}
 	return []error{ErrNoPlan}

@@ -37,8 +37,17 @@ func Example() {
 	}
 	w := &gang.Workload{ID: "pretrain", Priority: 100, PodSets: []gang.PodSet{{Name: "w", Count: 2, GPUsPerPod: 8}}}
 
+	// The host keeps an index of what runs (Add on start, Update on
+	// drain or checkpoint, Remove on exit) and a scratch mirror of the
+	// fleet; the search reads them and changes neither the fleet nor the
+	// tree.
+	index := preempt.NewIndex(f, tree)
+	for _, r := range running {
+		_ = index.Add(r)
+	}
+	view := preempt.View{Fleet: f, Tree: tree, Index: index, Scratch: f.Clone()}
 	s := preempt.NewSearcher(preempt.Options{})
-	plan, err := s.Victims(f, tree, preempt.Request{W: w, Queue: research, Now: now}, running, nil)
+	plan, err := s.Victims(view, preempt.Request{W: w, Queue: research, Now: now}, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

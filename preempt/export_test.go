@@ -1,21 +1,138 @@
 package preempt
 
-// SetNoBounds makes s try every domain without pruning by lower bounds,
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fleetsched/fleet/quota"
+)
+
+// SetNoBounds makes s try every cell without pruning by lower bounds,
 // the reference the pruned search must agree with.
 func SetNoBounds(s *Searcher, v bool) { s.noBounds = v }
 
-// SortKeys orders candidates given by their packed criteria k and cost
-// keys, in index order, as sortCandidates does when running came sorted
-// by ID, and returns their indexes in that order.
-func SortKeys(s *Searcher, k, cost []uint64) []int32 {
-	keys := make([]sortKey, len(k))
-	for i := range k {
-		keys[i] = sortKey{k: k[i], cost: cost[i], i: int32(i)}
+// OrderItem is what the eviction order reads of one candidate.
+type OrderItem struct {
+	Draining bool
+	Other    bool
+	Share    quota.Share
+	Prio     int32
+	Cost     float64
+	ID       string
+}
+
+func (o OrderItem) cand() cand {
+	return cand{draining: o.Draining, other: o.Other, share: o.Share, prio: o.Prio, cost: o.Cost, id: o.ID}
+}
+
+// CompareOrder is compareCandidates.
+func CompareOrder(a, b OrderItem) int {
+	x, y := a.cand(), b.cand()
+	return compareCandidates(&x, &y)
+}
+
+// StaticLess is the Index's order of one queue's candidates (the packed
+// band of draining and priority, then ID), and SameBand says whether two
+// candidates share a band (the search then orders them by cost and ID).
+func StaticLess(a, b OrderItem) bool {
+	return keyLess(orderKey{band: packBand(a.Draining, a.Prio), id: a.ID}, orderKey{band: packBand(b.Draining, b.Prio), id: b.ID})
+}
+
+func SameBand(a, b OrderItem) bool {
+	return packBand(a.Draining, a.Prio) == packBand(b.Draining, b.Prio)
+}
+
+// StreamOrder returns the IDs of every candidate for req, as the search's
+// merged queue streams yield them (the eviction order).
+func StreamOrder(s *Searcher, v View, req Request) []string {
+	s.begin(v, req, nil)
+	defer s.end()
+	if s.validateRequest() != nil || s.setupGone() != nil {
+		return nil
 	}
-	keys = s.radixSortKeys(keys)
-	out := make([]int32, len(keys))
-	for j, x := range keys {
-		out[j] = x.i
+	s.setupQueues()
+	m := s.openAttempt(attempt{true, othersAll})
+	var out []string
+	for {
+		ci, _ := s.next(&m)
+		if ci < 0 {
+			return out
+		}
+		out = append(out, s.cands[ci].id)
 	}
-	return out
+}
+
+// SetWholeBand sets the band size up to which bands are priced whole (0:
+// every band of running work through cursors per GPU count).
+func SetWholeBand(s *Searcher, n int) { s.wholeBand = n }
+
+// IndexDiff describes how two indexes of the same workloads differ in
+// what a search reads (orders, bands, prices); "" when they agree.
+func IndexDiff(a, b *Index) string {
+	keys := func(x *Index, i int) []string {
+		var out []string
+		if t := x.byQueue[i]; t != nil {
+			t.Ascend(func(k orderKey) bool {
+				out = append(out, fmt.Sprintf("%d/%d/%d/%s", k.band, k.gpus, k.from, k.id))
+				return true
+			})
+		}
+		return out
+	}
+	drain := func(x *Index) []string {
+		var out []string
+		x.draining.Ascend(func(k orderKey) bool {
+			out = append(out, k.id)
+			return true
+		})
+		return out
+	}
+	nodeIDs := func(x *Index, n int) []string {
+		var out []string
+		for _, i := range x.onNode[n] {
+			out = append(out, x.entries[i].run.W.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	switch {
+	case a.Len() != b.Len():
+		return fmt.Sprintf("len %d != %d", a.Len(), b.Len())
+	case !slices.Equal(drain(a), drain(b)):
+		return "draining"
+	case !slices.Equal(a.held, b.held):
+		return "held"
+	case !slices.Equal(a.reach, b.reach):
+		return "reach"
+	case !slices.Equal(a.firstSlot, b.firstSlot):
+		return "firstSlot"
+	case !slices.Equal(a.clearPrice, b.clearPrice):
+		return "clearPrice"
+	case !slices.Equal(a.maxClear, b.maxClear):
+		return "maxClear"
+	case !slices.Equal(a.cellClear, b.cellClear):
+		return "cellClear"
+	case !slices.Equal(a.blocked, b.blocked) || !slices.Equal(a.total, b.total):
+		return "per-queue counts"
+	}
+	for i := range a.byQueue {
+		if !slices.Equal(keys(a, i), keys(b, i)) {
+			return fmt.Sprintf("queue slot %d order", i)
+		}
+		if !slices.Equal(a.queueBands[i], b.queueBands[i]) {
+			return fmt.Sprintf("queue slot %d bands", i)
+		}
+	}
+	for d := range a.gpuBands {
+		if !slices.Equal(a.gpuBands[d], b.gpuBands[d]) || !slices.Equal(a.nodeBands[d], b.nodeBands[d]) ||
+			!slices.Equal(a.domQueues[d], b.domQueues[d]) {
+			return fmt.Sprintf("domain %d bands", d)
+		}
+	}
+	for n := range a.onNode {
+		if !slices.Equal(nodeIDs(a, n), nodeIDs(b, n)) {
+			return fmt.Sprintf("node %d workloads", n)
+		}
+	}
+	return ""
 }

@@ -68,6 +68,15 @@ func (e *env) run(id, q string, prio int32, age time.Duration, nodes []int, gpus
 	return &e.running[len(e.running)-1]
 }
 
+// view indexes the running workloads as they are now.
+func (e *env) view() preempt.View {
+	x := preempt.NewIndex(e.f, e.tree)
+	for _, r := range e.running {
+		require.NoError(e.t, x.Add(r))
+	}
+	return preempt.View{Fleet: e.f, Tree: e.tree, Index: x, Scratch: e.f.Clone()}
+}
+
 func (e *env) req(id, q string, prio int32, pods, gpusPerPod int, required string) preempt.Request {
 	w := &gang.Workload{ID: id, Queue: q, Priority: prio,
 		PodSets:  []gang.PodSet{{Name: "p", Count: pods, GPUsPerPod: gpusPerPod}},

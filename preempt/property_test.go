@@ -3,6 +3,7 @@ package preempt_test
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -116,12 +117,12 @@ func TestVictimsProperties(t *testing.T) {
 		var beforeT bytesOf
 		beforeT.read(e.tree)
 		s := preempt.NewSearcher(preempt.Options{})
-		p, err := s.Victims(e.f, e.tree, req, e.running, exclude)
+		p, err := s.Victims(e.view(), req, exclude)
 		require.Equal(t, beforeF, e.f.String())
 		var afterT bytesOf
 		afterT.read(e.tree)
 		require.Equal(t, beforeT, afterT)
-		p2, err2 := preempt.NewSearcher(preempt.Options{}).Victims(e.f, e.tree, req, e.running, exclude)
+		p2, err2 := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, exclude)
 		require.Equal(t, err == nil, err2 == nil)
 		require.Equal(t, p, p2, "deterministic")
 		if err != nil {
@@ -195,7 +196,7 @@ func TestVictimsAgainstBruteForce(t *testing.T) {
 			}
 			exists = fitsWithout(e, req, gone, true)
 		}
-		p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.f, e.tree, req, e.running, nil)
+		p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
 		require.Equal(t, exists, err == nil, "brute force %v, ours %v", exists, err)
 		if err != nil {
 			return
@@ -250,33 +251,91 @@ func TestVictimsAgainstBruteForce(t *testing.T) {
 	})
 }
 
-// TestSortKeysAgainstComparison checks the candidate order's radix sort
-// against a comparison sort, on sizes on both sides of its threshold and
-// on keys that share many bytes (few priorities, integral costs) or none.
-func TestSortKeysAgainstComparison(t *testing.T) {
-	s := preempt.NewSearcher(preempt.Options{})
+// TestStaticOrderAgreesWithComparator checks the Index's packed key
+// against the one comparator: within one queue (same side, same share),
+// candidates of different bands are in the comparator's order, and
+// within a band the comparator falls to cost, then ID, which is how the
+// search sorts each band it fetches.
+func TestStaticOrderAgreesWithComparator(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(0, 600).Draw(t, "n")
-		k, cost := make([]uint64, n), make([]uint64, n)
-		kBits := rapid.SampledFrom([]uint64{1, 4, 1 << 34, 1<<64 - 1}).Draw(t, "kRange")
-		cBits := rapid.SampledFrom([]uint64{3, 1 << 20, 1<<64 - 1}).Draw(t, "costRange")
+		prios := rapid.SampledFrom([]int32{math.MinInt32, math.MinInt32 + 1, -1, 0, 1, 2, 99, math.MaxInt32 - 1, math.MaxInt32})
+		item := func(label string) preempt.OrderItem {
+			return preempt.OrderItem{
+				Draining: rapid.Bool().Draw(t, label+"draining"),
+				Prio:     prios.Draw(t, label+"prio"),
+				Cost:     rapid.SampledFrom([]float64{0, 1, 2.5, 1e9}).Draw(t, label+"cost"),
+				ID:       rapid.SampledFrom([]string{"a", "b", "c", "aa"}).Draw(t, label+"id"),
+			}
+		}
+		a, b := item("a"), item("b")
+		other := rapid.Bool().Draw(t, "other")
+		a.Other, b.Other = other, other
+		c := preempt.CompareOrder(a, b)
+		if !preempt.SameBand(a, b) {
+			require.Equal(t, c < 0, preempt.StaticLess(a, b), "%+v %+v", a, b)
+			require.Equal(t, c > 0, preempt.StaticLess(b, a), "%+v %+v", a, b)
+			return
+		}
+		require.Equal(t, cmp.Or(cmp.Compare(a.Cost, b.Cost), cmp.Compare(a.ID, b.ID)), c)
+	})
+}
+
+// TestStreamsYieldTheEvictionOrder checks the lazy streams against a
+// sort of every candidate by the eviction order: with DefaultCost (bands
+// merged from one cursor per GPU count, priced a few at a time) and with
+// a cost model the search knows nothing of (bands priced whole), on
+// bands large enough to take several fetches, with work whose unsaved
+// time starts after now (equal costs), checkpoints and draining work.
+func TestStreamsYieldTheEvictionOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e := newEnv(t, 1, 4, 4, 8, cohort("c", "", 0), queue("a", "c", 64, reclaimAny), queue("b", "c", 0, lower))
+		n := rapid.IntRange(1, 60).Draw(t, "n")
 		for i := range n {
-			k[i] = rapid.Uint64Range(0, kBits).Draw(t, "k")
-			cost[i] = rapid.Uint64Range(0, cBits).Draw(t, "cost") << rapid.SampledFrom([]int{0, 0, 40}).Draw(t, "shift")
-		}
-		want := make([]int32, n)
-		for i := range want {
-			want[i] = int32(i)
-		}
-		slices.SortFunc(want, func(a, b int32) int {
-			if c := cmp.Compare(k[a], k[b]); c != 0 {
-				return c
+			node := rapid.IntRange(0, 15).Draw(t, "node")
+			free := e.f.Free(topology.NodeID(node))
+			if free == 0 {
+				continue
 			}
-			if c := cmp.Compare(cost[a], cost[b]); c != 0 {
-				return c
+			g := rapid.IntRange(1, min(free, 3)).Draw(t, "gpus")
+			q := rapid.SampledFrom([]string{"a", "b"}).Draw(t, "queue")
+			age := time.Duration(rapid.IntRange(-2, 6).Draw(t, "age")) * time.Minute
+			r := e.run(fmt.Sprintf("w%02d", i), q, int32(rapid.IntRange(0, 2).Draw(t, "prio")), age, []int{node}, []int{g})
+			if rapid.Bool().Draw(t, "checkpointed") {
+				w := r.W.Clone()
+				w.Drain.LastCheckpoint = t0.Add(-time.Duration(rapid.IntRange(-1, 3).Draw(t, "ckpt")) * time.Minute)
+				r.W = &w
 			}
-			return cmp.Compare(a, b)
-		})
-		require.Equal(t, want, preempt.SortKeys(s, k, cost))
+			r.Draining = rapid.IntRange(0, 5).Draw(t, "draining") == 0
+		}
+		req := e.req("new", "a", 10, 1, 1, "")
+		for i, opt := range []preempt.Options{{}, {}, {Cost: perGPU{}}} {
+			s := preempt.NewSearcher(opt)
+			if i == 0 {
+				preempt.SetWholeBand(s, 0)
+			}
+			cost := opt.Cost
+			if cost == nil {
+				cost = preempt.DefaultCost{RestartOverhead: 3 * time.Minute}
+			}
+			var want []preempt.OrderItem
+			for i := range e.running {
+				r := &e.running[i]
+				if !r.Draining && req.Now.Before(r.Started.Add(r.MinRuntime)) {
+					continue // not a candidate: not started MinRuntime ago
+				}
+				want = append(want, preempt.OrderItem{Draining: r.Draining, Other: r.Queue != req.Queue,
+					Prio: r.W.Priority, Cost: cost.Cost(r, req.Now), ID: r.W.ID})
+			}
+			slices.SortFunc(want, preempt.CompareOrder)
+			ids := []string{}
+			for _, w := range want {
+				ids = append(ids, w.ID)
+			}
+			got := preempt.StreamOrder(s, e.view(), req)
+			if got == nil {
+				got = []string{}
+			}
+			require.Equal(t, ids, got)
+		}
 	})
 }

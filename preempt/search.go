@@ -1,258 +1,230 @@
 package preempt
 
 import (
-	"cmp"
 	"math"
-	"slices"
-	"sort"
 
 	"github.com/fleetsched/fleet/placement"
-	"github.com/fleetsched/fleet/topology"
 )
 
-// search runs one attempt. On the fast path it evaluates every domain of
-// the required level and keeps the best; the state is left as it was.
-func (s *Searcher) search(allowBorrow bool) (Plan, bool) {
-	if !s.fast {
-		return s.searchPlacing(allowBorrow)
+// search runs one attempt, on the fast path: victims for quota first, in
+// eviction order (they may sit anywhere); then each cell the bounds keep
+// is filled node by node, cheapest room first (fillCell), its set filled
+// back and scored; the best cell's set is placed once on the scratch
+// fleet. The simulation is left as it was. quotaShort says the attempt
+// failed for quota (its candidates ran out before quota fit).
+func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoPlan) {
+	if !s.shape.fast {
+		return s.searchPlacing(a)
 	}
-	s.buildDomainLists()
+	if !s.pickForQuota(a) {
+		return Plan{}, false, true, nil
+	}
+	s.quotaPicks = append(s.quotaPicks[:0], s.taken...)
 	s.best = s.best[:0]
-	bestD, bestPrio, bestCost := -1, int32(0), 0.0
-	// Domains go cheapest lower bound first; once a domain's bound cannot
-	// beat the best set found, neither can any later one's.
-	for _, b := range s.domainBounds() {
-		d := b.d
-		if bestD >= 0 && s.bounded && (b.prio > bestPrio || b.prio >= bestPrio && b.cost > bestCost+1e-9*(1+math.Abs(bestCost))) {
+	best := struct {
+		at   int
+		cell cellBound
+		prio int32
+		cost float64
+	}{at: -1}
+	bounded := !s.unbounded && !s.noBounds
+	s.cellBounds()
+	// evaluated: the simulation holds the last cell's set, not the quota
+	// victims alone; current: that set is the best one.
+	evaluated, current := false, false
+	for j := 0; ; j++ {
+		b, more := s.nextCell()
+		if !more {
 			break
 		}
-		if s.domStart[d] == s.domStart[d+1] && !s.fitsIn(d) {
+		// Cells go lowest bound first; once a cell's bound is above the
+		// best set's highest priority, or its cost bound above the best
+		// set's cost, it cannot beat it.
+		if best.at >= 0 && bounded && (b.prio > best.prio || b.prio == best.prio && b.cost > best.cost+1e-9*(1+math.Abs(best.cost))) {
+			if b.prio > best.prio {
+				break
+			}
 			continue
 		}
-		if s.greedy(d, allowBorrow) {
-			s.fillBack(allowBorrow)
+		if evaluated {
+			s.untakeAll()
+			s.takeAll(s.quotaPicks)
+		}
+		evaluated, current = true, false
+		ok := s.fillCell(b.cell, b.groupSlot, a)
+		if !ok && len(s.quotaPicks) > 0 {
+			// The victims picked for quota may have used up what a queue
+			// borrows (it stops being reclaimable) on work that frees no
+			// room here: free the cell first, then top quota up.
+			s.untakeAll()
+			ok = s.fillCell(b.cell, b.groupSlot, a) && s.topUpQuota(a)
+		}
+		if ok {
+			s.fillBack(a.allowBorrow)
 			mp, cost := s.score(s.taken)
-			// The domain whose set is cheapest: lowest highest victim
+			// The cell whose set is cheapest: lowest highest victim
 			// priority, then lowest cost, then fewest victims, then the
-			// lowest domain ID.
-			if bestD < 0 || mp < bestPrio || mp == bestPrio && (cost < bestCost || cost == bestCost &&
-				(len(s.taken) < len(s.best) || len(s.taken) == len(s.best) && d < bestD)) {
-				bestD, bestPrio, bestCost = d, mp, cost
+			// lowest cell.
+			if best.at < 0 || mp < best.prio || mp == best.prio && (cost < best.cost || cost == best.cost &&
+				(len(s.taken) < len(s.best) || len(s.taken) == len(s.best) && cellBefore(b, best.cell))) {
+				best.at, best.cell, best.prio, best.cost = j, b, mp, cost
 				s.best = append(s.best[:0], s.taken...)
+				current = true
 			}
 		}
+	}
+	if best.at < 0 {
 		s.untakeAll()
+		return Plan{}, false, false, nil
 	}
-	if bestD < 0 {
-		return Plan{}, false
+	if !current {
+		s.untakeAll()
+		s.takeAll(s.best)
 	}
-	for _, i := range s.best {
-		s.take(i)
+	if np := s.releaseFreed(); np != nil {
+		s.untakeAll()
+		return Plan{}, false, false, np
 	}
-	s.releaseFreed()
-	a, err := s.placer.Place(s.f, s.req.W)
+	target, err := s.placer.Place(s.scratchFleet, s.req.W)
 	if err != nil {
 		// The estimate and the placer disagree (a fleet the counters do
 		// not model, such as mixed node sizes in one domain): fall back to
 		// placing after each pick.
-		s.reacquireAll()
+		s.giveBack()
 		s.untakeAll()
-		s.fast = false
-		return s.searchPlacing(allowBorrow)
+		s.shape.fast = false
+		return s.searchPlacing(a)
 	}
-	plan := s.plan(a, allowBorrow)
-	s.reacquireAll()
+	plan = s.plan(target, a.allowBorrow)
+	s.giveBack()
 	s.untakeAll()
-	return plan, true
+	return plan, true, false, nil
 }
 
-// domBound is a lower bound on the score of any set that makes the gang
-// fit in domain d: its highest victim priority and its cost.
-type domBound struct {
-	d    int
-	prio int32
-	cost float64
-}
-
-// domainBounds returns the domains to try, by lower bound (then ID), and
-// leaves out those no set of candidates can make fit. Any set that fits
-// the gang in d frees, on d's nodes of the group it lands in, at least
-// pods x k GPUs minus what is free there already; a candidate frees at
-// most its GPUs there. So its highest priority is at least the lowest P
-// such that d's candidates of priority P or less hold that many GPUs, and
-// its cost at least the cheapest fractional cover of them by cost per
-// GPU. Without bounds (a cost model returning negative costs, or a single
-// domain) every domain is tried, in ID order.
-func (s *Searcher) domainBounds() []domBound {
-	s.bounds = s.bounds[:0]
-	if !s.bounded || s.ndom == 1 {
-		// One domain (no required level): nothing to prune.
-		for d := range s.ndom {
-			s.bounds = append(s.bounds, domBound{d: d})
-		}
-		return s.bounds
-	}
-	f := s.f
-	for d := range s.ndom {
-		need := math.MaxInt
-		for g := range topology.GroupID(f.NumGroups()) {
-			if gi := s.gslot[g]; gi >= 0 {
-				free := f.FreeGPUs(s.dlo+topology.DomainID(d), g) + int(s.goneFree[d*s.ngs+int(gi)])
-				need = min(need, s.pods*s.k-free)
-			}
-		}
-		if need <= 0 {
-			s.bounds = append(s.bounds, domBound{d: d, prio: math.MinInt32})
-			continue
-		}
-		s.items = s.items[:0]
-		total := 0
-		for _, pos := range s.domList[s.domStart[d]:s.domStart[d+1]] {
-			c := &s.cands[s.list[pos]]
-			s.items = append(s.items, boundItem{prio: c.prio, gpus: int32(c.gpus), cost: c.cost, ratio: c.cost / float64(c.gpus)})
-			total += c.gpus
-		}
-		if total < need {
-			continue // even every candidate there is not enough
-		}
-		b := domBound{d: d}
-		if total == need {
-			// Every candidate there is needed (a full domain to clear):
-			// the bound is the whole list, no sort.
-			for j, it := range s.items {
-				if j == 0 || it.prio > b.prio {
-					b.prio = it.prio
-				}
-				b.cost += it.cost
-			}
-			s.bounds = append(s.bounds, b)
-			continue
-		}
-		slices.SortFunc(s.items, func(a, b boundItem) int { return cmp.Compare(a.prio, b.prio) })
-		left := need
-		for _, it := range s.items {
-			if left -= int(it.gpus); left <= 0 {
-				b.prio = it.prio
-				break
-			}
-		}
-		slices.SortFunc(s.items, func(a, b boundItem) int { return cmp.Compare(a.ratio, b.ratio) })
-		left = need
-		for _, it := range s.items {
-			if int(it.gpus) >= left {
-				b.cost += it.ratio * float64(left)
-				break
-			}
-			b.cost += it.cost
-			left -= int(it.gpus)
-		}
-		s.bounds = append(s.bounds, b)
-	}
-	slices.SortFunc(s.bounds, func(a, b domBound) int {
-		if a.prio != b.prio {
-			return cmp.Compare(a.prio, b.prio)
-		}
-		if a.cost != b.cost {
-			return cmp.Compare(a.cost, b.cost)
-		}
-		return cmp.Compare(a.d, b.d)
-	})
-	return s.bounds
-}
-
-type boundItem struct {
-	prio  int32
-	gpus  int32
-	cost  float64
-	ratio float64
-}
-
-// greedy picks victims for domain d: candidates in order until quota fits
-// (they may sit anywhere), then the domain's own candidates in order until
-// it holds the gang.
-func (s *Searcher) greedy(d int, allowBorrow bool) bool {
-	pos := 0
-	for !s.quotaOK(allowBorrow) {
-		if pos >= len(s.list) {
-			return false
-		}
-		i := s.list[pos]
-		pos++
-		if c := &s.cands[i]; !c.taken && s.valid(c) {
-			s.take(i)
-		}
-	}
-	if s.fitsIn(d) {
+// topUpQuota takes candidates in eviction order, past those already
+// taken, until quota fits, and reports whether it does.
+func (s *Searcher) topUpQuota(a attempt) bool {
+	if s.quotaOK(a.allowBorrow) {
 		return true
 	}
-	dl := s.domList[s.domStart[d]:s.domStart[d+1]]
-	for j := sort.Search(len(dl), func(j int) bool { return int(dl[j]) >= pos }); j < len(dl); j++ {
-		i := s.list[dl[j]]
-		if c := &s.cands[i]; c.taken || !s.valid(c) {
+	m := s.openAttempt(a)
+	for !s.quotaOK(a.allowBorrow) {
+		ci, from := s.next(&m)
+		if ci < 0 {
+			return false
+		}
+		c := &s.cands[ci]
+		if c.taken || !s.keep(c, a) {
 			continue
 		}
-		s.take(i)
-		if s.fitsIn(d) {
-			return true
+		if !s.valid(c) {
+			if qr := &s.queues[c.run.Queue]; qr.other && !s.borrowingQueue(c.run.Queue, qr.lca) {
+				m.drop(from)
+			}
+			continue
 		}
+		s.take(ci)
 	}
-	return false
+	return true
 }
 
-// buildDomainLists indexes, per domain of the required level, the
-// positions in list of the candidates that free usable GPUs there. The
-// candidates' nodes are walked once: the (position, domain) pairs are
-// kept, then placed by a counting sort on the domain, which keeps them in
-// list order within each domain.
-func (s *Searcher) buildDomainLists() {
-	f := s.f
-	s.domStart = slices.Grow(s.domStart[:0], s.ndom+1)[:s.ndom+1]
-	clear(s.domStart)
-	s.hits = s.hits[:0]
-	for pos, i := range s.list {
-		prev := int32(-1)
-		for _, x := range s.cands[i].r.Nodes {
-			if f.Health(x.Node) != topology.Healthy || s.gslot[f.NodeGroup(x.Node)] < 0 {
+// pickForQuota takes candidates in eviction order until quota fits, and
+// reports whether it does. A queue whose work stops being reclaimable
+// (it no longer borrows) is dropped: borrowing only falls as victims go.
+//
+// Candidates are taken in growing runs, with one tree change per queue
+// per run (see takeRun); the victims are those of the one-by-one walk.
+func (s *Searcher) pickForQuota(a attempt) bool {
+	m := s.openAttempt(a)
+	run := 8
+	for !s.quotaOK(a.allowBorrow) {
+		chunk, from := s.chunk[:0], s.chunkFrom[:0]
+		for len(chunk) < run {
+			ci, fr := s.next(&m)
+			if ci < 0 {
+				break
+			}
+			if c := &s.cands[ci]; c.taken || !s.keep(c, a) {
 				continue
 			}
-			// Once per run of nodes in the same domain.
-			if d := int32(f.DomainOf(x.Node, s.lvl) - s.dlo); d != prev {
-				s.hits = append(s.hits, domHit{pos: int32(pos), d: d})
-				s.domStart[d+1]++
-				prev = d
+			chunk, from = append(chunk, ci), append(from, fr)
+		}
+		s.chunk, s.chunkFrom = chunk, from
+		if len(chunk) == 0 {
+			s.untakeAll()
+			return false
+		}
+		if !s.req.FairSharing && s.takeRun(chunk, a.allowBorrow) {
+			run = min(2*run, 1024)
+			continue
+		}
+		for i, ci := range chunk {
+			if s.quotaOK(a.allowBorrow) {
+				break
 			}
+			c := &s.cands[ci]
+			if !s.valid(c) {
+				if qr := &s.queues[c.run.Queue]; qr.other && !s.borrowingQueue(c.run.Queue, qr.lca) {
+					m.drop(from[i])
+				}
+				continue
+			}
+			s.take(ci)
 		}
+		run = 8
 	}
-	for d := range s.ndom {
-		s.domStart[d+1] += s.domStart[d]
-	}
-	s.domList = slices.Grow(s.domList[:0], len(s.hits))[:len(s.hits)]
-	if s.ndom == 1 {
-		for j, h := range s.hits {
-			s.domList[j] = h.pos
-		}
-		return
-	}
-	// Fill using domStart as moving cursors, then shift back.
-	for _, h := range s.hits {
-		s.domList[s.domStart[h.d]] = h.pos
-		s.domStart[h.d]++
-	}
-	for d := s.ndom; d > 0; d-- {
-		s.domStart[d] = s.domStart[d-1]
-	}
-	s.domStart[0] = 0
+	return true
 }
 
-// domHit says that the candidate at position pos of list frees usable
-// GPUs in domain d.
-type domHit struct {
-	pos, d int32
+// takeRun takes a run of candidates at once and keeps the shortest prefix
+// after which quota fits (all of it when quota does not fit yet), and
+// reports true; or takes nothing and reports false when some other
+// queue of the run stops borrowing within it (the run is then walked one
+// by one). Since borrowing only falls as victims go, a queue still
+// borrowing after the run borrowed at each of its picks; since fitting is
+// monotone in the prefix, the prefix is found by halving.
+func (s *Searcher) takeRun(run []int32, allowBorrow bool) bool {
+	base := len(s.taken)
+	s.takeAll(run)
+	for _, ci := range run {
+		c := &s.cands[ci]
+		if qr := &s.queues[c.run.Queue]; qr.other && !s.borrowingQueue(c.run.Queue, qr.lca) {
+			s.untakeTail(len(s.taken) - base)
+			return false
+		}
+	}
+	if !s.quotaOK(allowBorrow) {
+		return true
+	}
+	// Quota fits with the whole run and not without it: find the shortest
+	// prefix that fits.
+	lo, hi := 0, len(run) // !fits(prefix lo), fits(prefix hi)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		s.takePrefix(base, run, mid)
+		if s.quotaOK(allowBorrow) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	s.takePrefix(base, run, hi)
+	return true
+}
+
+// takePrefix leaves exactly run[:p] taken after s.taken[:base].
+func (s *Searcher) takePrefix(base int, run []int32, p int) {
+	switch have := len(s.taken) - base; {
+	case p < have:
+		s.untakeTail(have - p)
+	case p > have:
+		s.takeAll(run[have:p])
+	}
 }
 
 func (s *Searcher) score(set []int32) (maxPrio int32, cost float64) {
-	for j, i := range set {
-		c := &s.cands[i]
+	for j, ci := range set {
+		c := &s.cands[ci]
 		if j == 0 || c.prio > maxPrio {
 			maxPrio = c.prio
 		}
@@ -261,45 +233,34 @@ func (s *Searcher) score(set []int32) (maxPrio int32, cost float64) {
 	return maxPrio, cost
 }
 
-// searchPlacing is Kueue's classical search: pick candidates in order and
-// place after each pick once quota fits, then fill back. It serves the
-// shapes the fast path's counters do not model (segments, spread, pod sets
-// of different sizes). O(candidates) placements.
-func (s *Searcher) searchPlacing(allowBorrow bool) (Plan, bool) {
-	s.releaseFreed()
-	defer s.reacquireAll()
-	for _, i := range s.list {
-		if s.fits(allowBorrow) {
-			break
-		}
-		if c := &s.cands[i]; !c.taken && s.valid(c) {
-			s.take(i)
-		}
+// fitsAlready returns a plan without victims when the request fits once
+// the gone workloads are gone.
+func (s *Searcher) fitsAlready() (Plan, bool, *NoPlan) {
+	if !s.quotaOK(true) || s.shape.fast && !s.topologyOK() {
+		return Plan{}, false, nil
 	}
-	if !s.fits(allowBorrow) {
-		s.untakeAll()
-		return Plan{}, false
+	if np := s.releaseFreed(); np != nil {
+		return Plan{}, false, np
 	}
-	s.fillBack(allowBorrow)
-	a, err := s.placer.Place(s.f, s.req.W)
+	a, err := s.placer.Place(s.scratchFleet, s.req.W)
+	s.giveBack()
 	if err != nil {
-		panic("preempt: placement changed its answer on the same fleet: " + err.Error())
+		return Plan{}, false, nil
 	}
-	plan := s.plan(a, allowBorrow)
-	s.untakeAll()
-	return plan, true
+	return Plan{Beneficiary: s.req.W.ID, Target: a.Clone(), ReadyBy: s.req.Now,
+		Borrowing: s.tree.Fits(s.req.Queue, s.flavor, s.needGPUs).Borrowing()}, true, nil
 }
 
 // plan builds the result from the taken victims, with the simulation in
 // its final state (victims gone).
 func (s *Searcher) plan(a placement.Assignment, allowBorrow bool) Plan {
 	now := s.req.Now
-	borrowing := s.t.Fits(s.req.Queue, s.fl, s.need).Borrowing()
+	borrowing := s.tree.Fits(s.req.Queue, s.flavor, s.needGPUs).Borrowing()
 	p := Plan{Beneficiary: s.req.W.ID, Target: a.Clone(), ReadyBy: now, Borrowing: borrowing,
 		Victims: make([]Victim, 0, len(s.taken))}
-	for _, i := range s.taken {
-		c := &s.cands[i]
-		v := Victim{ID: c.id, Nodes: c.r.Nodes, GPUs: c.gpus, Cost: c.cost, Priority: c.prio}
+	for _, ci := range s.taken {
+		c := &s.cands[ci]
+		v := Victim{ID: c.id, Nodes: c.run.Nodes, GPUs: c.gpus, Cost: c.cost, Priority: c.prio}
 		switch {
 		case !c.other:
 			v.Reason = InQueue
@@ -310,7 +271,7 @@ func (s *Searcher) plan(a placement.Assignment, allowBorrow bool) Plan {
 		default:
 			v.Reason = Reclaim
 		}
-		g := c.r.Grace
+		g := c.run.Grace
 		if g <= 0 {
 			g = DefaultGrace
 		}

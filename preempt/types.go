@@ -49,31 +49,42 @@ type Request struct {
 	// Submitted is the preemptor's queue-order time, compared by
 	// WithinQueueLowerOrNewerEqualPriority; zero means Now.
 	Submitted time.Time
-	// Nominations, when set, are the nominations already accepted. Their
-	// victims count as gone (as if listed in exclude) and only their GPUs
-	// no nomination claims count as freed, so plans of one cycle never
-	// promise the same GPUs twice. A *Drains implements it.
-	Nominations Claims
+	// Claims, when set, are the drains already accepted. Their victims
+	// count as gone (as if listed in exclude) and only their GPUs no
+	// nomination claims count as freed, so plans of one cycle never
+	// promise the same GPUs twice. A *Drains is one.
+	Claims Claims
 }
 
-// Claims says which running workloads are victims whose GPUs are already
-// promised to accepted nominations, and how much of them is not.
+// Claims is what the search needs to know of accepted drains. Both methods
+// must be deterministic and cheap (a map look-up); they are asked only
+// about workloads the Index says are draining, or listed in exclude.
 type Claims interface {
-	// Tracked reports whether id is such a victim: a search counts it as
-	// gone, never as a candidate.
+	// Tracked reports whether id is a victim an accepted nomination
+	// waits for: it counts as gone and is never a victim again.
 	Tracked(id string) bool
-	// Unclaimed is how many of the gpus GPUs id holds on node n no
-	// nomination claims.
+	// Unclaimed returns how many of the gpus that tracked victim id holds
+	// on node n no nomination has claimed (0 to gpus): only those count
+	// as freed when it is gone.
 	Unclaimed(id string, n topology.NodeID, gpus int) int
 }
 
-func tracked(c Claims, id string) bool { return c != nil && c.Tracked(id) }
-
-func unclaimed(c Claims, id string, n topology.NodeID, gpus int) int {
-	if c == nil {
-		return gpus
-	}
-	return c.Unclaimed(id, n, gpus)
+// View is what one search reads. The search never changes Fleet, Tree or
+// Index (see Searcher.Victims for the contract on Scratch).
+type View struct {
+	// Fleet and Tree are the live state: read only.
+	Fleet *topology.Fleet
+	Tree  *quota.Tree
+	// Index holds the running workloads that may be victims; the caller
+	// keeps it equal to what runs (Index.Add, Update, Remove).
+	Index *Index
+	// Scratch is a fleet the caller keeps equal to Fleet between calls
+	// (a mirror: every Allocate, Release and SetHealth applied to both,
+	// or a fresh Fleet.Clone). The search releases the chosen victims'
+	// GPUs on it to run placement once, and allocates them back before
+	// it returns. Nil: the search clones Fleet when it needs to place,
+	// which costs O(nodes).
+	Scratch *topology.Fleet
 }
 
 // Reason says under which rule a victim was chosen.

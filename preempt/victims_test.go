@@ -27,7 +27,7 @@ func victims(t *testing.T, e *env, r preempt.Request, exclude map[string]bool) (
 	t.Helper()
 	before := e.f.String()
 	s := preempt.NewSearcher(preempt.Options{})
-	p, err := s.Victims(e.f, e.tree, r, e.running, exclude)
+	p, err := s.Victims(e.view(), r, exclude)
 	require.Equal(t, before, e.f.String(), "fleet changed")
 	return p, err
 }
@@ -189,7 +189,7 @@ func TestFairSharingWeights(t *testing.T) {
 }
 
 func TestClearOneSpineOfCheapBatch(t *testing.T) {
-	v := shapes.Clear(2048, false, 1)
+	v := shapes.Clear(2048, shapes.FillFull, 1)
 	// Spine 2 holds the cheapest work: the gang must clear it, not
 	// scatter victims over spines.
 	for i := range v.Running {
@@ -205,7 +205,7 @@ func TestClearOneSpineOfCheapBatch(t *testing.T) {
 		}
 	}
 	s := preempt.NewSearcher(preempt.Options{})
-	p, err := s.Victims(v.Fleet, v.Tree, v.Request, v.Running, nil)
+	p, err := s.Victims(v.View(), v.Request, nil)
 	require.NoError(t, err)
 	require.Len(t, p.Victims, 64)
 	gpus := 0
@@ -231,19 +231,19 @@ func TestExcludeGivesDisjointJointlyFittingPlans(t *testing.T) {
 	d := preempt.NewDrains()
 	s := preempt.NewSearcher(preempt.Options{})
 	r1 := e.req("one", "a", 10, 2, 8, "leaf")
-	p1, err := s.Victims(e.f, e.tree, r1, e.running, nil)
+	p1, err := s.Victims(e.view(), r1, nil)
 	require.NoError(t, err)
 	reserve, err := d.Accept(p1, t0)
 	require.NoError(t, err)
 	require.Empty(t, reserve)
 	require.NoError(t, e.tree.AddUsage(e.q("a"), e.fl, 16))
 	r2 := e.req("two", "a", 10, 2, 8, "leaf")
-	r2.Nominations = d
+	r2.Claims = d
 	exclude := map[string]bool{}
 	for _, v := range p1.Victims {
 		exclude[v.ID] = true
 	}
-	p2, err := s.Victims(e.f, e.tree, r2, e.running, exclude)
+	p2, err := s.Victims(e.view(), r2, exclude)
 	require.NoError(t, err)
 	for _, v := range p2.Victims {
 		assert.False(t, exclude[v.ID])
@@ -264,15 +264,16 @@ func (perGPU) Cost(r *preempt.Running, _ time.Time) float64 {
 	return float64(g)
 }
 
-// TestRunningOrderKeepsThePlan passes the same running workloads as
+// TestIndexOrderKeepsThePlan indexes the same running workloads as
 // built, sorted by ID and reversed: the candidate order, and so the plan,
-// does not depend on it, with distinct costs and with costs that tie.
-func TestRunningOrderKeepsThePlan(t *testing.T) {
-	for _, build := range []func(int, bool, uint64) *shapes.Victim{shapes.Clear, shapes.Spike, shapes.Reclaim} {
-		for _, mixed := range []bool{false, true} {
+// does not depend on the order of Add, with distinct costs and with
+// costs that tie.
+func TestIndexOrderKeepsThePlan(t *testing.T) {
+	for _, build := range []func(int, shapes.Fill, uint64) *shapes.Victim{shapes.Clear, shapes.Spike, shapes.Reclaim} {
+		for _, fill := range shapes.Fills() {
 			for _, opt := range []preempt.Options{{}, {Cost: perGPU{}}} {
-				v := build(2048, mixed, 1)
-				want, err := preempt.NewSearcher(opt).Victims(v.Fleet, v.Tree, v.Request, v.Running, nil)
+				v := build(2048, fill, 1)
+				want, err := preempt.NewSearcher(opt).Victims(v.View(), v.Request, nil)
 				require.NoError(t, err)
 				sorted := slices.Clone(v.Running)
 				slices.SortFunc(sorted, func(a, b preempt.Running) int { return strings.Compare(a.W.ID, b.W.ID) })
@@ -280,7 +281,12 @@ func TestRunningOrderKeepsThePlan(t *testing.T) {
 				slices.Reverse(reversed)
 				s := preempt.NewSearcher(opt)
 				for _, running := range [][]preempt.Running{sorted, reversed, v.Running} {
-					got, err := s.Victims(v.Fleet, v.Tree, v.Request, running, nil)
+					view := v.View()
+					view.Index = preempt.NewIndex(v.Fleet, v.Tree)
+					for _, r := range running {
+						require.NoError(t, view.Index.Add(r))
+					}
+					got, err := s.Victims(view, v.Request, nil)
 					require.NoError(t, err)
 					require.Equal(t, want, got)
 				}

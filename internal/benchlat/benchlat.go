@@ -19,3 +19,14 @@ func ReportP99(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }
+
+// ReportCPU reports the CPU time per operation since start (a CPUTime
+// reading) as "cpu-ns/op": on a machine shared with other work it stays
+// near the operation's own cost while wall-clock figures grow with the
+// load. It reports nothing where CPUTime is not available.
+func ReportCPU(b *testing.B, start time.Duration) {
+	if start == 0 || b.N == 0 {
+		return
+	}
+	b.ReportMetric(float64((CPUTime()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}

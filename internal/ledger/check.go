@@ -28,7 +28,7 @@ func (l *Ledger) CheckInvariants() error {
 	held := make([]int, f.NumNodes())
 	claimed := map[string]map[topology.NodeID]int{} // beneficiary -> node -> GPUs promised by victims
 	usage := map[[2]int]int64{}
-	holders := 0
+	holders, indexed := 0, 0
 	for id, r := range l.recs {
 		if r.W.ID != id {
 			return fmt.Errorf("record %q filed under %q", r.W.ID, id)
@@ -49,6 +49,11 @@ func (l *Ledger) CheckInvariants() error {
 			continue
 		}
 		holders++
+		if _, in := l.index.Get(id); in != (len(r.Nodes) > 0) {
+			return fmt.Errorf("%s: holds GPUs on %d nodes, indexed %v", id, len(r.Nodes), in)
+		} else if in {
+			indexed++
+		}
 		total := 0
 		for _, x := range r.Nodes {
 			held[x.Node] += x.GPUs
@@ -83,8 +88,8 @@ func (l *Ledger) CheckInvariants() error {
 			}
 		}
 	}
-	if holders != l.holders.Len() {
-		return fmt.Errorf("holders index has %d entries, %d records hold GPUs", l.holders.Len(), holders)
+	if holders != l.holders.Len() || indexed != l.index.Len() {
+		return fmt.Errorf("holders index has %d entries, the search index %d, %d records hold GPUs", l.holders.Len(), l.index.Len(), holders)
 	}
 	reserved := make([]int, f.NumNodes())
 	for b, n := range l.noms {

@@ -75,7 +75,7 @@ func (l *Ledger) Nominate(now time.Time, plan Plan) (Nominated, error) {
 			l.move(r, gang.Draining)
 			r.Drain = &Drain{Since: now, Deadline: v.Deadline, Reason: v.Reason}
 			l.draining[v.ID] = r
-			l.stale = true
+			l.indexUpdate(r)
 			out.Drained = append(out.Drained, r)
 		}
 	}
@@ -90,7 +90,7 @@ func (l *Ledger) Nominate(now time.Time, plan Plan) (Nominated, error) {
 				r.Drain.serve(t.Beneficiary)
 			}
 		}
-		l.index(r)
+		l.listPromised(r)
 	}
 	return out, nil
 }
@@ -234,10 +234,10 @@ func (r *Record) unclaimedOn(n topology.NodeID) int {
 	return g
 }
 
-// index lists a promised victim under its nodes (once each), so later
+// listPromised lists a promised victim under its nodes (once each), so later
 // plans can claim what it frees; an unpromised one is removed.
-func (l *Ledger) index(r *Record) {
-	l.unindex(r)
+func (l *Ledger) listPromised(r *Record) {
+	l.unlistPromised(r)
 	if r.Drain == nil || !r.Drain.Promised() {
 		return
 	}
@@ -251,7 +251,7 @@ func (l *Ledger) index(r *Record) {
 	}
 }
 
-func (l *Ledger) unindex(r *Record) {
+func (l *Ledger) unlistPromised(r *Record) {
 	for _, x := range r.Nodes {
 		list := l.onNode[x.Node]
 		i, found := slices.BinarySearch(list, r.W.ID)
@@ -276,7 +276,7 @@ func (l *Ledger) victimGone(r *Record) {
 		l.reserved[c.node] += c.gpus
 		n.WaitOn = slices.DeleteFunc(n.WaitOn, func(v string) bool { return v == id })
 	}
-	l.unindex(r)
+	l.unlistPromised(r)
 	delete(l.draining, id)
 }
 
@@ -351,8 +351,7 @@ func (l *Ledger) Dissolve(b string) int {
 		d.claims = slices.DeleteFunc(d.claims, func(c claim) bool { return c.beneficiary == b })
 		d.Live = slices.DeleteFunc(d.Live, func(x string) bool { return x == b })
 		if len(d.Live) != before && !d.Promised() {
-			l.unindex(v)
-			l.stale = true
+			l.unlistPromised(v)
 		}
 	}
 	return freed
@@ -367,8 +366,7 @@ func (l *Ledger) Unserve(b string) {
 		if slices.Contains(d.Live, b) {
 			d.Live = slices.DeleteFunc(d.Live, func(x string) bool { return x == b })
 			if !d.Promised() {
-				l.unindex(v)
-				l.stale = true
+				l.unlistPromised(v)
 			}
 		}
 	}
@@ -475,6 +473,6 @@ func (l *Ledger) DrainFor(id string, now, deadline time.Time, reason gang.DrainR
 	l.move(r, gang.Draining)
 	r.Drain = &Drain{Since: now, Deadline: deadline, Reason: reason}
 	l.draining[id] = r
-	l.stale = true
+	l.indexUpdate(r)
 	return r, nil
 }

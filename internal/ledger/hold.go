@@ -46,7 +46,7 @@ func (l *Ledger) hold(r *Record, a placement.Assignment, started time.Time) {
 	if _, dup := l.holders.ReplaceOrInsert(r); dup {
 		panic("ledger: workload started twice: " + r.W.ID)
 	}
-	l.stale = true
+	l.indexAdd(r)
 }
 
 // Exit ends a workload with the state how records. A holder's GPUs are
@@ -107,7 +107,7 @@ func (l *Ledger) releaseHolder(r *Record) {
 		l.victimGone(r)
 	}
 	l.holders.Delete(r)
-	l.stale = true
+	l.indexRemove(r)
 }
 
 // Checkpoint records that a holder saved its state at at. A checkpoint
@@ -127,8 +127,11 @@ func (l *Ledger) Checkpoint(id string, at, now time.Time) error {
 		return fmt.Errorf("ledger: checkpoint %q: at %s is before its start %s", id, at.Format(time.RFC3339), r.Started.Format(time.RFC3339))
 	}
 	if at.After(r.W.Drain.LastCheckpoint) {
+		// The index keys its entry by the spec it shares: take it out
+		// before the spec changes, put it back after.
+		l.indexRemove(r)
 		r.W.Drain.LastCheckpoint = at
-		l.stale = true
+		l.indexAdd(r)
 	}
 	return nil
 }
@@ -143,27 +146,6 @@ func (l *Ledger) OnNode(n topology.NodeID) []string {
 		return true
 	})
 	return out
-}
-
-// Candidates returns the holders that may be victims (preemptible work
-// and work already draining), in ID order, as preempt reads them. The
-// slice is rebuilt only when a holder started, stopped, began draining or
-// checkpointed since the last call; the caller must not keep it across
-// changes.
-func (l *Ledger) Candidates() []preempt.Running {
-	if !l.stale {
-		return l.cands
-	}
-	clear(l.cands)
-	l.cands = l.cands[:0]
-	l.holders.Ascend(func(r *Record) bool {
-		if r.Policy.Preemptible || r.State == gang.Draining {
-			l.cands = append(l.cands, l.running(r))
-		}
-		return true
-	})
-	l.stale = false
-	return l.cands
 }
 
 func (l *Ledger) running(r *Record) preempt.Running {

@@ -38,10 +38,11 @@ type Ledger struct {
 	fleet *topology.Fleet
 	tree  *quota.Tree
 	// scratch mirrors fleet (every write goes to both) for what-if
-	// searches, which change it and put it back; dirty marks a search that
-	// did not finish, after which it is rebuilt from fleet.
+	// searches, which change it and put it back.
 	scratch *topology.Fleet
-	dirty   bool
+	// index holds every holder as the victim search reads it, kept up to
+	// date on start, stop, drain, checkpoint and lost or replaced pods.
+	index *preempt.Index
 
 	recs     map[string]*Record           // every workload known, by ID
 	noms     map[string]*Nomination       // open nominations, by beneficiary
@@ -51,8 +52,6 @@ type Ledger struct {
 	nomSeq   uint64                       // order in which nominations were accepted
 
 	holders *btree.BTreeG[*Record] // Admitted and Draining records, by ID
-	cands   []preempt.Running      // victim candidates, rebuilt when stale
-	stale   bool
 }
 
 // Record is the ledger's account of one workload. Its fields are read-only
@@ -156,7 +155,7 @@ func (n *Nomination) Reserved() []placement.NodeGPUs { return slices.Clone(n.res
 // yet: the ledger becomes their only writer.
 func New(f *topology.Fleet, t *quota.Tree) *Ledger {
 	return &Ledger{
-		fleet: f, tree: t, scratch: f.Clone(),
+		fleet: f, tree: t, scratch: f.Clone(), index: preempt.NewIndex(f, t),
 		recs: map[string]*Record{}, noms: map[string]*Nomination{}, draining: map[string]*Record{},
 		onNode: map[topology.NodeID][]string{}, reserved: map[topology.NodeID]int{},
 		holders: btree.NewG(16, func(a, b *Record) bool { return a.W.ID < b.W.ID }),
@@ -169,20 +168,52 @@ func (l *Ledger) Fleet() *topology.Fleet { return l.fleet }
 // Tree is the live quota tree, for reading.
 func (l *Ledger) Tree() *quota.Tree { return l.tree }
 
-// Scratch returns a fleet equal to the live one, for a what-if search to
-// change and put back. The caller brackets the search with Scratch and
-// ScratchClean: a search that panics leaves it marked dirty, and the next
-// Scratch rebuilds it from the live fleet.
-func (l *Ledger) Scratch() *topology.Fleet {
-	if l.dirty {
-		l.scratch = l.fleet.Clone()
+// Scratch returns a fleet equal to the live one (in GPUs per node and
+// health), for a what-if search to change and put back.
+func (l *Ledger) Scratch() *topology.Fleet { return l.scratch }
+
+// RebuildScratch copies the live fleet again, after a search that was
+// interrupted left the scratch fleet changed.
+func (l *Ledger) RebuildScratch() { l.scratch = l.fleet.Clone() }
+
+// Index is the victim candidates as the search reads them.
+func (l *Ledger) Index() *preempt.Index { return l.index }
+
+// indexed tells the index that a holder started, changed or stopped.
+func (l *Ledger) indexAdd(r *Record) {
+	if err := l.index.Add(l.running(r)); err != nil {
+		panic("ledger: the index refused a holder: " + err.Error())
 	}
-	l.dirty = true
-	return l.scratch
 }
 
-// ScratchClean records that the search using Scratch put it back.
-func (l *Ledger) ScratchClean() { l.dirty = false }
+// indexUpdate follows a holder's change. A gang whose every pod was lost
+// with its node holds no GPU, so it leaves the index until a replacement
+// brings it back.
+func (l *Ledger) indexUpdate(r *Record) {
+	_, in := l.index.Get(r.W.ID)
+	var err error
+	switch {
+	case len(r.Nodes) == 0 && in:
+		err = l.index.Remove(r.W.ID)
+	case len(r.Nodes) == 0:
+	case in:
+		err = l.index.Update(l.running(r))
+	default:
+		err = l.index.Add(l.running(r))
+	}
+	if err != nil {
+		panic("ledger: the index refused a holder's change: " + err.Error())
+	}
+}
+
+func (l *Ledger) indexRemove(r *Record) {
+	if _, in := l.index.Get(r.W.ID); !in && len(r.Nodes) == 0 {
+		return
+	}
+	if err := l.index.Remove(r.W.ID); err != nil {
+		panic("ledger: the index lost a holder: " + err.Error())
+	}
+}
 
 // SetHealth changes a node's health on the fleet and its mirror.
 func (l *Ledger) SetHealth(n topology.NodeID, h topology.Health) error {

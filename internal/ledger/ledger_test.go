@@ -59,14 +59,14 @@ func TestAdmitAndExitKeepTheBooks(t *testing.T) {
 	assert.Equal(t, gang.Admitted, r.State)
 	assert.Equal(t, 16, l.Fleet().Allocated(0)+l.Fleet().Allocated(1))
 	assert.EqualValues(t, 16, l.Tree().Usage(qa, 0))
-	require.Len(t, l.Candidates(), 1)
+	require.Equal(t, 1, l.Index().Len())
 	require.NoError(t, l.CheckInvariants())
 
 	_, _, err = l.Exit("x", gang.ExitFinished)
 	require.NoError(t, err)
 	assert.Equal(t, 0, l.Fleet().Allocated(0))
 	assert.EqualValues(t, 0, l.Tree().Usage(qa, 0))
-	assert.Empty(t, l.Candidates())
+	assert.Zero(t, l.Index().Len())
 	require.NoError(t, l.CheckInvariants())
 }
 
@@ -339,11 +339,17 @@ func TestBooksStayBalanced(t *testing.T) {
 			},
 			"": func(t *rapid.T) {
 				require.NoError(t, l.CheckInvariants())
-				for _, c := range l.Candidates() {
-					r, ok := l.Get(c.W.ID)
-					require.True(t, ok)
-					require.True(t, r.State.HoldsGPUs())
-				}
+				// The index holds exactly the holders, as they are now.
+				n := 0
+				l.Holders(func(r *ledger.Record) bool {
+					n++
+					x, ok := l.Index().Get(r.W.ID)
+					require.True(t, ok, "%s holds GPUs but is not indexed", r.W.ID)
+					require.Equal(t, r.State == gang.Draining, x.Draining)
+					require.Equal(t, r.Nodes, x.Nodes)
+					return true
+				})
+				require.Equal(t, n, l.Index().Len())
 			},
 		})
 	})

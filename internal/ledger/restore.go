@@ -55,8 +55,8 @@ func (l *Ledger) RestoreDrain(id string, d Drain, claims []Claim) error {
 	}
 	l.move(r, gang.Draining)
 	l.draining[id] = r
-	l.index(r)
-	l.stale = true
+	l.listPromised(r)
+	l.indexUpdate(r)
 	return nil
 }
 

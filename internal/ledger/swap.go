@@ -49,7 +49,7 @@ func (l *Ledger) LosePods(id string, n topology.NodeID, now time.Time) ([]LostPo
 	r.Nodes = r.Assign.NodeGPUs()
 	r.Assign.Span = l.span(r.Assign)
 	r.Lost = append(r.Lost, lost...)
-	l.stale = true
+	l.indexUpdate(r)
 	return lost, nil
 }
 
@@ -83,7 +83,7 @@ func (l *Ledger) Replace(id string, pod placement.Pod, n topology.NodeID) (place
 	})
 	r.Nodes = r.Assign.NodeGPUs()
 	r.Assign.Span = l.span(r.Assign)
-	l.stale = true
+	l.indexUpdate(r)
 	return p, nil
 }
 

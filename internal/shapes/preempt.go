@@ -14,24 +14,71 @@ import (
 
 // Victim is a victim-search state: a fleet, a quota tree with the usage
 // of the running workloads, the running workloads themselves and the
-// request the benchmark decides.
+// request the benchmark decides (Ask builds others from the same queue).
 type Victim struct {
 	Fleet   *topology.Fleet
 	Tree    *quota.Tree
 	Running []preempt.Running
 	Request preempt.Request
+	Queue   string // the requesting queue
+}
+
+// Fill is how running work fills each node of a victim shape.
+type Fill uint8
+
+const (
+	// FillFull: one whole-node workload per node.
+	FillFull Fill = iota
+	// FillMixed: a random split of each node into 1-8 GPU workloads.
+	FillMixed
+	// FillSmall: one-GPU workloads, as many as the node has GPUs
+	// (Kueue's quota fill: 8 per node).
+	FillSmall
+)
+
+func (f Fill) String() string {
+	switch f {
+	case FillFull:
+		return "full"
+	case FillMixed:
+		return "mixed"
+	case FillSmall:
+		return "small"
+	}
+	return fmt.Sprintf("Fill(%d)", uint8(f))
+}
+
+// Fills lists every fill, in the order benchmarks report them.
+func Fills() []Fill { return []Fill{FillFull, FillMixed, FillSmall} }
+
+// Ask returns a request of the shape's queue at priority 1000: pods x
+// gpusPerPod, inside one domain of level required ("" for anywhere).
+func (v *Victim) Ask(id string, pods, gpusPerPod int, required string) preempt.Request {
+	return v.request(id, v.Queue, pods, gpusPerPod, required)
+}
+
+// View indexes Running (as they are now) and returns the view a search
+// reads, with a scratch clone of the fleet.
+func (v *Victim) View() preempt.View {
+	x := preempt.NewIndex(v.Fleet, v.Tree)
+	for _, r := range v.Running {
+		if err := x.Add(r); err != nil {
+			panic(fmt.Sprintf("shapes: %v", err))
+		}
+	}
+	return preempt.View{Fleet: v.Fleet, Tree: v.Tree, Index: x, Scratch: v.Fleet.Clone()}
 }
 
 // VictimNow returns the time of every victim shape's decision.
 func VictimNow() time.Time { return time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC) }
 
 // Clear is the "full" shape: every node is full of preemptible batch work
-// (one 8-GPU workload per node, or with mixed a random split of the node
-// into 1-8 GPU workloads, about 1,000 at 2,048 GPUs) with random priority
+// (per fill: one 8-GPU workload per node, a random split of the node into
+// 1-8 GPU workloads, about 1,000 at 2,048 GPUs, or 8 one-GPU workloads) with random priority
 // 0-99 and age up to 1 h, in queue "batch" (nominal half the fleet, so it
 // borrows the other half from "research"). The request: 64 x 8 GPUs on
 // one spine at priority 1000 in "research" (reclaimWithinCohort Any).
-func Clear(gpus int, mixed bool, seed uint64) *Victim {
+func Clear(gpus int, fill Fill, seed uint64) *Victim {
 	f := NewFleet(gpus)
 	c := int64(f.Stats(topology.Root, topology.AllGroups).GPUs)
 	v := newVictim(f, []quota.NodeSpec{
@@ -40,7 +87,8 @@ func Clear(gpus int, mixed bool, seed uint64) *Victim {
 		queueSpec("batch", "all", c-c/2, quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}),
 	})
 	r := rand.New(rand.NewPCG(seed, 0xc1ea))
-	v.fill(r, 0, f.NumNodes(), "batch", mixed)
+	v.fill(r, 0, f.NumNodes(), "batch", fill)
+	v.Queue = "research"
 	v.Request = v.request("clear", "research", 64, 8, "spine")
 	return v
 }
@@ -48,11 +96,11 @@ func Clear(gpus int, mixed bool, seed uint64) *Victim {
 // Reclaim is the "reclaim" shape: one cohort of 8 queues with an eighth of
 // the fleet nominal each; queue 0 uses a quarter of the fleet (borrows an
 // eighth), queues 1-6 use exactly their quota, queue 7 is idle. Each
-// queue's work sits on its own contiguous nodes: 8-GPU workloads, or with
-// mixed a random split of each node. The request: 8 x 8 GPUs in queue 7
+// queue's work sits on its own contiguous nodes, filled per fill. The
+// request: 8 x 8 GPUs in queue 7
 // at priority 1000 (reclaimWithinCohort LowerPriority), no topology
 // constraint: the victims must be queue 0's borrowed work.
-func Reclaim(gpus int, mixed bool, seed uint64) *Victim {
+func Reclaim(gpus int, fill Fill, seed uint64) *Victim {
 	f := NewFleet(gpus)
 	c := int64(f.Stats(topology.Root, topology.AllGroups).GPUs)
 	specs := []quota.NodeSpec{cohortSpec("cohort", 0)}
@@ -63,10 +111,11 @@ func Reclaim(gpus int, mixed bool, seed uint64) *Victim {
 	v := newVictim(f, specs)
 	r := rand.New(rand.NewPCG(seed, 0x7ec1))
 	per := f.NumNodes() / 8
-	v.fill(r, 0, 2*per, "q0", mixed)
+	v.fill(r, 0, 2*per, "q0", fill)
 	for i := 1; i <= 6; i++ {
-		v.fill(r, (i+1)*per, (i+2)*per, fmt.Sprintf("q%d", i), mixed)
+		v.fill(r, (i+1)*per, (i+2)*per, fmt.Sprintf("q%d", i), fill)
 	}
+	v.Queue = "q7"
 	v.Request = v.request("reclaim", "q7", 8, 8, "")
 	return v
 }
@@ -76,7 +125,7 @@ func Reclaim(gpus int, mixed bool, seed uint64) *Victim {
 // and "batch" (nominal 0) borrows the rest; the fleet is full. The
 // request: 100 GPUs of inference (25 pods x 4 GPUs) at priority 1000,
 // reclaimWithinCohort Any.
-func Spike(gpus int, mixed bool, seed uint64) *Victim {
+func Spike(gpus int, fill Fill, seed uint64) *Victim {
 	f := NewFleet(gpus)
 	c := int64(f.Stats(topology.Root, topology.AllGroups).GPUs)
 	inf, tr := c*1200/2048, c*848/2048
@@ -89,9 +138,10 @@ func Spike(gpus int, mixed bool, seed uint64) *Victim {
 	r := rand.New(rand.NewPCG(seed, 0x5b1e))
 	n := f.NumNodes()
 	infNodes, trNodes := n*500/2048, int(tr)/8
-	v.fill(r, 0, infNodes, "inference", mixed)
-	v.fill(r, infNodes, infNodes+trNodes, "training", mixed)
-	v.fill(r, infNodes+trNodes, n, "batch", mixed)
+	v.fill(r, 0, infNodes, "inference", fill)
+	v.fill(r, infNodes, infNodes+trNodes, "training", fill)
+	v.fill(r, infNodes+trNodes, n, "batch", fill)
+	v.Queue = "inference"
 	v.Request = v.request("spike", "inference", 25, 4, "")
 	return v
 }
@@ -114,16 +164,18 @@ func newVictim(f *topology.Fleet, specs []quota.NodeSpec) *Victim {
 	return &Victim{Fleet: f, Tree: t}
 }
 
-// fill puts work of queue q on nodes [lo, hi): one whole-node workload
-// each, or with mixed a random split of each node into 1-8 GPU workloads.
-func (v *Victim) fill(r *rand.Rand, lo, hi int, q string, mixed bool) {
+// fill puts work of queue q on nodes [lo, hi) as fill says.
+func (v *Victim) fill(r *rand.Rand, lo, hi int, q string, fill Fill) {
 	qid, _ := v.Tree.Node(q)
 	for n := topology.NodeID(lo); n < topology.NodeID(hi); n++ {
 		left := v.Fleet.Capacity(n)
 		for left > 0 {
 			g := left
-			if mixed {
+			switch fill {
+			case FillMixed:
 				g = 1 + r.IntN(left)
+			case FillSmall:
+				g = 1
 			}
 			left -= g
 			id := fmt.Sprintf("%s-%d-%d", q, n, left)

@@ -1,0 +1,560 @@
+package preempt
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/google/btree"
+
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Index is the persistent set of running workloads a victim search may
+// choose from. The caller keeps it equal to what runs: Add when a
+// workload starts, Update when it starts draining or checkpoints (or any
+// field of its Running changes), Remove when it ends. Each change is
+// validated once, here, and costs O(log n + nodes x depth x fanout) for
+// the workload's nodes; a search then reads only what its decision needs.
+//
+// It keeps, per queue and flavor, the candidates (workloads that are
+// Preemptible or Draining) in the static part of the eviction order (see
+// compareCandidates), and, like the topology's aggregates, per domain the
+// candidate GPUs and the nodes they could free by priority band, and the
+// cheapest priority at which a node could gain room for a pod of each
+// size: the search bounds and prunes domains from these numbers and
+// visits only the candidates of the domains it keeps.
+//
+// An Index belongs to the fleet and tree it was made for (their shape:
+// nodes, domains, queues, flavors); rebuild it if they are rebuilt. It
+// keeps the Running values it is given (their W and Nodes are shared, not
+// copied): the caller must not change them in place without Update. It is
+// not safe for concurrent use.
+type Index struct {
+	fleet *topology.Fleet // shape only: nodes, capacity, domains
+	tree  *quota.Tree     // shape only: queues, flavors
+
+	slot    map[string]int32 // ID -> position in entries
+	entries []indexEntry
+	vacant  []int32 // positions of removed entries, reused
+
+	// byQueue holds, per queue x flavor, the candidates in the static
+	// eviction order; draining holds the draining workloads by ID (the
+	// only ones a Claims may track).
+	byQueue  []*btree.BTreeG[orderKey]
+	draining *btree.BTreeG[orderKey]
+	// queueBands: per queue x flavor, candidates and their GPUs by
+	// priority; blocked: per queue x flavor, workloads that are not
+	// candidates (the drain contract).
+	queueBands [][]band
+	blocked    []int32
+	total      []int32 // per queue x flavor: every indexed workload
+
+	onNode [][]int32 // per node: positions of the workloads holding GPUs there
+	held   []int32   // per node: GPUs held by indexed workloads
+
+	// Per-domain aggregates, every level down to the nodes' own: see
+	// nodeChanged.
+	podSizes   int     // MaxGPUsPerNode: pod sizes 1..podSizes
+	reach      []int32 // per node x GPUs a=1..podSizes: price to have a GPUs available
+	firstSlot  []int32 // per domain x pod size k: min over its nodes of the price of one more pod of k
+	gpuBands   [][]band
+	domQueues  [][]band // per domain: candidates and their GPUs per queue slot (in prio)
+	nodeBands  [][]band
+	clearPrice []int32 // per node: price to free it whole (noPrice: never)
+	maxClear   []int32 // per domain: highest clearPrice of its nodes, the price to free it whole
+	// cellClear[d*levels+l], for d at level l or above: the lowest
+	// maxClear among the domains of level l below d (d's own at its
+	// level). A search that must clear a whole domain of level l walks
+	// down from the root to the cheapest ones.
+	cellClear []int32
+	levels    int
+	// uniform[l]: the node count of every domain of level l, or -1 when
+	// they differ.
+	uniform []int
+	scratch []band // nodeChanged's sort buffer
+}
+
+// A price is the highest priority that must be evicted; freePrice marks
+// room that is (or will be, from draining work) free without evicting
+// anyone new, noPrice room no eviction can make.
+const (
+	freePrice = math.MinInt32
+	noPrice   = math.MaxInt32
+)
+
+type indexEntry struct {
+	run      Running
+	prio     int32
+	gpus     int32
+	cand     bool // Preemptible or Draining: the rules may make it a victim
+	position int32
+}
+
+// orderKey is an entry's place in the static eviction order: band packs
+// criterion 1 (draining first) and 4 (lower priority first) of
+// compareCandidates; within a band the search orders by cost, then ID
+// (see queueStream), helped, for running work, by its GPUs and the start
+// of its unsaved work, latest first (from), which order DefaultCost
+// within one GPU count whatever now is. Draining work has neither: it
+// costs nothing to DefaultCost, and its band is ordered by ID.
+type orderKey struct {
+	band uint64
+	gpus int32
+	from int64 // the start of unsaved work since the Unix epoch (saturating), latest first
+	id   string
+	pos  int32
+}
+
+func keyLess(a, b orderKey) bool {
+	if a.band != b.band {
+		return a.band < b.band
+	}
+	if a.gpus != b.gpus {
+		return a.gpus < b.gpus
+	}
+	if a.from != b.from {
+		return a.from > b.from
+	}
+	return a.id < b.id
+}
+
+// packBand orders draining work first, then by priority.
+func packBand(draining bool, prio int32) uint64 {
+	b := uint64(uint32(prio) ^ 1<<31)
+	if !draining {
+		b |= 1 << 32
+	}
+	return b
+}
+
+// band is a count of workloads, and their GPUs, at one priority.
+type band struct {
+	prio int32
+	n    int32
+	gpus int32
+}
+
+func addBand(bs []band, prio, n, gpus int32) []band {
+	i, found := slices.BinarySearchFunc(bs, prio, func(b band, p int32) int {
+		switch {
+		case b.prio < p:
+			return -1
+		case b.prio > p:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return slices.Insert(bs, i, band{prio: prio, n: n, gpus: gpus})
+	}
+	bs[i].n += n
+	bs[i].gpus += gpus
+	if bs[i].n == 0 {
+		return slices.Delete(bs, i, i+1)
+	}
+	return bs
+}
+
+// NewIndex returns an empty index for workloads on f and t.
+func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
+	nq := t.NumNodes() * t.NumFlavors()
+	c := f.MaxGPUsPerNode()
+	x := &Index{
+		fleet: f, tree: t, slot: map[string]int32{},
+		byQueue:    make([]*btree.BTreeG[orderKey], nq),
+		draining:   btree.NewG(16, keyLess),
+		queueBands: make([][]band, nq), blocked: make([]int32, nq), total: make([]int32, nq),
+		onNode: make([][]int32, f.NumNodes()), held: make([]int32, f.NumNodes()),
+		podSizes: c, reach: make([]int32, f.NumNodes()*c), firstSlot: make([]int32, f.NumDomains()*c),
+		gpuBands: make([][]band, f.NumDomains()), nodeBands: make([][]band, f.NumDomains()),
+		domQueues:  make([][]band, f.NumDomains()),
+		clearPrice: make([]int32, f.NumNodes()), maxClear: make([]int32, f.NumDomains()),
+		levels: f.Depth() + 1, cellClear: make([]int32, f.NumDomains()*(f.Depth()+1)),
+		uniform: make([]int, f.Depth()+1),
+	}
+	for l := range topology.Level(f.Depth() + 1) {
+		lo, hi := f.DomainsAt(l)
+		x.uniform[l] = -1
+		for d := lo; d < hi; d++ {
+			nlo, nhi := f.Nodes(d)
+			switch n := int(nhi - nlo); {
+			case d == lo:
+				x.uniform[l] = n
+			case n != x.uniform[l]:
+				x.uniform[l] = -1
+			}
+			if x.uniform[l] < 0 {
+				break
+			}
+		}
+	}
+	for i := range x.clearPrice {
+		x.clearPrice[i] = noPrice
+	}
+	// Every node starts empty: its room is free up to its capacity.
+	for n := range topology.NodeID(f.NumNodes()) {
+		if p := x.nodePrices(n); p != noPrice {
+			for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
+				x.nodeBands[d] = addBand(x.nodeBands[d], p, 1, 0)
+			}
+		}
+	}
+	for d := topology.DomainID(f.NumDomains() - 1); d >= 0; d-- {
+		if lo, hi := f.Children(d); lo < hi {
+			x.minOverChildren(d)
+		}
+		x.cellClearOf(d)
+	}
+	return x
+}
+
+// Len is the number of indexed workloads.
+func (x *Index) Len() int { return len(x.slot) }
+
+// Get returns the indexed Running of id.
+func (x *Index) Get(id string) (Running, bool) {
+	i, ok := x.slot[id]
+	if !ok {
+		return Running{}, false
+	}
+	return x.entries[i].run, true
+}
+
+// Add indexes a workload that started. It is refused, with the index
+// unchanged, when r is malformed (no spec or ID, unknown queue or
+// flavor, no node, a node entry out of range, listed twice, without GPUs
+// or beyond what the node can hold with the workloads already indexed
+// there) or its ID is already indexed. Errors are *IndexError.
+func (x *Index) Add(r Running) error {
+	if r.W == nil || r.W.ID == "" {
+		return &IndexError{Op: "add", Err: ErrInvalid, Detail: "running workload without spec or ID"}
+	}
+	if _, dup := x.slot[r.W.ID]; dup {
+		return &IndexError{Op: "add", ID: r.W.ID, Err: ErrDuplicate}
+	}
+	if err := x.check("add", r, nil); err != nil {
+		return err
+	}
+	x.insert(r)
+	return nil
+}
+
+// Update replaces the indexed Running of r.W.ID: it started draining, it
+// checkpointed, its class fields changed. It is refused, with the index
+// unchanged, when the ID is not indexed or r is malformed (as for Add).
+func (x *Index) Update(r Running) error {
+	if r.W == nil || r.W.ID == "" {
+		return &IndexError{Op: "update", Err: ErrInvalid, Detail: "running workload without spec or ID"}
+	}
+	i, ok := x.slot[r.W.ID]
+	if !ok {
+		return &IndexError{Op: "update", ID: r.W.ID, Err: ErrUnknownWorkload}
+	}
+	if err := x.check("update", r, &x.entries[i].run); err != nil {
+		return err
+	}
+	x.delete(i)
+	x.insert(r)
+	return nil
+}
+
+// Remove forgets a workload that ended. It is refused when id is not
+// indexed.
+func (x *Index) Remove(id string) error {
+	i, ok := x.slot[id]
+	if !ok {
+		return &IndexError{Op: "remove", ID: id, Err: ErrUnknownWorkload}
+	}
+	x.delete(i)
+	return nil
+}
+
+// check validates r against the shapes, as if old (being replaced) were
+// already gone.
+func (x *Index) check(op string, r Running, old *Running) error {
+	f, t, id := x.fleet, x.tree, r.W.ID
+	if r.Queue < 0 || int(r.Queue) >= t.NumNodes() || !t.IsQueue(r.Queue) {
+		return &IndexError{Op: op, ID: id, Err: ErrInvalid, Detail: "not a queue"}
+	}
+	if r.Flavor < 0 || int(r.Flavor) >= t.NumFlavors() {
+		return &IndexError{Op: op, ID: id, Err: ErrInvalid, Detail: "unknown flavor"}
+	}
+	if len(r.Nodes) == 0 {
+		return &IndexError{Op: op, ID: id, Err: ErrInvalid, Detail: "holds no GPUs"}
+	}
+	for j, n := range r.Nodes {
+		if n.Node < 0 || int(n.Node) >= f.NumNodes() || n.GPUs <= 0 {
+			return &IndexError{Op: op, ID: id, Err: ErrInvalid, Detail: fmt.Sprintf("bad node entry %d", j)}
+		}
+		for _, m := range r.Nodes[:j] {
+			if m.Node == n.Node {
+				return &IndexError{Op: op, ID: id, Err: ErrInvalid, Detail: "node " + f.NodeName(n.Node) + " listed twice"}
+			}
+		}
+		held := int(x.held[n.Node]) + n.GPUs
+		if old != nil {
+			for _, m := range old.Nodes {
+				if m.Node == n.Node {
+					held -= m.GPUs
+				}
+			}
+		}
+		if held > f.Capacity(n.Node) {
+			return &IndexError{Op: op, ID: id, Err: ErrInvalid,
+				Detail: fmt.Sprintf("indexed workloads would hold %d GPUs on %s, above its %d", held, f.NodeName(n.Node), f.Capacity(n.Node))}
+		}
+	}
+	return nil
+}
+
+func (x *Index) queueSlot(q quota.NodeID, fl quota.FlavorID) int {
+	return int(q)*x.tree.NumFlavors() + int(fl)
+}
+
+func (e *indexEntry) key() orderKey {
+	k := orderKey{band: packBand(e.run.Draining, e.prio), id: e.run.W.ID, pos: e.position}
+	if !e.run.Draining {
+		from := e.run.Started
+		if lc := e.run.W.Drain.LastCheckpoint; lc.After(from) {
+			from = lc
+		}
+		k.gpus, k.from = e.gpus, int64(from.Sub(time.Unix(0, 0)))
+	}
+	return k
+}
+
+// boundPrio is the priority the aggregates count an entry at: draining
+// work is leaving anyway, so its room is as good as free for a bound.
+func (e *indexEntry) boundPrio() int32 {
+	if e.run.Draining {
+		return freePrice
+	}
+	return e.prio
+}
+
+func (x *Index) insert(r Running) {
+	var i int32
+	if k := len(x.vacant); k > 0 {
+		i, x.vacant = x.vacant[k-1], x.vacant[:k-1]
+	} else {
+		i = int32(len(x.entries))
+		x.entries = append(x.entries, indexEntry{})
+	}
+	e := &x.entries[i]
+	*e = indexEntry{run: r, prio: r.W.Priority, gpus: int32(gpusOf(r.Nodes)), cand: r.Preemptible || r.Draining, position: i}
+	x.slot[r.W.ID] = i
+	qs := x.queueSlot(r.Queue, r.Flavor)
+	x.total[qs]++
+	if e.cand {
+		if x.byQueue[qs] == nil {
+			x.byQueue[qs] = btree.NewG(16, keyLess)
+		}
+		x.byQueue[qs].ReplaceOrInsert(e.key())
+		x.queueBands[qs] = addBand(x.queueBands[qs], e.prio, 1, e.gpus)
+	} else {
+		x.blocked[qs]++
+	}
+	if r.Draining {
+		x.draining.ReplaceOrInsert(orderKey{id: r.W.ID, pos: i})
+	}
+	for _, n := range r.Nodes {
+		x.held[n.Node] += int32(n.GPUs)
+		x.onNode[n.Node] = append(x.onNode[n.Node], i)
+		if e.cand {
+			x.addDomainGPUs(n.Node, qs, e.boundPrio(), int32(n.GPUs))
+		}
+		x.nodeChanged(n.Node)
+	}
+}
+
+func (x *Index) delete(i int32) {
+	e := &x.entries[i]
+	r := e.run
+	qs := x.queueSlot(r.Queue, r.Flavor)
+	x.total[qs]--
+	if e.cand {
+		x.byQueue[qs].Delete(e.key())
+		x.queueBands[qs] = addBand(x.queueBands[qs], e.prio, -1, -e.gpus)
+	} else {
+		x.blocked[qs]--
+	}
+	if r.Draining {
+		x.draining.Delete(orderKey{id: r.W.ID, pos: i})
+	}
+	delete(x.slot, r.W.ID)
+	for _, n := range r.Nodes {
+		x.held[n.Node] -= int32(n.GPUs)
+		list := x.onNode[n.Node]
+		j := slices.Index(list, i)
+		list[j] = list[len(list)-1]
+		x.onNode[n.Node] = list[:len(list)-1]
+		if e.cand {
+			x.addDomainGPUs(n.Node, qs, e.boundPrio(), -int32(n.GPUs))
+		}
+	}
+	*e = indexEntry{}
+	for _, n := range r.Nodes {
+		x.nodeChanged(n.Node)
+	}
+	x.vacant = append(x.vacant, i)
+}
+
+// addDomainGPUs counts gpus candidate GPUs of queue slot qs at priority
+// p on n in every domain above it.
+func (x *Index) addDomainGPUs(n topology.NodeID, qs int, p, gpus int32) {
+	f := x.fleet
+	for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
+		x.gpuBands[d] = addBand(x.gpuBands[d], p, sign(gpus), gpus)
+		x.domQueues[d] = addBand(x.domQueues[d], int32(qs), sign(gpus), gpus)
+	}
+}
+
+// holds reports whether domain d has candidates of a queue keep accepts.
+func (x *Index) holds(d topology.DomainID, keep func(queueSlot int) bool) bool {
+	for _, b := range x.domQueues[d] {
+		if keep(int(b.prio)) {
+			return true
+		}
+	}
+	return false
+}
+
+func sign(v int32) int32 {
+	if v < 0 {
+		return -1
+	}
+	return 1
+}
+
+// nodeChanged recomputes node n's prices and carries them up its
+// domains. reach[n][a] is the lowest priority P such that the node's
+// room not held by indexed work plus its candidates of priority P or
+// less (draining ones counting as free) reach a GPUs; firstSlot[n][k] is
+// reach at the next multiple of k above that room, the price of room for
+// one more pod of k; clearPrice is reach at the node's capacity. Room
+// not held by indexed work may be held by others (GPUs reserved for a
+// nomination), so these are lower bounds, exact when the index holds all
+// that is allocated.
+func (x *Index) nodeChanged(n topology.NodeID) {
+	f := x.fleet
+	oldClear := x.clearPrice[n]
+	newClear := x.nodePrices(n)
+	for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
+		if oldClear != newClear {
+			if oldClear != noPrice {
+				x.nodeBands[d] = addBand(x.nodeBands[d], oldClear, -1, 0)
+			}
+			if newClear != noPrice {
+				x.nodeBands[d] = addBand(x.nodeBands[d], newClear, 1, 0)
+			}
+		}
+		if d != f.NodeDomain(n) {
+			x.minOverChildren(d)
+		}
+		x.cellClearOf(d)
+	}
+}
+
+// nodePrices recomputes node n's reach, firstSlot and clearPrice, and
+// returns the new clearPrice.
+func (x *Index) nodePrices(n topology.NodeID) int32 {
+	f, c := x.fleet, x.podSizes
+	capacity := f.Capacity(n)
+	room := int32(capacity) - x.held[n]
+	cands := x.scratch[:0]
+	for _, i := range x.onNode[n] {
+		e := &x.entries[i]
+		if !e.cand {
+			continue
+		}
+		for _, ng := range e.run.Nodes {
+			if ng.Node == n {
+				cands = append(cands, band{prio: e.boundPrio(), gpus: int32(ng.GPUs)})
+			}
+		}
+	}
+	slices.SortFunc(cands, func(a, b band) int {
+		switch {
+		case a.prio < b.prio:
+			return -1
+		case a.prio > b.prio:
+			return 1
+		}
+		return 0
+	})
+	x.scratch = cands
+	reach := x.reach[int(n)*c : int(n)*c+c]
+	avail, j := room, 0
+	for a := int32(1); a <= int32(c); a++ {
+		p := int32(freePrice)
+		if a > room {
+			for avail < a && j < len(cands) {
+				avail += cands[j].gpus
+				j++
+			}
+			switch {
+			case avail < a || int(a) > capacity:
+				p = noPrice
+			default:
+				p = cands[j-1].prio
+			}
+		}
+		reach[a-1] = p
+	}
+	newClear := int32(noPrice)
+	if capacity > 0 && capacity <= c {
+		newClear = reach[capacity-1]
+	}
+	x.clearPrice[n] = newClear
+	nd := f.NodeDomain(n)
+	x.maxClear[nd] = newClear
+	for k := 1; k <= c; k++ {
+		next := (int(room)/k + 1) * k
+		p := int32(noPrice)
+		if room >= 0 && next <= capacity {
+			p = reach[next-1]
+		}
+		x.firstSlot[int(nd)*c+k-1] = p
+	}
+	return newClear
+}
+
+// cellClearOf recomputes domain d's cellClear from its children's.
+func (x *Index) cellClearOf(d topology.DomainID) {
+	f, lv := x.fleet, x.levels
+	l := int(f.DomainLevel(d))
+	row := x.cellClear[int(d)*lv : int(d)*lv+lv]
+	row[l] = x.maxClear[d]
+	lo, hi := f.Children(d)
+	for below := l + 1; below < lv; below++ {
+		v := int32(noPrice)
+		for ch := lo; ch < hi; ch++ {
+			v = min(v, x.cellClear[int(ch)*lv+below])
+		}
+		row[below] = v
+	}
+}
+
+// minOverChildren recomputes domain d's firstSlot and maxClear from its
+// children's.
+func (x *Index) minOverChildren(d topology.DomainID) {
+	c := x.podSizes
+	lo, hi := x.fleet.Children(d)
+	mc := int32(freePrice)
+	for ch := lo; ch < hi; ch++ {
+		mc = max(mc, x.maxClear[ch])
+	}
+	x.maxClear[d] = mc
+	row := x.firstSlot[int(d)*c : int(d)*c+c]
+	for k := range row {
+		row[k] = noPrice
+	}
+	for ch := lo; ch < hi; ch++ {
+		for k, v := range x.firstSlot[int(ch)*c : int(ch)*c+c] {
+			row[k] = min(row[k], v)
+		}
+	}
+}

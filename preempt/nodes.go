@@ -1,0 +1,290 @@
+package preempt
+
+import (
+	"math"
+	"slices"
+
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Inside one cell the search frees room node by node, cheapest first,
+// found best-first down the topology from the Index's per-domain prices.
+
+// frontierItem is a domain or node on the best-first frontier of
+// fillCell, by price: a lower bound from the Index for a domain or a
+// node not yet looked at, the exact price of room for one more pod for a
+// node looked at.
+type frontierItem struct {
+	prio int32
+	cost float64
+	kind uint8 // frontierDomain, frontierNodeBound, frontierNode
+	id   int32 // DomainID or NodeID
+}
+
+const (
+	frontierDomain uint8 = iota
+	frontierNodeBound
+	frontierNode
+)
+
+func frontierLess(a, b *frontierItem) bool {
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	if a.cost != b.cost {
+		return a.cost < b.cost
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind
+	}
+	return a.id < b.id
+}
+
+func (s *Searcher) push(it frontierItem) { s.frontier = pushItem(s.frontier, it) }
+
+func (s *Searcher) pop() frontierItem {
+	top, h := popItem(s.frontier)
+	s.frontier = h
+	return top
+}
+
+func pushItem(h []frontierItem, it frontierItem) []frontierItem {
+	h = append(h, it)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !frontierLess(&h[i], &h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	return h
+}
+
+func popItem(h []frontierItem) (frontierItem, []frontierItem) {
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && frontierLess(&h[l], &h[m]) {
+			m = l
+		}
+		if r < len(h) && frontierLess(&h[r], &h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	return top, h
+}
+
+// fillCell takes victims in cell d (group slot gi) until it holds the
+// gang: each step frees room for one more pod on the node where that is
+// cheapest (see nodeSlot). Nodes are found best-first down the topology:
+// a domain's bound is the Index's lowest price of one more pod on any of
+// its nodes, so only domains that may hold a cheap node are opened, and
+// only their nodes' candidates are looked at. Nodes whose room the
+// search already changed are priced exactly from the start.
+func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
+	if s.cellFits(d, gi) {
+		return true
+	}
+	s.attempt = a
+	f, x, sh := s.fleet, s.index, &s.shape
+	s.cellEpoch++
+	if s.cellEpoch == 0 {
+		clear(s.nodeSeen)
+		s.cellEpoch = 1
+	}
+	s.frontier = s.frontier[:0]
+	k, sizes := sh.podGPUs, x.podSizes
+	dom := sh.firstCell + topology.DomainID(d)
+	nodeLevel := topology.Level(f.Depth())
+	nodeBase := f.NodeDomain(0)
+	for _, n := range s.touched {
+		if nd, ngi := s.cell(n); nd == d && ngi == gi {
+			s.nodeSeen[n] = s.cellEpoch
+			if p, c, ok := s.nodeSlot(n, a, false); ok {
+				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+			}
+		}
+	}
+	if sh.level == nodeLevel {
+		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], kind: frontierNodeBound, id: int32(dom - nodeBase)})
+	} else {
+		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], kind: frontierDomain, id: int32(dom)})
+	}
+	for !s.cellFits(d, gi) {
+		if len(s.frontier) == 0 {
+			return false
+		}
+		it := s.pop()
+		switch it.kind {
+		case frontierDomain:
+			lo, hi := f.Children(topology.DomainID(it.id))
+			leafs := f.DomainLevel(lo) == nodeLevel
+			for ch := lo; ch < hi; ch++ {
+				p := x.firstSlot[int(ch)*sizes+k-1]
+				if p == noPrice || !x.holds(ch, s.takesFrom) {
+					// Nothing there the attempt may take: the work of
+					// queues the rules leave alone is never looked at.
+					continue
+				}
+				if !leafs {
+					s.push(frontierItem{prio: p, kind: frontierDomain, id: int32(ch)})
+					continue
+				}
+				n := topology.NodeID(ch - nodeBase)
+				if s.nodeSeen[n] == s.cellEpoch {
+					continue
+				}
+				if nd, ngi := s.cell(n); nd != d || ngi != gi {
+					continue
+				}
+				s.push(frontierItem{prio: p, kind: frontierNodeBound, id: int32(n)})
+			}
+		case frontierNodeBound:
+			n := topology.NodeID(it.id)
+			if s.nodeSeen[n] == s.cellEpoch {
+				continue
+			}
+			s.nodeSeen[n] = s.cellEpoch
+			if nd, ngi := s.cell(n); nd != d || ngi != gi {
+				continue
+			}
+			if p, c, ok := s.nodeSlot(n, a, false); ok {
+				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+			}
+		case frontierNode:
+			n := topology.NodeID(it.id)
+			p, c, ok := s.nodeSlot(n, a, false)
+			if !ok {
+				continue
+			}
+			if p != it.prio || c != it.cost {
+				// Its room changed since it was priced (a victim on
+				// several nodes, a queue back within quota).
+				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+				continue
+			}
+			if _, _, ok := s.nodeSlot(n, a, true); !ok {
+				continue // a pick no longer passes the rules: the node is out
+			}
+			if p, c, ok := s.nodeSlot(n, a, false); ok {
+				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+			}
+		}
+	}
+	return true
+}
+
+// takesFrom reports whether the current attempt may take work of queue
+// slot qs (fillCell's filter of domains).
+func (s *Searcher) takesFrom(qs int) bool {
+	nf := s.index.tree.NumFlavors()
+	if quota.FlavorID(qs%nf) != s.flavor {
+		return false
+	}
+	qr := &s.queues[qs/nf]
+	return qr.allowed && (!qr.other || s.attempt.others != othersHier || qr.hier)
+}
+
+// nodeSlot prices room for one more pod of the gang on node n: its
+// candidates the attempt may take, in eviction order, until the node's
+// free GPUs reach the next multiple of the pod size; the price is their
+// highest priority and their cost. Another queue's work counts only while
+// its queue would still borrow after the slot's earlier picks (its
+// borrowing falls by what they free). With take, it takes them, checking
+// each pick's rules on the simulation as it goes, and takes nothing (and
+// reports false) when one no longer passes.
+func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32, cost float64, ok bool) {
+	f := s.fleet
+	k := s.shape.podGPUs
+	avail := f.Free(n) + int(s.freed[n])
+	target := (avail/k + 1) * k
+	if target > f.Capacity(n) || f.Health(n) != topology.Healthy {
+		return 0, 0, false
+	}
+	list := s.nodeCands[:0]
+	for _, pos := range s.index.onNode[n] {
+		ci := s.classify(pos)
+		if ci < 0 {
+			continue
+		}
+		if c := &s.cands[ci]; !c.taken && s.keep(c, a) && s.valid(c) {
+			list = append(list, ci)
+		}
+	}
+	cs := s.cands
+	slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
+	s.nodeCands = list
+	s.slotPicks = s.slotPicks[:0]
+	prio = math.MinInt32
+	base := len(s.taken)
+	for _, ci := range list {
+		c := &s.cands[ci]
+		if c.other && !s.borrowsAfter(c.run.Queue) {
+			continue // its queue will be back within quota by then
+		}
+		if take {
+			if !s.valid(c) {
+				for _, ci := range slices.Backward(s.taken[base:]) {
+					s.untake(ci)
+				}
+				s.taken = s.taken[:base]
+				return 0, 0, false
+			}
+			s.take(ci)
+		} else if c.other {
+			s.slotPicks = append(s.slotPicks, removal{c.run.Queue, int64(c.gpus)})
+		}
+		for _, ng := range c.run.Nodes {
+			if ng.Node == n {
+				avail += ng.GPUs
+			}
+		}
+		prio = max(prio, c.prio)
+		cost += c.cost
+		if avail >= target {
+			return prio, cost, true
+		}
+	}
+	if take {
+		for _, ci := range slices.Backward(s.taken[base:]) {
+			s.untake(ci)
+		}
+		s.taken = s.taken[:base]
+	}
+	return 0, 0, false
+}
+
+// borrowsAfter reports whether queue q (and every cohort up to the common
+// ancestor with the preemptor) would still borrow after the picks already
+// priced for the current slot (s.slotPicks).
+func (s *Searcher) borrowsAfter(q quota.NodeID) bool {
+	lca := s.queues[q].lca
+	for n := q; n != lca; n, _ = s.tree.Parent(n) {
+		took := int64(0)
+		for _, p := range s.slotPicks {
+			if p.q == n || s.under(p.q, n) {
+				took += p.g
+			}
+		}
+		if s.tree.Borrowed(n, s.flavor)-took <= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// under reports whether queue q is in the subtree of n.
+func (s *Searcher) under(q, n quota.NodeID) bool {
+	first, end := s.tree.Subtree(n)
+	return q >= first && q < end
+}
