@@ -154,7 +154,7 @@ func (s *Scheduler) emit(e Event) {
 		// The slice goes to the host with the cycle's Decisions; size the
 		// next one like the last, within reason, so a busy cycle does not
 		// regrow it and a burst does not pin a huge slice.
-		s.events = make([]Event, 0, min(max(16, s.lastEvents), 4096))
+		s.events = make([]Event, 0, min(max(4, s.lastEvents), 4096))
 	}
 	if len(s.events) >= MaxEvents {
 		s.dropped++

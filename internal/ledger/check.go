@@ -49,6 +49,9 @@ func (l *Ledger) CheckInvariants() error {
 			continue
 		}
 		holders++
+		if (len(r.Lost) > 0) != (l.degraded[id] != nil) {
+			return fmt.Errorf("%s: %d pods lost, listed as degraded %v", id, len(r.Lost), l.degraded[id] != nil)
+		}
 		if _, in := l.index.Get(id); in != (len(r.Nodes) > 0) {
 			return fmt.Errorf("%s: holds GPUs on %d nodes, indexed %v", id, len(r.Nodes), in)
 		} else if in {

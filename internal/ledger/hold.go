@@ -107,6 +107,7 @@ func (l *Ledger) releaseHolder(r *Record) {
 		l.victimGone(r)
 	}
 	l.holders.Delete(r)
+	delete(l.degraded, r.W.ID)
 	l.indexRemove(r)
 }
 

@@ -47,6 +47,7 @@ type Ledger struct {
 	recs     map[string]*Record           // every workload known, by ID
 	noms     map[string]*Nomination       // open nominations, by beneficiary
 	draining map[string]*Record           // workloads in state Draining
+	degraded map[string]*Record           // holders with pods waiting for a replacement node
 	onNode   map[topology.NodeID][]string // promised victims with GPUs on a node, ID order
 	reserved map[topology.NodeID]int      // GPUs allocated on behalf of nominations
 	nomSeq   uint64                       // order in which nominations were accepted
@@ -156,7 +157,7 @@ func (n *Nomination) Reserved() []placement.NodeGPUs { return slices.Clone(n.res
 func New(f *topology.Fleet, t *quota.Tree) *Ledger {
 	return &Ledger{
 		fleet: f, tree: t, scratch: f.Clone(), index: preempt.NewIndex(f, t),
-		recs: map[string]*Record{}, noms: map[string]*Nomination{}, draining: map[string]*Record{},
+		recs: map[string]*Record{}, noms: map[string]*Nomination{}, draining: map[string]*Record{}, degraded: map[string]*Record{},
 		onNode: map[topology.NodeID][]string{}, reserved: map[topology.NodeID]int{},
 		holders: btree.NewG(16, func(a, b *Record) bool { return a.W.ID < b.W.ID }),
 	}

@@ -49,6 +49,7 @@ func (l *Ledger) LosePods(id string, n topology.NodeID, now time.Time) ([]LostPo
 	r.Nodes = r.Assign.NodeGPUs()
 	r.Assign.Span = l.span(r.Assign)
 	r.Lost = append(r.Lost, lost...)
+	l.degraded[id] = r
 	l.indexUpdate(r)
 	return lost, nil
 }
@@ -74,6 +75,9 @@ func (l *Ledger) Replace(id string, pod placement.Pod, n topology.NodeID) (place
 	p := r.Lost[i].Pod
 	p.Node, p.GPU, p.GPUMask = n, 0, 0
 	r.Lost = slices.Delete(r.Lost, i, i+1)
+	if len(r.Lost) == 0 {
+		delete(l.degraded, id)
+	}
 	r.Assign.Pods = append(r.Assign.Pods, p)
 	slices.SortFunc(r.Assign.Pods, func(a, b placement.Pod) int {
 		if a.PodSet != b.PodSet {
@@ -101,14 +105,16 @@ func (l *Ledger) span(a placement.Assignment) topology.Level {
 }
 
 // Degraded lists, in ID order, the holders waiting for replacement pods.
+// It costs O(degraded), nothing when no gang waits.
 func (l *Ledger) Degraded() []*Record {
-	var out []*Record
-	l.holders.Ascend(func(r *Record) bool {
-		if len(r.Lost) > 0 {
-			out = append(out, r)
-		}
-		return true
-	})
+	if len(l.degraded) == 0 {
+		return nil
+	}
+	out := make([]*Record, 0, len(l.degraded))
+	for _, r := range l.degraded {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *Record) int { return compareString(a.W.ID, b.W.ID) })
 	return out
 }
 
