@@ -57,6 +57,11 @@ func (l *Ledger) CheckInvariants() error {
 		} else if in {
 			indexed++
 		}
+		for _, x := range r.Nodes {
+			if _, ok := slices.BinarySearch(l.byNode[x.Node], id); !ok {
+				return fmt.Errorf("%s: holds GPUs on %s, not listed there", id, f.NodeName(x.Node))
+			}
+		}
 		total := 0
 		for _, x := range r.Nodes {
 			held[x.Node] += x.GPUs
@@ -90,6 +95,22 @@ func (l *Ledger) CheckInvariants() error {
 				return fmt.Errorf("%s: promised %v, listed under %s %v", id, r.Drain.Promised(), f.NodeName(n.Node), listed)
 			}
 		}
+	}
+	listed := 0
+	for _, ids := range l.byNode {
+		listed += len(ids)
+	}
+	pairs := 0
+	l.holders.Ascend(func(r *Record) bool {
+		for j, x := range r.Nodes {
+			if j == 0 || r.Nodes[j-1].Node != x.Node {
+				pairs++
+			}
+		}
+		return true
+	})
+	if listed != pairs {
+		return fmt.Errorf("%d holders listed on nodes, %d holder-node pairs", listed, pairs)
 	}
 	if holders != l.holders.Len() || indexed != l.index.Len() {
 		return fmt.Errorf("holders index has %d entries, the search index %d, %d records hold GPUs", l.holders.Len(), l.index.Len(), holders)

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
@@ -46,6 +47,7 @@ func (l *Ledger) hold(r *Record, a placement.Assignment, started time.Time) {
 	if _, dup := l.holders.ReplaceOrInsert(r); dup {
 		panic("ledger: workload started twice: " + r.W.ID)
 	}
+	l.listNodes(r, 1)
 	l.indexAdd(r)
 }
 
@@ -107,6 +109,7 @@ func (l *Ledger) releaseHolder(r *Record) {
 		l.victimGone(r)
 	}
 	l.holders.Delete(r)
+	l.listNodes(r, -1)
 	delete(l.degraded, r.W.ID)
 	l.indexRemove(r)
 }
@@ -139,14 +142,36 @@ func (l *Ledger) Checkpoint(id string, at, now time.Time) error {
 
 // OnNode lists, in ID order, the holders with a pod on node n.
 func (l *Ledger) OnNode(n topology.NodeID) []string {
+	return slices.Clone(l.byNode[n])
+}
+
+// OnNodes lists, in ID order and once each, the holders with a pod on a
+// node of [lo, hi): O(the nodes and what runs there).
+func (l *Ledger) OnNodes(lo, hi topology.NodeID) []string {
 	var out []string
-	l.holders.Ascend(func(r *Record) bool {
-		if r.OnNode(n) {
-			out = append(out, r.W.ID)
+	for n := lo; n < hi; n++ {
+		out = append(out, l.byNode[n]...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// listNodes files r under the nodes it holds GPUs on (sign 1) or takes it
+// off them (sign -1).
+func (l *Ledger) listNodes(r *Record, sign int) {
+	for j, x := range r.Nodes {
+		if j > 0 && r.Nodes[j-1].Node == x.Node {
+			continue
 		}
-		return true
-	})
-	return out
+		list := l.byNode[x.Node]
+		i, found := slices.BinarySearch(list, r.W.ID)
+		switch {
+		case sign > 0 && !found:
+			l.byNode[x.Node] = slices.Insert(list, i, r.W.ID)
+		case sign < 0 && found:
+			l.byNode[x.Node] = slices.Delete(list, i, i+1)
+		}
+	}
 }
 
 func (l *Ledger) running(r *Record) preempt.Running {

@@ -48,6 +48,7 @@ type Ledger struct {
 	noms     map[string]*Nomination       // open nominations, by beneficiary
 	draining map[string]*Record           // workloads in state Draining
 	degraded map[string]*Record           // holders with pods waiting for a replacement node
+	byNode   [][]string                   // per node: the holders with GPUs there, ID order
 	onNode   map[topology.NodeID][]string // promised victims with GPUs on a node, ID order
 	reserved map[topology.NodeID]int      // GPUs allocated on behalf of nominations
 	nomSeq   uint64                       // order in which nominations were accepted
@@ -156,7 +157,7 @@ func (n *Nomination) Reserved() []placement.NodeGPUs { return slices.Clone(n.res
 // yet: the ledger becomes their only writer.
 func New(f *topology.Fleet, t *quota.Tree) *Ledger {
 	return &Ledger{
-		fleet: f, tree: t, scratch: f.Clone(), index: preempt.NewIndex(f, t),
+		fleet: f, tree: t, scratch: f.Clone(), index: preempt.NewIndex(f, t), byNode: make([][]string, f.NumNodes()),
 		recs: map[string]*Record{}, noms: map[string]*Nomination{}, draining: map[string]*Record{}, degraded: map[string]*Record{},
 		onNode: map[topology.NodeID][]string{}, reserved: map[topology.NodeID]int{},
 		holders: btree.NewG(16, func(a, b *Record) bool { return a.W.ID < b.W.ID }),

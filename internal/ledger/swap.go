@@ -45,8 +45,10 @@ func (l *Ledger) LosePods(id string, n topology.NodeID, now time.Time) ([]LostPo
 	if err := l.release(n, gpus); err != nil {
 		panic(fmt.Sprintf("ledger: GPUs of %q on a lost node: %v", id, err))
 	}
+	l.listNodes(r, -1)
 	r.Assign.Pods = kept
 	r.Nodes = r.Assign.NodeGPUs()
+	l.listNodes(r, 1)
 	r.Assign.Span = l.span(r.Assign)
 	r.Lost = append(r.Lost, lost...)
 	l.degraded[id] = r
@@ -85,7 +87,9 @@ func (l *Ledger) Replace(id string, pod placement.Pod, n topology.NodeID) (place
 		}
 		return a.Index - b.Index
 	})
+	l.listNodes(r, -1)
 	r.Nodes = r.Assign.NodeGPUs()
+	l.listNodes(r, 1)
 	r.Assign.Span = l.span(r.Assign)
 	l.indexUpdate(r)
 	return p, nil
