@@ -91,9 +91,9 @@ type Placer struct {
 	best   []Pod                     // the best assignment across groups
 	opts   []Option                  // one-pod candidates
 
-	// avoidLo, avoidHi are the nodes PlaceAvoiding keeps out of bounds
-	// (an empty range otherwise).
-	avoidLo, avoidHi topology.NodeID
+	// out lists the node ranges PlaceAvoiding and PlaceWithin keep out of
+	// bounds, sorted and disjoint (none for Place).
+	out []nodeRange
 
 	// Rank groups of every pod set at ranks[rankAt[ps]:rankAt[ps+1]]; the
 	// current pod set's in force at active, smallest first. relax is how
@@ -139,18 +139,67 @@ func Place(f *topology.Fleet, w *gang.Workload, opt Options) (Assignment, error)
 	return a, err
 }
 
-// PlaceAvoiding is Place with the nodes of domain avoid treated as full:
-// a scheduler that holds a domain for a blocked gang places other work
-// around it, without changing the fleet. The policy is Place's, over the
-// rest of the fleet.
-func (p *Placer) PlaceAvoiding(f *topology.Fleet, w *gang.Workload, avoid topology.DomainID) (Assignment, error) {
-	p.avoidLo, p.avoidHi = f.Nodes(avoid)
-	defer func() { p.avoidLo, p.avoidHi = 0, 0 }()
+// nodeRange is the nodes [lo, hi) of a domain.
+type nodeRange struct{ lo, hi topology.NodeID }
+
+// PlaceAvoiding is Place with the nodes of the avoided domains treated as
+// full: a scheduler that holds domains (for a blocked gang, for a booking)
+// places other work around them, without changing the fleet. The policy
+// is Place's, over the rest of the fleet.
+func (p *Placer) PlaceAvoiding(f *topology.Fleet, w *gang.Workload, avoid ...topology.DomainID) (Assignment, error) {
+	p.bound(f, nil, avoid)
+	defer func() { p.out = p.out[:0] }()
 	return p.Place(f, w)
 }
 
+// PlaceWithin is Place inside domain d only (say, a booked block),
+// minus the avoided domains: every other node is treated as full.
+func (p *Placer) PlaceWithin(f *topology.Fleet, w *gang.Workload, d topology.DomainID, avoid ...topology.DomainID) (Assignment, error) {
+	p.bound(f, &d, avoid)
+	defer func() { p.out = p.out[:0] }()
+	return p.Place(f, w)
+}
+
+// bound sets out: the avoided domains' nodes, and everything outside
+// within when it is set.
+func (p *Placer) bound(f *topology.Fleet, within *topology.DomainID, avoid []topology.DomainID) {
+	p.out = p.out[:0]
+	for _, d := range avoid {
+		lo, hi := f.Nodes(d)
+		p.out = append(p.out, nodeRange{lo, hi})
+	}
+	if within != nil {
+		lo, hi := f.Nodes(*within)
+		p.out = append(p.out, nodeRange{0, lo}, nodeRange{hi, topology.NodeID(f.NumNodes())})
+	}
+	slices.SortFunc(p.out, func(a, b nodeRange) int { return cmp.Compare(a.lo, b.lo) })
+	// Merge overlaps (domains nest, so one contains the other) and drop
+	// empty ranges.
+	merged := p.out[:0]
+	for _, r := range p.out {
+		switch {
+		case r.hi <= r.lo:
+		case len(merged) > 0 && r.lo <= merged[len(merged)-1].hi:
+			merged[len(merged)-1].hi = max(merged[len(merged)-1].hi, r.hi)
+		default:
+			merged = append(merged, r)
+		}
+	}
+	p.out = merged
+}
+
 // avoided reports whether node n is out of bounds for this call.
-func (p *Placer) avoided(n topology.NodeID) bool { return n >= p.avoidLo && n < p.avoidHi }
+func (p *Placer) avoided(n topology.NodeID) bool {
+	for _, r := range p.out {
+		if n < r.lo {
+			return false
+		}
+		if n < r.hi {
+			return true
+		}
+	}
+	return false
+}
 
 // Place finds an assignment for every pod of w on f, or returns a *NoFit.
 // f is left exactly as it was. The returned Pods slice belongs to the
@@ -848,12 +897,17 @@ func (p *Placer) capacity(d topology.DomainID) int {
 // the free-count histogram in O(GPUs per node), or by visiting the nodes
 // when a per-node spread limit already has pods of this gang to count.
 func (p *Placer) capBelow(d topology.DomainID) int {
-	if lo, hi := p.f.Nodes(d); p.avoidHi > p.avoidLo && lo < p.avoidHi && p.avoidLo < hi {
-		// d holds avoided nodes (domains nest: it lies inside the avoided
-		// domain or contains it): count node by node.
+	if lo, hi := p.f.Nodes(d); p.overlapsOut(lo, hi) {
+		// d holds nodes out of bounds: count the others node by node,
+		// skipping the ranges out of bounds.
 		n := 0
-		for x := lo; x < hi; x++ {
+		for x := lo; x < hi; {
+			if r, ok := p.outAt(x); ok {
+				x = r.hi
+				continue
+			}
 			n += p.nodeCap(x)
+			x++
 		}
 		return n
 	}
@@ -874,6 +928,26 @@ func (p *Placer) capBelow(d topology.DomainID) int {
 		n += int(c) * per
 	}
 	return n
+}
+
+// overlapsOut reports whether nodes [lo, hi) meet a range out of bounds.
+func (p *Placer) overlapsOut(lo, hi topology.NodeID) bool {
+	for _, r := range p.out {
+		if r.lo < hi && lo < r.hi {
+			return true
+		}
+	}
+	return false
+}
+
+// outAt returns the range out of bounds that holds node x.
+func (p *Placer) outAt(x topology.NodeID) (nodeRange, bool) {
+	for _, r := range p.out {
+		if x >= r.lo && x < r.hi {
+			return r, true
+		}
+	}
+	return nodeRange{}, false
 }
 
 func (p *Placer) nodeCap(n topology.NodeID) int {

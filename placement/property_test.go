@@ -343,3 +343,34 @@ func TestPropertyPlaceAvoidingKeepsOutOfTheDomain(t *testing.T) {
 		}
 	})
 }
+
+// PlaceWithin places inside one domain only: it finds a placement
+// exactly when one exists on the fleet with every other node cordoned,
+// and never leaves the domain.
+func TestPropertyPlaceWithinStaysInTheDomain(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		f := genFleet(t)
+		w := genWork(t, f)
+		lo, hi := f.DomainsAt(topology.Level(rapid.IntRange(1, f.Depth()-1).Draw(t, "level")))
+		in := topology.DomainID(rapid.IntRange(int(lo), int(hi)-1).Draw(t, "within"))
+		before := f.String()
+		a, err := placement.NewPlacer(placement.Options{}).PlaceWithin(f, w, in)
+		require.Equal(t, before, f.String(), "PlaceWithin changed the fleet")
+		cordoned := f.Clone()
+		nlo, nhi := f.Nodes(in)
+		for n := range topology.NodeID(f.NumNodes()) {
+			if (n < nlo || n >= nhi) && cordoned.Health(n) == topology.Healthy {
+				require.NoError(t, cordoned.SetHealth(n, topology.Cordoned))
+			}
+		}
+		_, want := placement.Place(cordoned, w, placement.Options{})
+		require.Equal(t, want == nil, err == nil, "feasibility: within %v, cordoned %v", err, want)
+		if err != nil {
+			return
+		}
+		checkValid(t, f, w, a)
+		for _, p := range a.Pods {
+			require.True(t, p.Node >= nlo && p.Node < nhi, "pod on %s, outside %s", f.NodeName(p.Node), f.DomainName(in))
+		}
+	})
+}
