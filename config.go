@@ -96,17 +96,18 @@ type Pending struct {
 // returns an error wrapping one of them (and, where it applies, the lower
 // package's own typed error), and leaves the scheduler unchanged.
 var (
-	ErrInvalidConfig = errors.New("fleet: invalid config")
-	ErrInvalid       = errors.New("fleet: invalid workload")
-	ErrDuplicate     = errors.New("fleet: duplicate workload ID")
-	ErrUnknownQueue  = errors.New("fleet: unknown queue")
-	ErrUnknownClass  = errors.New("fleet: unknown priority class")
-	ErrUnknownID     = errors.New("fleet: unknown workload")
-	ErrUnknownNode   = errors.New("fleet: unknown node")
-	ErrNeverFits     = errors.New("fleet: workload can never fit the fleet")
-	ErrBadState      = errors.New("fleet: call not allowed in the workload's state")
-	ErrTimeReversed  = errors.New("fleet: time moved backwards")
-	ErrInvalidHealth = errors.New("fleet: invalid node health")
+	ErrInvalidConfig  = errors.New("fleet: invalid config")
+	ErrInvalid        = errors.New("fleet: invalid workload")
+	ErrDuplicate      = errors.New("fleet: duplicate workload ID")
+	ErrUnknownQueue   = errors.New("fleet: unknown queue")
+	ErrUnknownClass   = errors.New("fleet: unknown priority class")
+	ErrUnknownID      = errors.New("fleet: unknown workload")
+	ErrUnknownNode    = errors.New("fleet: unknown node")
+	ErrNeverFits      = errors.New("fleet: workload can never fit the fleet")
+	ErrBadState       = errors.New("fleet: call not allowed in the workload's state")
+	ErrTimeReversed   = errors.New("fleet: time moved backwards")
+	ErrInvalidHealth  = errors.New("fleet: invalid node health")
+	ErrUnknownBooking = errors.New("fleet: unknown booking")
 )
 
 // Error carries the details of a refused call.

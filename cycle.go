@@ -61,6 +61,8 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	s.cycles++
 	var d Decisions
 	s.kills(now, &d)
+	s.loadHolds(now)
+	s.drainBooked(now, &d)
 	s.hotSwaps(now, &d)
 	s.admitReady(now, &d)
 
@@ -91,6 +93,11 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 			// preempt its way around the reservation either.
 			e.wait.reason, e.wait.behind = WaitReservation, s.reserve.id
 		default:
+			if e.w.Booking != "" {
+				// A booking's work runs in its blocks only: it waits there
+				// (its blocks drain for it), it preempts nothing elsewhere.
+				continue
+			}
 			if i >= runEnd {
 				runEnd = i + len(replicas(pending[i:]))
 				joint = runEnd-i > 1
@@ -248,6 +255,9 @@ const (
 // tryAdmit admits e now if its quota and a placement allow, and records
 // the verdicts in e.wait otherwise.
 func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult {
+	if e.w.Booking != "" {
+		return s.admitBooked(now, e, d)
+	}
 	v := s.tree.Fits(e.queue, e.flavor, int64(e.gpus()))
 	e.wait.quota = v
 	if !v.Fits() {
@@ -264,13 +274,26 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 		}
 		return notAdmitted
 	}
-	if s.intoHold(now, e, a) {
-		// Place it around the held domain when the rest of the fleet has
-		// room; failing that, only work of higher priority than the gang
-		// may enter.
-		if b, err := s.placer.PlaceAvoiding(s.fleet, &e.w, s.reserve.domain); err == nil {
+	if booked := s.holdsAgainst(now, e); s.touches(a, booked) || s.intoHold(now, e, a) {
+		// Place it around the held domains when the rest of the fleet has
+		// room. Failing that, booked blocks stay closed whatever its
+		// priority; a domain reserved for a blocked gang admits work of
+		// higher priority than the gang.
+		held := booked
+		if s.barredFromReservation(now, e) {
+			held = append(slices.Clone(booked), s.reserve.domain)
+		}
+		b, err := s.placer.PlaceAvoiding(s.fleet, &e.w, held...)
+		if err != nil && len(held) > len(booked) && e.priority > s.reserve.priority {
+			b, err = s.placer.PlaceAvoiding(s.fleet, &e.w, booked...)
+		}
+		switch {
+		case err == nil:
 			a = b
-		} else if e.priority <= s.reserve.priority {
+		case s.touches(a, booked):
+			e.wait.reason, e.wait.behind = WaitBooking, s.bookingAt(a, booked)
+			return notAdmitted
+		case e.priority <= s.reserve.priority:
 			return reserved
 		}
 	}
@@ -397,22 +420,28 @@ func (s *Scheduler) blockedByReservation(now time.Time, e *entry, a placement.As
 }
 
 // intoHold reports whether a puts work the reserved gang could not get rid
-// of in time into the held domain: work it cannot evict (not preemptible
-// filler of lower priority) that is not expected to end before the planned
-// start.
+// of in time into the held domain.
 func (s *Scheduler) intoHold(now time.Time, e *entry, a placement.Assignment) bool {
+	return s.barredFromReservation(now, e) && s.touches(a, []topology.DomainID{s.reserve.domain})
+}
+
+// barredFromReservation reports whether e is work the reserved gang could
+// not get rid of in time: work it cannot evict (not preemptible filler of
+// lower priority) that is not expected to end before the planned start.
+func (s *Scheduler) barredFromReservation(now time.Time, e *entry) bool {
 	r := s.reserve
 	if r == nil || e.w.ID == r.id || e.w.Drain.Preemptible && e.priority < r.priority {
 		return false
 	}
-	if !r.start.IsZero() && e.w.ExpectedRuntime > 0 && !now.Add(e.w.ExpectedRuntime).After(r.start) {
-		return false
-	}
-	lo, hi := s.fleet.Nodes(r.domain)
-	for _, p := range a.Pods {
-		if p.Node >= lo && p.Node < hi {
-			return true
+	return r.start.IsZero() || e.w.ExpectedRuntime <= 0 || now.Add(e.w.ExpectedRuntime).After(r.start)
+}
+
+// bookingAt names the booking whose held domain a touches.
+func (s *Scheduler) bookingAt(a placement.Assignment, booked []topology.DomainID) string {
+	for _, h := range s.held.list {
+		if slices.Contains(booked, h.Domain) && s.touches(a, []topology.DomainID{h.Domain}) {
+			return h.Booking
 		}
 	}
-	return false
+	return ""
 }

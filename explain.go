@@ -35,6 +35,10 @@ const (
 	// WaitVictims: victims are draining for it; it starts when those on
 	// its nodes have exited.
 	WaitVictims
+	// WaitBooking: it fits only in blocks an approved booking (Behind)
+	// holds, or it is the booking's work and waits for its start or for
+	// room in its blocks.
+	WaitBooking
 )
 
 func (w WaitReason) String() string {
@@ -53,6 +57,8 @@ func (w WaitReason) String() string {
 		return "memo"
 	case WaitVictims:
 		return "victims"
+	case WaitBooking:
+		return "booking"
 	}
 	return fmt.Sprintf("WaitReason(%d)", uint8(w))
 }
@@ -195,6 +201,16 @@ func (s *Scheduler) explainWait(e *entry, x *Explanation) []string {
 		msg = append(msg, "fits only in a domain held for gang "+w.behind)
 	case WaitMemo:
 		msg = append(msg, "no preemption searched: a gang of its class no larger found no victims this cycle")
+	case WaitBooking:
+		if b, ok := s.cal.Booking(w.behind); ok {
+			if e.w.Booking == w.behind {
+				msg = append(msg, fmt.Sprintf("runs in booking %s, from %s to %s", b.ID, b.Start.Format(time.DateTime), b.End.Format(time.DateTime)))
+			} else {
+				msg = append(msg, fmt.Sprintf("behind booking %s from %s: it fits only in the booked %v", b.ID, b.Start.Format(time.DateTime), b.Domains))
+			}
+		} else {
+			msg = append(msg, "behind booking "+w.behind)
+		}
 	}
 	switch {
 	case s.cfg.Policy.NoPreemption && (w.reason == WaitQuota || w.reason == WaitTopology):

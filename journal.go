@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
+	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -23,7 +25,14 @@ type Call struct {
 	Started  time.Time       `json:"started,omitzero"`
 	At       time.Time       `json:"at,omitzero"`     // checkpointed: when it was taken
 	Grace    time.Duration   `json:"grace,omitempty"` // drain: the grace asked for
-	Pods     []PodAssignment `json:"pods,omitempty"`
+	// Bookings: the request proposed; the option approved; who decided
+	// and why; a shortened booking's new end.
+	Request *calendar.Request `json:"request,omitempty"`
+	Option  int               `json:"option,omitempty"`
+	Who     string            `json:"who,omitempty"`
+	Why     string            `json:"why,omitempty"`
+	End     time.Time         `json:"end,omitzero"`
+	Pods    []PodAssignment   `json:"pods,omitempty"`
 }
 
 // Journal wraps a Scheduler and records every call, before making it, as a
@@ -78,6 +87,39 @@ func (j *Journal) RequestDrain(now time.Time, id string, grace time.Duration) (D
 	return j.s.RequestDrain(now, id, grace)
 }
 
+// Propose records and forwards Scheduler.Propose.
+func (j *Journal) Propose(now time.Time, req calendar.Request) ([]calendar.Option, error) {
+	r := req
+	r.PodSets = slices.Clone(req.PodSets)
+	if err := j.enc.Encode(Call{Op: "propose", Time: now, Request: &r}); err != nil {
+		return nil, err
+	}
+	return j.s.Propose(now, req)
+}
+
+// Approve records and forwards Scheduler.Approve.
+func (j *Journal) Approve(now time.Time, id string, option int, who string) (calendar.Booking, error) {
+	if err := j.enc.Encode(Call{Op: "approve", Time: now, ID: id, Option: option, Who: who}); err != nil {
+		return calendar.Booking{}, err
+	}
+	return j.s.Approve(now, id, option, who)
+}
+
+// Reject records and forwards Scheduler.Reject.
+func (j *Journal) Reject(now time.Time, id, who, reason string) error {
+	return j.call(Call{Op: "reject", Time: now, ID: id, Who: who, Why: reason})
+}
+
+// CancelBooking records and forwards Scheduler.CancelBooking.
+func (j *Journal) CancelBooking(now time.Time, id, who, reason string) error {
+	return j.call(Call{Op: "cancel-booking", Time: now, ID: id, Who: who, Why: reason})
+}
+
+// ShortenBooking records and forwards Scheduler.ShortenBooking.
+func (j *Journal) ShortenBooking(now time.Time, id string, end time.Time, who, reason string) error {
+	return j.call(Call{Op: "shorten-booking", Time: now, ID: id, End: end, Who: who, Why: reason})
+}
+
 // SetNodeHealth records and forwards Scheduler.SetNodeHealth.
 func (j *Journal) SetNodeHealth(now time.Time, node string, h topology.Health) ([]string, error) {
 	if err := j.enc.Encode(Call{Op: "health", Time: now, Node: node, Health: h}); err != nil {
@@ -128,6 +170,21 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 	case "drain":
 		_, err := s.RequestDrain(c.Time, c.ID, c.Grace)
 		return nil, err
+	case "propose":
+		if c.Request == nil {
+			return nil, fmt.Errorf("%w: propose without request", ErrInvalid)
+		}
+		_, err := s.Propose(c.Time, *c.Request)
+		return nil, err
+	case "approve":
+		_, err := s.Approve(c.Time, c.ID, c.Option, c.Who)
+		return nil, err
+	case "reject":
+		return nil, s.Reject(c.Time, c.ID, c.Who, c.Why)
+	case "cancel-booking":
+		return nil, s.CancelBooking(c.Time, c.ID, c.Who, c.Why)
+	case "shorten-booking":
+		return nil, s.ShortenBooking(c.Time, c.ID, c.End, c.Who, c.Why)
 	case "health":
 		_, err := s.SetNodeHealth(c.Time, c.Node, c.Health)
 		return nil, err
@@ -141,7 +198,8 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 // knownOp reports whether op is a call a journal records.
 func knownOp(op string) bool {
 	switch op {
-	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule":
+	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule",
+		"propose", "approve", "reject", "cancel-booking", "shorten-booking":
 		return true
 	}
 	return false

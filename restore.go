@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
 )
@@ -34,6 +35,11 @@ func Restore(cfg Config, snap Snapshot) (*Scheduler, error) {
 }
 
 func (s *Scheduler) restore(snap Snapshot) error {
+	cal, err := calendar.Restore(calendar.Config{Fleet: s.fleet, Quota: s.tree}, snap.Calendar)
+	if err != nil {
+		return &Error{Op: "restore", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+	}
+	s.cal = cal
 	bad := func(id string, format string, args ...any) error {
 		return refuse("restore", id, ErrInvalid, format, args...)
 	}

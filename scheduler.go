@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
@@ -27,6 +28,8 @@ type Scheduler struct {
 	fleet  *topology.Fleet // read-only here: the ledger writes it
 	tree   *quota.Tree     // read-only here: the ledger writes it
 	books  *ledger.Ledger
+	cal    *calendar.Calendar // approved bookings of future blocks
+	held   holds              // what the calendar holds in this cycle
 	placer *placement.Placer
 	// explainer places again a workload that did not fit, to record the
 	// largest block per level for Explain (failures only).
@@ -94,8 +97,13 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Policy.RestartOverhead < 0 || cfg.Policy.HotSwapWait < 0 {
 		return nil, refuse("new", "", ErrInvalidConfig, "negative restart overhead or hot-swap wait")
 	}
+	cal, err := calendar.New(time.Time{}, calendar.Config{Fleet: f, Quota: t})
+	if err != nil {
+		return nil, &Error{Op: "new", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
+	}
 	return &Scheduler{
-		cfg: cfg, fleet: f, tree: t, classes: classes, books: ledger.New(f, t),
+		cfg: cfg, fleet: f, tree: t, classes: classes, books: ledger.New(f, t), cal: cal,
+		held:      holds{waiting: map[string]bool{}},
 		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
 		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true}),
 		work:      map[string]*entry{}, queued: map[string]*entry{},
@@ -209,6 +217,15 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	}
 	e.flavor = f
 	e.w.Flavor = flavor
+	if w.Booking != "" {
+		b, ok := s.cal.Booking(w.Booking)
+		switch {
+		case !ok:
+			return nil, refuse(op, w.ID, ErrUnknownBooking, "%q is not an approved booking", w.Booking)
+		case b.Queue != w.Queue || b.Flavor != flavor:
+			return nil, refuse(op, w.ID, ErrInvalid, "booking %q is for queue %q, flavor %q", w.Booking, b.Queue, b.Flavor)
+		}
+	}
 	// A gang larger than every eligible node put together, or than all
 	// the quota its queue could ever reach, can never run.
 	if int64(w.GPUs()) > s.tree.Potential(q, f) {
@@ -278,8 +295,9 @@ func (s *Scheduler) track(e *entry, now time.Time) {
 func (e *entry) policy() ledger.Policy {
 	return ledger.Policy{
 		// The drain contract: work that does not checkpoint is never a
-		// victim unless its priority class says so.
-		Preemptible: e.w.Drain.Preemptible || e.class.EvictWithoutCheckpoint,
+		// victim unless its priority class says so; a booking's work is
+		// never one in its window.
+		Preemptible: (e.w.Drain.Preemptible || e.class.EvictWithoutCheckpoint) && e.w.Booking == "",
 		MinRuntime:  e.class.MinRuntime,
 		Grace:       e.grace(),
 	}

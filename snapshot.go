@@ -72,6 +72,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 		}
 	}
 	snap.Seq = s.seq
+	snap.Calendar = s.cal.Snapshot()
 	for _, ev := range s.events {
 		ev.Beneficiaries, ev.Affected = slices.Clone(ev.Beneficiaries), slices.Clone(ev.Affected)
 		snap.Undelivered = append(snap.Undelivered, ev)

@@ -3,6 +3,7 @@ package fleet
 import (
 	"time"
 
+	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -25,6 +26,9 @@ type Snapshot struct {
 	Pending     []PendingView
 	// Nominated counts GPUs held for beneficiaries of drains in progress.
 	Nominated int
+	// Calendar is the approved bookings, pending proposals and the
+	// decision log.
+	Calendar calendar.State
 }
 
 // FleetView sums up the physical fleet.

@@ -23,10 +23,13 @@ const (
 	DrainFairSharing
 	// DrainHost: the host asked for it (maintenance, an operator).
 	DrainHost
+	// DrainBooking: it runs in a block an approved booking takes at its
+	// start (capacity calendar).
+	DrainBooking
 )
 
 // Valid reports whether r is one of the drain reasons.
-func (r DrainReason) Valid() bool { return r >= DrainInQueue && r <= DrainHost }
+func (r DrainReason) Valid() bool { return r >= DrainInQueue && r <= DrainBooking }
 
 // String returns the reason's name, or "DrainReason(n)".
 func (r DrainReason) String() string {
@@ -41,6 +44,8 @@ func (r DrainReason) String() string {
 		return "fair-sharing"
 	case DrainHost:
 		return "host"
+	case DrainBooking:
+		return "booking"
 	}
 	return "DrainReason(" + strconv.Itoa(int(r)) + ")"
 }

@@ -51,6 +51,10 @@ type Workload struct {
 	ExpectedRuntime time.Duration `json:"expectedRuntime,omitempty"`
 	// Spread caps the pods per node or per domain, for high availability.
 	Spread Spread `json:"spread,omitzero"`
+	// Booking names the approved booking (capacity calendar) whose blocks
+	// the workload runs in: it starts there from the booking's start, and
+	// nothing preempts it in its window. Empty: ordinary work.
+	Booking string `json:"booking,omitempty"`
 }
 
 // GPUs returns the workload's total GPUs over all pod sets. It does not

@@ -1,0 +1,257 @@
+package fleet
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fleetsched/fleet/calendar"
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/ledger"
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Bookings of future capacity. A team proposes a block (say 1,024 GPUs as
+// two whole spines, three weeks from a date), gets the options the
+// calendar finds, and someone approves one: only then does it bind. From
+// the approval the Scheduler keeps the promise:
+//
+//   - Booked: new work that would still run at the drain is kept off the
+//     blocks (placed around them); preemptible work and work expected to
+//     end before the drain (ExpectedRuntime) may still use them.
+//   - Draining (the start minus the booking's grace): every other
+//     workload in the blocks is drained with its contract, deadline the
+//     start, so the blocks are whole at the start.
+//   - Active (the window): the booking's workloads (gang.Workload.Booking)
+//     start inside the blocks, charged to the booking's queue but not
+//     refused by its quota (the calendar promised the capacity), and
+//     nothing preempts them; idle GPUs of the blocks are lent to
+//     preemptible work, which is drained again when a booking workload
+//     needs the room.
+//
+// Bookings are journaled decisions (who, when, which option), are kept by
+// Snapshot and Restore, and show in Explain ("behind booking X").
+
+// Propose asks the calendar for the options of a booking request, from
+// the fleet as it runs now. It changes nothing but the calendar's pending
+// proposals.
+func (s *Scheduler) Propose(now time.Time, req calendar.Request) ([]calendar.Option, error) {
+	if err := s.tick("propose", now); err != nil {
+		return nil, err
+	}
+	var running []calendar.Running
+	s.books.Holders(func(r *ledger.Record) bool {
+		x := calendar.Running{ID: r.W.ID, Queue: r.W.Queue, Priority: r.W.Priority, Preemptible: r.Policy.Preemptible,
+			Borrowing: r.Borrowing, Nodes: r.Nodes}
+		if r.W.ExpectedRuntime > 0 {
+			x.End = r.Started.Add(r.W.ExpectedRuntime)
+		}
+		running = append(running, x)
+		return true
+	})
+	opts, err := s.cal.Propose(now, req, running)
+	if err != nil {
+		return nil, &Error{Op: "propose", Detail: req.ID, Err: err}
+	}
+	s.advance(now)
+	return opts, nil
+}
+
+// Approve binds option of proposal id: who decided, and when, is
+// journaled by the calendar. It is refused (nothing changes) for an
+// unknown proposal or option, or one that conflicts with approved
+// bookings or over-commits the guarantees.
+func (s *Scheduler) Approve(now time.Time, id string, option int, who string) (calendar.Booking, error) {
+	if err := s.tick("approve", now); err != nil {
+		return calendar.Booking{}, err
+	}
+	b, err := s.cal.Approve(now, id, option, who)
+	if err != nil {
+		return calendar.Booking{}, &Error{Op: "approve", Detail: id, Err: err}
+	}
+	s.advance(now)
+	return b, nil
+}
+
+// Reject turns a proposal down.
+func (s *Scheduler) Reject(now time.Time, id, who, reason string) error {
+	if err := s.tick("reject", now); err != nil {
+		return err
+	}
+	if err := s.cal.Reject(now, id, who, reason); err != nil {
+		return &Error{Op: "reject", Detail: id, Err: err}
+	}
+	s.advance(now)
+	return nil
+}
+
+// CancelBooking releases an approved booking's blocks. Its workloads keep
+// running as ordinary work.
+func (s *Scheduler) CancelBooking(now time.Time, id, who, reason string) error {
+	if err := s.tick("cancel-booking", now); err != nil {
+		return err
+	}
+	if err := s.cal.Cancel(now, id, who, reason); err != nil {
+		return &Error{Op: "cancel-booking", Detail: id, Err: err}
+	}
+	s.advance(now)
+	return nil
+}
+
+// ShortenBooking moves an approved booking's end earlier.
+func (s *Scheduler) ShortenBooking(now time.Time, id string, end time.Time, who, reason string) error {
+	if err := s.tick("shorten-booking", now); err != nil {
+		return err
+	}
+	if err := s.cal.Shorten(now, id, end, who, reason); err != nil {
+		return &Error{Op: "shorten-booking", Detail: id, Err: err}
+	}
+	s.advance(now)
+	return nil
+}
+
+// Bookings lists the approved bookings.
+func (s *Scheduler) Bookings() []calendar.Booking { return s.cal.Bookings() }
+
+// holds is what the calendar holds in one cycle.
+type holds struct {
+	list []calendar.Hold
+	// waiting marks bookings with a workload that found no room in its
+	// blocks this cycle: nothing more is lent there.
+	waiting map[string]bool
+}
+
+// loadHolds reads the calendar's holds for this cycle.
+func (s *Scheduler) loadHolds(now time.Time) {
+	s.held.list = s.held.list[:0]
+	clear(s.held.waiting)
+	if len(s.cal.Bookings()) == 0 {
+		return
+	}
+	s.held.list = s.cal.Held(now)
+}
+
+// drainBooked drains, from a booking's drain on, every workload in its
+// blocks that is not the booking's own, with the start as deadline (or
+// the workload's grace once the window has begun), so the blocks are
+// whole at the start.
+func (s *Scheduler) drainBooked(now time.Time, d *Decisions) {
+	for _, h := range s.held.list {
+		if h.Phase != calendar.Draining {
+			continue
+		}
+		s.drainBlock(now, h, h.Start, d)
+	}
+}
+
+// drainBlock drains the other work in hold h's domain by deadline (at the
+// latest; a workload's own grace may end earlier).
+func (s *Scheduler) drainBlock(now time.Time, h calendar.Hold, deadline time.Time, d *Decisions) {
+	lo, hi := s.fleet.Nodes(h.Domain)
+	for _, id := range s.books.OnNodes(lo, hi) {
+		e := s.work[id]
+		if e.w.Booking == h.Booking || e.state() != gang.Admitted {
+			continue
+		}
+		at := now.Add(e.grace())
+		if deadline.Before(at) {
+			at = deadline
+		}
+		if at.Before(now) {
+			at = now
+		}
+		r, err := s.books.DrainFor(id, now, at, gang.DrainBooking)
+		if err != nil {
+			panic("fleet: draining a holder of a booked block: " + err.Error())
+		}
+		dr := Drain{ID: id, Deadline: r.Drain.Deadline, Reason: r.Drain.Reason}
+		d.Drain = append(d.Drain, dr)
+		ev := s.event(EventDrainStarted, now, e)
+		ev.Reason, ev.Deadline, ev.Node = dr.Reason.String(), dr.Deadline, h.Name
+		s.emit(ev)
+	}
+}
+
+// holdsAgainst lists the held domains e may not enter now: all of them
+// for work that would still run at a booking's drain, except preemptible
+// work (it is drained when the booking needs the room) and, while the
+// booking is only booked, work expected to end before its drain; during
+// a booking's window, preemptible work may use its idle GPUs unless one
+// of its workloads waits for room.
+func (s *Scheduler) holdsAgainst(now time.Time, e *entry) []topology.DomainID {
+	var out []topology.DomainID
+	for _, h := range s.held.list {
+		if e.w.Booking == h.Booking {
+			continue
+		}
+		preemptible := e.rec.Policy.Preemptible
+		switch h.Phase {
+		case calendar.Booked:
+			if preemptible || e.w.ExpectedRuntime > 0 && !now.Add(e.w.ExpectedRuntime).After(h.DrainAt) {
+				continue
+			}
+		case calendar.Active:
+			if preemptible && !s.held.waiting[h.Booking] {
+				continue
+			}
+		}
+		out = append(out, h.Domain)
+	}
+	return out
+}
+
+// touches reports whether a has a pod in one of the domains.
+func (s *Scheduler) touches(a placement.Assignment, doms []topology.DomainID) bool {
+	for _, d := range doms {
+		lo, hi := s.fleet.Nodes(d)
+		for _, p := range a.Pods {
+			if p.Node >= lo && p.Node < hi {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// admitBooked starts a booking's workload inside its blocks during the
+// window. Before the start it waits; when the blocks have no room it
+// drains the preemptible work lent their idle GPUs and waits for it.
+func (s *Scheduler) admitBooked(now time.Time, e *entry, d *Decisions) admitResult {
+	var mine []calendar.Hold
+	for _, h := range s.held.list {
+		if h.Booking == e.w.Booking {
+			mine = append(mine, h)
+		}
+	}
+	e.wait.behind = e.w.Booking
+	if len(mine) == 0 || mine[0].Phase != calendar.Active {
+		e.wait.reason = WaitBooking
+		return notAdmitted
+	}
+	// Every domain of the blocks' level outside the booking is out of
+	// bounds.
+	l := s.fleet.DomainLevel(mine[0].Domain)
+	lo, hi := s.fleet.DomainsAt(l)
+	var avoid []topology.DomainID
+	for dom := lo; dom < hi; dom++ {
+		if !slices.ContainsFunc(mine, func(h calendar.Hold) bool { return h.Domain == dom }) {
+			avoid = append(avoid, dom)
+		}
+	}
+	a, err := s.placer.PlaceAvoiding(s.fleet, &e.w, avoid...)
+	if err != nil {
+		e.wait.reason = WaitBooking
+		s.held.waiting[e.w.Booking] = true
+		for _, h := range mine {
+			s.drainBlock(now, h, now.Add(s.cal.Grace()), d)
+		}
+		return notAdmitted
+	}
+	if err := s.books.Admit(e.w.ID, a.Clone(), now); err != nil {
+		panic(fmt.Sprintf("fleet: admitting booked work on a fresh placement: %v", err))
+	}
+	delete(s.queued, e.w.ID)
+	s.admitted(now, e, d)
+	return admitted
+}

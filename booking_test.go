@@ -1,0 +1,138 @@
+package fleet_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/calendar"
+	"github.com/fleetsched/fleet/gang"
+)
+
+// A booking's life on the reference fleet: propose a spine for research,
+// approve it; open-ended work is kept off the spine; at the start minus
+// the grace everything else there is drained so the spine is whole at the
+// start; the booking's gang then starts inside it, and idle GPUs of the
+// spine are lent to preemptible work only.
+func TestBookingKeepsItsPromise(t *testing.T) {
+	s := newRef(t)
+	var j bytes.Buffer
+	jr := fleet.NewJournal(s, &j)
+	// Research runs open-ended work that does not checkpoint on a spine
+	// and a half; batch filler takes six leaves after it.
+	for i := range 12 {
+		w := training(fmt.Sprintf("own-%d", i), 8, fleet.ClassReservedResearch, "research")
+		w.Topology, w.Drain.Preemptible = gang.TopologyRequest{Required: "leaf"}, false
+		require.NoError(t, jr.Submit(t0, w))
+	}
+	for i := range 6 {
+		w := training(fmt.Sprintf("batch-%d", i), 8, fleet.ClassPreemptibleBatch, "batch")
+		w.Topology = gang.TopologyRequest{Required: "leaf"}
+		require.NoError(t, jr.Submit(t0, w))
+	}
+	d := jr.Schedule(t0)
+	require.Len(t, d.Admit, 18)
+
+	start := t0.Add(24 * time.Hour)
+	req := calendar.Request{ID: "pretrain", Queue: "research", Flavor: "H100", GPUs: 512, Level: "spine", Blocks: 1,
+		Start: start, Duration: 6 * time.Hour}
+	opts, err := jr.Propose(t0.Add(time.Minute), req)
+	require.NoError(t, err)
+	require.NotEmpty(t, opts)
+	// The options put the empty spine first; take the one with batch
+	// filler to drain.
+	pick := -1
+	for _, o := range opts {
+		if o.Feasible() && len(o.Displaced.Workloads) > 0 && pick < 0 {
+			pick = o.Index
+		}
+	}
+	require.GreaterOrEqual(t, pick, 0, "an option displacing batch: %+v", opts)
+	b, err := jr.Approve(t0.Add(2*time.Minute), "pretrain", pick, "gpu-council")
+	require.NoError(t, err)
+	require.Len(t, b.Domains, 1)
+	spine := b.Domains[0]
+	onSpine := func(a fleet.Admission) bool { return len(a.Pods) > 0 && a.Pods[0].Node[5:6] == spine[6:7] }
+
+	// Open-ended work goes around the booked spine, though its free
+	// leaves are the best fit.
+	now := t0.Add(time.Hour)
+	w := training("open", 8, fleet.ClassReservedResearch, "research")
+	w.Topology, w.Drain.Preemptible = gang.TopologyRequest{Required: "leaf"}, false
+	require.NoError(t, jr.Submit(now, w))
+	d = jr.Schedule(now)
+	require.Len(t, d.Admit, 1)
+	assert.False(t, onSpine(d.Admit[0]), "%s placed on the booked %s", d.Admit[0].ID, spine)
+	var displaced []string
+	for _, r := range s.Snapshot().Running {
+		if r.Nodes[0].Node[5:6] == spine[6:7] {
+			displaced = append(displaced, r.ID)
+		}
+	}
+	require.NotEmpty(t, displaced)
+
+	// At the start minus the grace, the spine's other work drains, with
+	// the start as deadline.
+	drainAt := start.Add(-b.Grace)
+	d = jr.Schedule(drainAt)
+	var drained []string
+	for _, x := range d.Drain {
+		drained = append(drained, x.ID)
+	}
+	assert.ElementsMatch(t, displaced, drained, "the work on the booked spine drains")
+	for _, x := range d.Drain {
+		assert.Equal(t, gang.DrainBooking, x.Reason)
+		assert.False(t, x.Deadline.After(start), "%s drained past the start", x.ID)
+		require.NoError(t, jr.Exited(drainAt.Add(time.Minute), x.ID, gang.ExitDrained))
+	}
+	snap := s.Snapshot()
+	for _, r := range snap.Running {
+		for _, n := range r.Nodes {
+			assert.NotEqual(t, spine[6:7], n.Node[5:6], "%s still on the booked spine at the start", r.ID)
+		}
+	}
+
+	// The booking's gang waits for the start, then starts inside its spine.
+	g := training("pretrain-run", 64, fleet.ClassReservedResearch, "research")
+	g.Booking = "pretrain"
+	require.NoError(t, jr.Submit(drainAt.Add(time.Minute), g))
+	jr.Schedule(drainAt.Add(time.Minute))
+	x, err := s.Explain("pretrain-run")
+	require.NoError(t, err)
+	assert.Equal(t, fleet.WaitBooking, x.Waiting)
+	d = jr.Schedule(start)
+	require.Len(t, d.Admit, 1)
+	assert.Equal(t, "pretrain-run", d.Admit[0].ID)
+	for _, p := range d.Admit[0].Pods {
+		assert.Equal(t, spine[6:7], p.Node[5:6], "pod on %s, outside %s", p.Node, spine)
+	}
+
+	// A restart inside the window keeps the booking, and the journal
+	// replays every decision.
+	r, err := fleet.Restore(fleet.ReferenceConfig(), s.Snapshot())
+	require.NoError(t, err)
+	require.Equal(t, s.Snapshot(), r.Snapshot())
+	require.NoError(t, jr.Err())
+	replayed, err := fleet.Replay(fleet.ReferenceConfig(), &j, nil)
+	require.NoError(t, err)
+	assert.Equal(t, s.Snapshot(), replayed.Snapshot())
+}
+
+func TestBookingRefusals(t *testing.T) {
+	s := newRef(t)
+	before := s.Snapshot()
+	w := training("stray", 8, fleet.ClassReservedResearch, "research")
+	w.Booking = "nope"
+	require.ErrorIs(t, s.Submit(t0, w), fleet.ErrUnknownBooking)
+	_, err := s.Propose(t0, calendar.Request{ID: "x", Queue: "research", Flavor: "H100", GPUs: 512, Level: "spine",
+		Start: t0.Add(-time.Hour), Duration: time.Hour})
+	require.ErrorIs(t, err, calendar.ErrStartInPast)
+	_, err = s.Approve(t0, "never-proposed", 0, "me")
+	require.Error(t, err)
+	require.Equal(t, before, s.Snapshot())
+}
