@@ -135,7 +135,7 @@ func (l *Ledger) Checkpoint(id string, at, now time.Time) error {
 		// before the spec changes, put it back after.
 		l.indexRemove(r)
 		r.W.Drain.LastCheckpoint = at
-		l.indexAdd(r)
+		l.indexUpdate(r)
 	}
 	return nil
 }
