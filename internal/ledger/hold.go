@@ -24,11 +24,11 @@ func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) err
 	if _, nominated := l.noms[id]; nominated {
 		return fmt.Errorf("ledger: admit %q: it has a nomination", id)
 	}
-	if err := l.apply(a); err != nil {
+	if err := l.place(a, true); err != nil {
 		return err
 	}
 	if err := l.tree.AddUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
-		if uerr := l.unapply(a); uerr != nil {
+		if uerr := l.place(a, false); uerr != nil {
 			panic("ledger: undoing a fresh allocation: " + uerr.Error())
 		}
 		return err

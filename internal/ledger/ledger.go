@@ -228,41 +228,36 @@ func (l *Ledger) SetHealth(n topology.NodeID, h topology.Health) error {
 	return nil
 }
 
-// allocate, release, apply and unapply write the fleet and its mirror.
-func (l *Ledger) allocate(n topology.NodeID, g int) error {
-	if err := l.fleet.Allocate(n, g); err != nil {
-		return err
-	}
-	mirror(l.scratch.Allocate(n, g))
-	return nil
-}
-
-func (l *Ledger) release(n topology.NodeID, g int) error {
-	if err := l.fleet.Release(n, g); err != nil {
-		return err
-	}
-	mirror(l.scratch.Release(n, g))
-	return nil
-}
-
-// The mirror keeps counts per node, not which GPUs: a search counts and
+// allocate, release and place write the fleet and its mirror. The
+// mirror keeps counts per node, not which GPUs: a search counts and
 // places whole GPUs there, and the live fleet names them.
-func (l *Ledger) apply(a placement.Assignment) error {
-	if err := placement.Apply(l.fleet, a); err != nil {
+func (l *Ledger) allocate(n topology.NodeID, g int) error { return l.count(n, g, true) }
+
+func (l *Ledger) release(n topology.NodeID, g int) error { return l.count(n, g, false) }
+
+func (l *Ledger) count(n topology.NodeID, g int, take bool) error {
+	write := (*topology.Fleet).Release
+	if take {
+		write = (*topology.Fleet).Allocate
+	}
+	if err := write(l.fleet, n, g); err != nil {
 		return err
 	}
-	for _, x := range a.NodeGPUs() {
-		mirror(l.scratch.Allocate(x.Node, x.GPUs))
-	}
+	mirror(write(l.scratch, n, g))
 	return nil
 }
 
-func (l *Ledger) unapply(a placement.Assignment) error {
-	if err := placement.Unapply(l.fleet, a); err != nil {
+// place applies (take) or unapplies an assignment.
+func (l *Ledger) place(a placement.Assignment, take bool) error {
+	write, mirrored := placement.Unapply, (*topology.Fleet).Release
+	if take {
+		write, mirrored = placement.Apply, (*topology.Fleet).Allocate
+	}
+	if err := write(l.fleet, a); err != nil {
 		return err
 	}
 	for _, x := range a.NodeGPUs() {
-		mirror(l.scratch.Release(x.Node, x.GPUs))
+		mirror(mirrored(l.scratch, x.Node, x.GPUs))
 	}
 	return nil
 }
