@@ -61,6 +61,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	s.cycles++
 	var d Decisions
 	s.kills(now, &d)
+	s.reclaimIdle(now, &d)
 	s.hotSwaps(now, &d)
 	s.admitReady(now, &d)
 

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
 // Call is one host call as a journal records it: a JSON line.
 type Call struct {
-	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, health, adopt, schedule
+	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, drain, health, adopt, schedule, set-queue, remove-node, add-node, usage
 	Time     time.Time       `json:"time"`
 	Workload *gang.Workload  `json:"workload,omitempty"`
 	ID       string          `json:"id,omitempty"`
@@ -24,6 +25,10 @@ type Call struct {
 	At       time.Time       `json:"at,omitzero"`     // checkpointed: when it was taken
 	Grace    time.Duration   `json:"grace,omitempty"` // drain: the grace asked for
 	Pods     []PodAssignment `json:"pods,omitempty"`
+	// QuotaNode is set-queue's edited cohort or queue.
+	QuotaNode *quota.NodeSpec `json:"quotaNode,omitempty"`
+	// Busy is usage's report: the workload was busy (else idle).
+	Busy bool `json:"busy,omitempty"`
 }
 
 // Journal wraps a Scheduler and records every call, before making it, as a
@@ -134,6 +139,8 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 	case "schedule":
 		d := s.Schedule(c.Time)
 		return &d, nil
+	case "set-queue", "remove-node", "add-node", "usage":
+		return nil, applyLive(s, c)
 	}
 	return nil, fmt.Errorf("%w: unknown journal op %q", ErrInvalid, c.Op)
 }
@@ -141,7 +148,8 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 // knownOp reports whether op is a call a journal records.
 func knownOp(op string) bool {
 	switch op {
-	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule":
+	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule",
+		"set-queue", "remove-node", "add-node", "usage":
 		return true
 	}
 	return false

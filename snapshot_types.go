@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -25,6 +26,9 @@ type Snapshot struct {
 	Pending     []PendingView
 	// Nominated counts GPUs held for beneficiaries of drains in progress.
 	Nominated int
+	// Quota is the quota configuration in force, live edits (SetQueue)
+	// included: Restore applies it over the Config's.
+	Quota quota.Spec
 }
 
 // FleetView sums up the physical fleet.
@@ -106,6 +110,9 @@ type RunningView struct {
 	// Lost lists pods whose node went down, waiting for a replacement
 	// (hot-swap); they are not in Pods or Nodes.
 	Lost []LostPodView
+	// IdleSince is since when the host has reported it idle (zero: busy
+	// or never reported); see Scheduler.ReportUsage.
+	IdleSince time.Time
 }
 
 // LostPodView is a pod waiting for a replacement node.

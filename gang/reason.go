@@ -23,10 +23,13 @@ const (
 	DrainFairSharing
 	// DrainHost: the host asked for it (maintenance, an operator).
 	DrainHost
+	// DrainIdle: it sat idle past its class's idle limit (a notebook
+	// nobody uses), and policy reclaims idle work.
+	DrainIdle
 )
 
 // Valid reports whether r is one of the drain reasons.
-func (r DrainReason) Valid() bool { return r >= DrainInQueue && r <= DrainHost }
+func (r DrainReason) Valid() bool { return r >= DrainInQueue && r <= DrainIdle }
 
 // String returns the reason's name, or "DrainReason(n)".
 func (r DrainReason) String() string {
@@ -41,6 +44,8 @@ func (r DrainReason) String() string {
 		return "fair-sharing"
 	case DrainHost:
 		return "host"
+	case DrainIdle:
+		return "idle"
 	}
 	return "DrainReason(" + strconv.Itoa(int(r)) + ")"
 }
