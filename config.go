@@ -66,6 +66,9 @@ type Policy struct {
 	// (gang.DrainContract.SurvivesNodeLoss) waits for a replacement node
 	// before it fails whole; 0 means DefaultHotSwapWait.
 	HotSwapWait time.Duration
+	// IdleReclaim drains running work its host reports idle past a limit
+	// per priority class (see IdleRule and Scheduler.ReportUsage).
+	IdleReclaim []IdleRule
 }
 
 // DefaultHotSwapWait is the default Policy.HotSwapWait.

@@ -63,6 +63,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	s.kills(now, &d)
 	s.loadHolds(now)
 	s.drainBooked(now, &d)
+	s.reclaimIdle(now, &d)
 	s.hotSwaps(now, &d)
 	s.admitReady(now, &d)
 

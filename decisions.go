@@ -113,9 +113,15 @@ const (
 	EventNodeUp
 	EventNominationDissolved
 	EventCheckpointed
-	EventPodsLost // a node went down under a gang that survives it
-	EventReplaced // a lost pod got a replacement node
+	EventPodsLost     // a node went down under a gang that survives it
+	EventReplaced     // a lost pod got a replacement node
+	EventQueueChanged // SetQueue edited the quota node named in Queue
+	EventNodeRemoved  // RemoveNode took Node out of service
+	EventNodeAdded    // AddNode brought Node into service
 )
+
+// Valid reports whether k is one of the event kinds.
+func (k EventKind) Valid() bool { return k >= EventSubmitted && k <= EventNodeAdded }
 
 func (k EventKind) String() string {
 	switch k {
@@ -143,6 +149,12 @@ func (k EventKind) String() string {
 		return "pods-lost"
 	case EventReplaced:
 		return "replaced"
+	case EventQueueChanged:
+		return "queue-changed"
+	case EventNodeRemoved:
+		return "node-removed"
+	case EventNodeAdded:
+		return "node-added"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }

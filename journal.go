@@ -10,12 +10,13 @@ import (
 
 	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
 // Call is one host call as a journal records it: a JSON line.
 type Call struct {
-	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, health, adopt, schedule
+	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, drain, health, adopt, schedule, set-queue, remove-node, add-node, usage
 	Time     time.Time       `json:"time"`
 	Workload *gang.Workload  `json:"workload,omitempty"`
 	ID       string          `json:"id,omitempty"`
@@ -33,6 +34,10 @@ type Call struct {
 	Why     string            `json:"why,omitempty"`
 	End     time.Time         `json:"end,omitzero"`
 	Pods    []PodAssignment   `json:"pods,omitempty"`
+	// QuotaNode is set-queue's edited cohort or queue.
+	QuotaNode *quota.NodeSpec `json:"quotaNode,omitempty"`
+	// Busy is usage's report: the workload was busy (else idle).
+	Busy bool `json:"busy,omitempty"`
 }
 
 // Journal wraps a Scheduler and records every call, before making it, as a
@@ -191,6 +196,8 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 	case "schedule":
 		d := s.Schedule(c.Time)
 		return &d, nil
+	case "set-queue", "remove-node", "add-node", "usage":
+		return nil, applyLive(s, c)
 	}
 	return nil, fmt.Errorf("%w: unknown journal op %q", ErrInvalid, c.Op)
 }
@@ -199,7 +206,8 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 func knownOp(op string) bool {
 	switch op {
 	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule",
-		"propose", "approve", "reject", "cancel-booking", "shorten-booking":
+		"propose", "approve", "reject", "cancel-booking", "shorten-booking",
+		"set-queue", "remove-node", "add-node", "usage":
 		return true
 	}
 	return false

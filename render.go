@@ -74,6 +74,8 @@ func (e Event) String() string {
 		fmt.Fprintf(&b, " exit=%s runtime=%s", e.Exit, e.Runtime)
 	case EventNodeDown, EventNodeUp:
 		fmt.Fprintf(&b, " health=%s affected=%v", e.Reason, e.Affected)
+	case EventQueueChanged:
+		fmt.Fprintf(&b, " queue=%s", e.Queue)
 	case EventPodsLost:
 		fmt.Fprintf(&b, " lost=%d GPUs", e.LostGPUs)
 	case EventReplaced:

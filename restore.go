@@ -43,6 +43,9 @@ func (s *Scheduler) restore(snap Snapshot) error {
 	bad := func(id string, format string, args ...any) error {
 		return refuse("restore", id, ErrInvalid, format, args...)
 	}
+	if err := s.restoreLive(snap); err != nil {
+		return err
+	}
 	entries := map[string]*entry{}
 	// Running work first, in ID order; its drains after every holder is
 	// back, since claims refer to nominations restored last.
@@ -73,6 +76,9 @@ func (s *Scheduler) restore(snap Snapshot) error {
 		e.rec, e.submitted, e.seq = rec, v.Submitted, v.Seq
 		s.work[v.ID] = e
 		entries[v.ID] = e
+		if !v.IdleSince.IsZero() {
+			s.noteIdle(e, v.IdleSince)
+		}
 	}
 	for _, v := range snap.Pending {
 		e, err := s.resolve("restore", v.Spec)

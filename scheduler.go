@@ -47,6 +47,7 @@ type Scheduler struct {
 	lastEvents int      // events of the last cycle, to size the next
 	dropped    int      // events not kept since the last cycle (MaxEvents)
 	pendingBuf []*entry // scratch of Schedule
+	idle       idleBook // usage the host reported, for Policy.IdleReclaim
 }
 
 // entry is the scheduler's record of one workload: the spec and the
@@ -97,6 +98,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Policy.RestartOverhead < 0 || cfg.Policy.HotSwapWait < 0 {
 		return nil, refuse("new", "", ErrInvalidConfig, "negative restart overhead or hot-swap wait")
 	}
+	if err := checkIdleRules(cfg.Policy.IdleReclaim, classes); err != nil {
+		return nil, err
+	}
 	cal, err := calendar.New(time.Time{}, calendar.Config{Fleet: f, Quota: t})
 	if err != nil {
 		return nil, &Error{Op: "new", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
@@ -118,7 +122,9 @@ func New(cfg Config) (*Scheduler, error) {
 func checkFlavors(f *topology.Fleet, t *quota.Tree) error {
 	capacity := map[string]int64{}
 	for n := range topology.NodeID(f.NumNodes()) {
-		capacity[f.GroupFlavor(f.NodeGroup(n))] += int64(f.Capacity(n))
+		if f.Health(n) != topology.Absent { // declared, not in service
+			capacity[f.GroupFlavor(f.NodeGroup(n))] += int64(f.Capacity(n))
+		}
 	}
 	for fl := range quota.FlavorID(t.NumFlavors()) {
 		name := t.FlavorName(fl)
@@ -228,7 +234,9 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	}
 	// A gang larger than every eligible node put together, or than all
 	// the quota its queue could ever reach, can never run.
-	if int64(w.GPUs()) > s.tree.Potential(q, f) {
+	// Restored work was accepted before: a quota edited since may make it
+	// wait, never refuse it.
+	if op != "restore" && int64(w.GPUs()) > s.tree.Potential(q, f) {
 		return nil, refuse(op, w.ID, ErrNeverFits, "needs %d GPUs, queue %q can reach at most %d", w.GPUs(), w.Queue, s.tree.Potential(q, f))
 	}
 	// The largest domain of the required level (the fleet when none is
@@ -427,6 +435,7 @@ func (s *Scheduler) finish(now time.Time, e *entry, how gang.ExitReason) {
 	}
 	delete(s.work, e.w.ID)
 	delete(s.queued, e.w.ID)
+	s.idle.forget(e.w.ID)
 }
 
 // SetNodeHealth records a node failure, cordon or repair. When a node goes
@@ -444,6 +453,9 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	}
 	if !h.Valid() {
 		return nil, &Error{Op: "node-health", Detail: fmt.Sprintf("node %q: unknown health %d", node, h), Err: ErrInvalidHealth}
+	}
+	if h == topology.Absent || s.fleet.Health(n) == topology.Absent {
+		return nil, refuse("node-health", "", ErrBadState, "node %q: RemoveNode and AddNode move nodes out of and into service", node)
 	}
 	s.advance(now)
 	var affected []string

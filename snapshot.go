@@ -55,6 +55,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 				Span: f.LevelName(r.Assign.Span), Borrowing: r.Borrowing, LastCheckpoint: r.LastCheckpoint(),
 				Submitted: e.submitted, Seq: e.seq, Spec: e.w.Clone(), Pods: s.podViews(e, r.Assign),
 				Nodes: s.nodeViews(r.Nodes)}
+			v.IdleSince, _ = s.IdleSince(id)
 			for _, lp := range r.Lost {
 				p := lp.Pod
 				v.Lost = append(v.Lost, LostPodView{Since: lp.Since, Pod: PodAssignment{PodSet: e.w.PodSets[p.PodSet].Name,
@@ -78,6 +79,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 		snap.Undelivered = append(snap.Undelivered, ev)
 	}
 	snap.Nominated = s.books.ReservedGPUs()
+	snap.Quota = s.tree.Spec()
 	t := s.tree
 	for n := range quota.NodeID(t.NumNodes()) {
 		qv := QueueView{Name: t.Name(n), IsQueue: t.IsQueue(n), Weight: t.Weight(n),

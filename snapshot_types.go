@@ -5,6 +5,7 @@ import (
 
 	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -29,6 +30,9 @@ type Snapshot struct {
 	// Calendar is the approved bookings, pending proposals and the
 	// decision log.
 	Calendar calendar.State
+	// Quota is the quota configuration in force, live edits (SetQueue)
+	// included: Restore applies it over the Config's.
+	Quota quota.Spec
 }
 
 // FleetView sums up the physical fleet.
@@ -110,6 +114,9 @@ type RunningView struct {
 	// Lost lists pods whose node went down, waiting for a replacement
 	// (hot-swap); they are not in Pods or Nodes.
 	Lost []LostPodView
+	// IdleSince is since when the host has reported it idle (zero: busy
+	// or never reported); see Scheduler.ReportUsage.
+	IdleSince time.Time
 }
 
 // LostPodView is a pod waiting for a replacement node.

@@ -26,10 +26,13 @@ const (
 	// DrainBooking: it runs in a block an approved booking takes at its
 	// start (capacity calendar).
 	DrainBooking
+	// DrainIdle: it sat idle past its class's idle limit (a notebook
+	// nobody uses), and policy reclaims idle work.
+	DrainIdle
 )
 
 // Valid reports whether r is one of the drain reasons.
-func (r DrainReason) Valid() bool { return r >= DrainInQueue && r <= DrainBooking }
+func (r DrainReason) Valid() bool { return r >= DrainInQueue && r <= DrainIdle }
 
 // String returns the reason's name, or "DrainReason(n)".
 func (r DrainReason) String() string {
@@ -46,6 +49,8 @@ func (r DrainReason) String() string {
 		return "host"
 	case DrainBooking:
 		return "booking"
+	case DrainIdle:
+		return "idle"
 	}
 	return "DrainReason(" + strconv.Itoa(int(r)) + ")"
 }

@@ -62,39 +62,41 @@ func (w *Workload) Validate() error {
 	if len(w.PodSets) == 0 {
 		return bad("podSets", len(w.PodSets), "must hold at least one pod set")
 	}
+	// Every check is linear in the pod sets (a workload may have a
+	// million): field paths are formatted only on refusal, and duplicate
+	// names are found with one pass (see duplicates).
+	names := duplicates(len(w.PodSets), func(i int) string { return w.PodSets[i].Name })
 	var total int64 // int64: two factors up to MaxGPUs cannot overflow it
-	for i, p := range w.PodSets {
-		at := "podSets[" + strconv.Itoa(i) + "]"
+	for i := range w.PodSets {
+		p := &w.PodSets[i]
+		at := func() string { return "podSets[" + strconv.Itoa(i) + "]" }
 		switch {
 		case p.Name == "":
-			return bad(at+".name", p.Name, "must not be empty")
+			return bad(at()+".name", p.Name, "must not be empty")
 		case p.Count < 1 || p.Count > MaxGPUs:
-			return bad(at+".count", p.Count, fmt.Sprintf("must be 1 to %d", MaxGPUs))
+			return bad(at()+".count", p.Count, fmt.Sprintf("must be 1 to %d", MaxGPUs))
 		case p.GPUsPerPod < 0 || p.GPUsPerPod > MaxGPUs:
-			return bad(at+".gpusPerPod", p.GPUsPerPod, fmt.Sprintf("must be 0 to %d", MaxGPUs))
+			return bad(at()+".gpusPerPod", p.GPUsPerPod, fmt.Sprintf("must be 0 to %d", MaxGPUs))
 		}
-		if err := w.validatePodSet(at, p); err != nil {
+		if err := w.validatePodSet(i, p); err != nil {
 			return err
 		}
-		for j := range i {
-			if w.PodSets[j].Name == p.Name {
-				return bad(at+".name", p.Name, "duplicates podSets["+strconv.Itoa(j)+"].name")
-			}
+		if j, dup := names.earlier(i); dup {
+			return bad(at()+".name", p.Name, "duplicates podSets["+strconv.Itoa(j)+"].name")
 		}
 		total += int64(p.Count) * int64(p.GPUsPerPod)
 		if total > MaxGPUs {
-			return bad(at+".count", p.Count, fmt.Sprintf("brings the workload above %d GPUs", MaxGPUs))
+			return bad(at()+".count", p.Count, fmt.Sprintf("brings the workload above %d GPUs", MaxGPUs))
 		}
 	}
+	flavors := duplicates(len(w.Flavors), func(i int) string { return w.Flavors[i] })
 	for i, f := range w.Flavors {
 		at := "flavors[" + strconv.Itoa(i) + "]"
 		if f == "" {
 			return bad(at, f, "must not be empty")
 		}
-		for j := range i {
-			if w.Flavors[j] == f {
-				return bad(at, f, "duplicates flavors["+strconv.Itoa(j)+"]")
-			}
+		if j, dup := flavors.earlier(i); dup {
+			return bad(at, f, "duplicates flavors["+strconv.Itoa(j)+"]")
 		}
 	}
 	if w.Flavor != "" && len(w.Flavors) > 0 {
@@ -105,20 +107,20 @@ func (w *Workload) Validate() error {
 	if err := w.validateSegment(bad); err != nil {
 		return err
 	}
+	segmented := w.SegmentedPodSet()
 	for i := range w.PodSets {
-		if err := w.validateRankGroups(i); err != nil {
+		if err := w.validateRankGroups(i, segmented); err != nil {
 			return err
 		}
 	}
+	pools := duplicates(len(w.Pools), func(i int) string { return w.Pools[i] })
 	for i, p := range w.Pools {
 		at := "pools[" + strconv.Itoa(i) + "]"
 		if p == "" {
 			return bad(at, p, "must not be empty")
 		}
-		for j := range i {
-			if w.Pools[j] == p {
-				return bad(at, p, "duplicates pools["+strconv.Itoa(j)+"]")
-			}
+		if j, dup := pools.earlier(i); dup {
+			return bad(at, p, "duplicates pools["+strconv.Itoa(j)+"]")
 		}
 	}
 	for _, d := range [...]struct {
@@ -173,8 +175,9 @@ func (w *Workload) validateSegment(bad func(string, any, string) error) error {
 	return nil
 }
 
-// validateRankGroups checks the rank groups of pod set i without the fleet.
-func (w *Workload) validateRankGroups(i int) error {
+// validateRankGroups checks the rank groups of pod set i without the
+// fleet; segmented is the workload's segmented pod set (-1: none).
+func (w *Workload) validateRankGroups(i, segmented int) error {
 	p := &w.PodSets[i]
 	if len(p.RankGroups) == 0 {
 		return nil
@@ -184,7 +187,7 @@ func (w *Workload) validateRankGroups(i int) error {
 		return &FieldError{ID: w.ID, Field: field, Value: v, Detail: detail, Err: ErrBadRankGroup}
 	}
 	switch {
-	case w.SegmentedPodSet() == i:
+	case segmented == i:
 		return fail(at, len(p.RankGroups), "a segmented pod set takes no rank groups: a required rank group is a segment")
 	case w.Spread.MaxPerDomain > 0:
 		return fail(at, len(p.RankGroups), "rank groups do not combine with a per-domain spread")
@@ -328,9 +331,9 @@ func (w *Workload) rankGroupsFor(i int, levels []string, depth func(string) int,
 
 // validatePodSet checks one pod set's GPU form, elastic minimum and
 // resources.
-func (w *Workload) validatePodSet(at string, p PodSet) error {
+func (w *Workload) validatePodSet(i int, p *PodSet) error {
 	fail := func(field string, v any, detail string, err error) error {
-		return &FieldError{ID: w.ID, Field: at + "." + field, Value: v, Detail: detail, Err: err}
+		return &FieldError{ID: w.ID, Field: "podSets[" + strconv.Itoa(i) + "]." + field, Value: v, Detail: detail, Err: err}
 	}
 	forms := 0
 	if p.GPUsPerPod > 0 {
@@ -353,19 +356,57 @@ func (w *Workload) validatePodSet(at string, p PodSet) error {
 	case p.MinCount < 0 || p.MinCount > p.Count:
 		return fail("minCount", p.MinCount, fmt.Sprintf("must be 1 to count (%d), or 0 for count", p.Count), ErrBadMinCount)
 	}
+	names := duplicates(len(p.Resources), func(i int) string { return p.Resources[i].Name })
 	for i, r := range p.Resources {
-		ra := "resources[" + strconv.Itoa(i) + "]"
+		ra := func() string { return "resources[" + strconv.Itoa(i) + "]" }
 		switch {
 		case r.Name == "":
-			return fail(ra+".name", r.Name, "must not be empty", ErrBadResource)
+			return fail(ra()+".name", r.Name, "must not be empty", ErrBadResource)
 		case r.Amount <= 0:
-			return fail(ra+".amount", r.Amount, "must be positive", ErrBadResource)
+			return fail(ra()+".amount", r.Amount, "must be positive", ErrBadResource)
 		}
-		for j := range i {
-			if p.Resources[j].Name == r.Name {
-				return fail(ra+".name", r.Name, "duplicates resources["+strconv.Itoa(j)+"].name", ErrBadResource)
-			}
+		if j, dup := names.earlier(i); dup {
+			return fail(ra()+".name", r.Name, "duplicates resources["+strconv.Itoa(j)+"].name", ErrBadResource)
 		}
 	}
 	return nil
+}
+
+// smallList is the length up to which duplicates compares names pairwise:
+// below it a map costs more than the comparisons.
+const smallList = 16
+
+// dupIndex answers, for each element of a list, which earlier element has
+// the same name.
+type dupIndex struct {
+	key   func(int) string
+	first map[string]int // name -> its first index; nil for a small list
+}
+
+// duplicates indexes a list of n names given by key: in O(n) with a map
+// for a long list, pairwise (without allocating) for a short one.
+func duplicates(n int, key func(int) string) dupIndex {
+	d := dupIndex{key: key}
+	if n > smallList {
+		d.first = make(map[string]int, n)
+		for i := n - 1; i >= 0; i-- {
+			d.first[key(i)] = i
+		}
+	}
+	return d
+}
+
+// earlier returns the first index before i whose name equals i's.
+func (d dupIndex) earlier(i int) (int, bool) {
+	k := d.key(i)
+	if d.first != nil {
+		j := d.first[k]
+		return j, j < i
+	}
+	for j := range i {
+		if d.key(j) == k {
+			return j, true
+		}
+	}
+	return 0, false
 }

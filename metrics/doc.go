@@ -90,6 +90,6 @@
 //	err = r.RecordAll(d.Events)
 //	err = r.ObserveSnapshot(s.Snapshot())         // every minute
 //	err = r.Observe(now, id, metrics.Sample{SMActivity: 0.7, MFU: 0.38})
-//	for _, c := range r.IdleCandidates(now) { ... } // reclaim notebooks
+//	for _, c := range r.IdleCandidates(now) { ... } // or let fleet.Policy.IdleReclaim act, fed by ReportUsage
 //	err = metrics.WriteMarkdown(w, r.Report(monthStart, monthEnd))
 package metrics

@@ -194,7 +194,7 @@ func (r *Recorder) checkEvent(e *fleet.Event, clock int64, began bool) *InputErr
 		return &InputError{What: "event", Workload: e.Workload, Detail: fmt.Sprintf(format, args...), Err: ErrInvalidInput}
 	}
 	switch {
-	case e.Kind < fleet.EventSubmitted || e.Kind > fleet.EventReplaced:
+	case !e.Kind.Valid():
 		return bad("unknown kind %d", e.Kind)
 	case e.GPUs < 0:
 		return bad("negative GPUs %d", e.GPUs)
@@ -206,7 +206,7 @@ func (r *Recorder) checkEvent(e *fleet.Event, clock int64, began bool) *InputErr
 		return bad("lost GPU-seconds %v", e.LostGPUSeconds)
 	}
 	switch e.Kind {
-	case fleet.EventNodeDown, fleet.EventNodeUp:
+	case fleet.EventNodeDown, fleet.EventNodeUp, fleet.EventQueueChanged, fleet.EventNodeRemoved, fleet.EventNodeAdded:
 	default:
 		if e.Workload == "" {
 			return bad("%s without a workload", e.Kind)

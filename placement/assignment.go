@@ -227,7 +227,7 @@ func checkCounted(f *topology.Fleet, ng NodeGPUs, take bool) error {
 		return &topology.NodeError{Node: f.NodeName(ng.Node), Requested: ng.GPUs, Err: topology.ErrBadAmount}
 	}
 	if take {
-		if f.Health(ng.Node) == topology.Down {
+		if f.Health(ng.Node).Gone() {
 			return &topology.NodeError{Node: f.NodeName(ng.Node), Err: topology.ErrNodeDown}
 		}
 		if free := f.Free(ng.Node); ng.GPUs > free {

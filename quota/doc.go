@@ -57,6 +57,15 @@
 // fleet at any instant, with the node, flavor and instant. No call reads
 // a clock.
 //
+// # Live edits
+//
+// SetQuota replaces one node's quota of one flavor; SetNode replaces, as
+// one checked edit, everything a node's NodeSpec says that may change at
+// run time: its quotas of every flavor, its fair-sharing weight, and a
+// queue's preemption rules and queueing strategy (the parent and kind
+// are fixed). Usage is kept either way: a queue left above its new quota
+// borrows the excess, reclaimable by preemption.
+//
 // # What it is not
 //
 // quota does no placement (which GPUs), no ordering of workloads and no

@@ -36,6 +36,12 @@ var (
 	ErrOverPromised      = errors.New("quota: guarantees exceed fleet capacity")
 	ErrUnknownResource   = errors.New("quota: unknown resource")
 	ErrDuplicateResource = errors.New("quota: duplicate resource")
+	// ErrShapeChange refuses a SetNode edit of a node's parent or kind: the
+	// tree's shape is fixed by New.
+	ErrShapeChange = errors.New("quota: a live edit cannot change the tree's shape")
+	// ErrFlavorRemoved refuses a SetNode edit that drops a flavor (or a
+	// resource of a flavor) the node serves: set its nominal quota to 0.
+	ErrFlavorRemoved = errors.New("quota: a live edit cannot remove a served flavor or resource")
 	// ErrInvalidSchedule is wrapped by every refusal of a ScheduleSpec.
 	ErrInvalidSchedule = errors.New("quota: invalid schedule")
 )

@@ -82,7 +82,7 @@ func (t *Tree) DominantShareWith(n NodeID, f FlavorID, gpus int64) Share {
 }
 
 func (t *Tree) share(n NodeID, extraF FlavorID, extra int64) Share {
-	s := Share{Weight: t.s.weight[n]}
+	s := Share{Weight: t.weight[n]}
 	p := t.s.parent[n]
 	if p == None {
 		return s

@@ -49,7 +49,7 @@ func (t *Tree) RenderCapacity(w io.Writer, capacity map[string]int64) error {
 		if p := s.parent[n]; p != None {
 			parent = s.names[p]
 		}
-		weight := strconv.FormatFloat(s.weight[n], 'g', -1, 64)
+		weight := strconv.FormatFloat(t.weight[n], 'g', -1, 64)
 		rows := 0
 		for f := FlavorID(0); int(f) < len(s.flavors); f++ {
 			x := t.at(n, f)
@@ -80,12 +80,12 @@ func (t *Tree) RenderCapacity(w io.Writer, capacity map[string]int64) error {
 
 	rules := [][]string{{"queue", "within queue", "reclaim within cohort", "borrow within cohort", "queueing"}}
 	for _, q := range s.queues {
-		r := s.rules[q]
+		r := t.rules[q]
 		bwc := r.BorrowWithinCohort.Policy.String()
 		if th, ok := r.BorrowWithinCohort.Threshold(); ok {
 			bwc += fmt.Sprintf(" (victims ≤ %d)", th)
 		}
-		rules = append(rules, []string{s.names[q], r.WithinQueue.String(), r.ReclaimWithinCohort.String(), bwc, s.strategy[q].String()})
+		rules = append(rules, []string{s.names[q], r.WithinQueue.String(), r.ReclaimWithinCohort.String(), bwc, t.strategy[q].String()})
 	}
 	fmt.Fprintln(bw)
 	fmt.Fprintln(bw, "### Preemption")

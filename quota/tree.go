@@ -44,6 +44,12 @@ type Tree struct {
 	// Spec() gives back what New was given. Copy-on-write: SetQuota replaces
 	// a node's slice rather than appending to one a clone may share.
 	order [][]FlavorID
+
+	// Per node: the settings SetNode may change. Copied by Clone.
+	weight    []float64
+	weightSet []bool
+	rules     []Rules
+	strategy  []Strategy
 }
 
 // shape is the part of a Tree no call can change.
@@ -65,10 +71,6 @@ type shape struct {
 	children  [][]NodeID
 	queues    []NodeID
 	roots     []NodeID
-	weight    []float64
-	weightSet []bool
-	rules     []Rules
-	strategy  []Strategy
 	specOrder []NodeID // Spec position -> ID
 }
 
@@ -184,10 +186,6 @@ func New(spec Spec) (*Tree, error) {
 	s.nodeID = make(map[string]NodeID, N)
 	s.kind = make([]Kind, N)
 	s.children = make([][]NodeID, N)
-	s.weight = make([]float64, N)
-	s.weightSet = make([]bool, N)
-	s.rules = make([]Rules, N)
-	s.strategy = make([]Strategy, N)
 	s.specOrder = make([]NodeID, N)
 	t := &Tree{
 		s:          s,
@@ -201,6 +199,10 @@ func New(spec Spec) (*Tree, error) {
 		nominalSum: make([]int64, C),
 		inUseSum:   make([]int64, C),
 		order:      make([][]FlavorID, N),
+		weight:     make([]float64, N),
+		weightSet:  make([]bool, N),
+		rules:      make([]Rules, N),
+		strategy:   make([]Strategy, N),
 	}
 	for i := range t.borrow {
 		t.borrow[i], t.lend[i] = noLimit, noLimit
@@ -210,12 +212,7 @@ func New(spec Spec) (*Tree, error) {
 		s.specOrder[i] = me
 		s.nodeID[n.Name] = me
 		s.kind[me] = n.Kind
-		s.weight[me] = 1
-		if n.Weight != nil {
-			s.weight[me], s.weightSet[me] = *n.Weight, true
-		}
-		s.rules[me] = n.Preemption
-		s.strategy[me] = n.QueueingStrategy
+		t.setSettings(me, n)
 		for _, k := range kids[i] {
 			s.children[me] = append(s.children[me], id[k])
 		}
@@ -389,9 +386,13 @@ func (t *Tree) copyInto(c *Tree) {
 	c.inUseSum = append(c.inUseSum[:0], t.inUseSum...)
 	// The per-node slices are never written in place, only replaced.
 	c.order = append(c.order[:0], t.order...)
+	c.weight = append(c.weight[:0], t.weight...)
+	c.weightSet = append(c.weightSet[:0], t.weightSet...)
+	c.rules = append(c.rules[:0], t.rules...)
+	c.strategy = append(c.strategy[:0], t.strategy...)
 }
 
-// Spec returns the current configuration, reflecting SetQuota edits, with
+// Spec returns the current configuration, reflecting SetQuota and SetNode edits, with
 // nodes and quota entries in the order New was given them.
 func (t *Tree) Spec() Spec {
 	s := t.s
@@ -403,14 +404,14 @@ func (t *Tree) Spec() Spec {
 		ns := NodeSpec{
 			Name:             s.names[n],
 			Kind:             s.kind[n],
-			Preemption:       s.rules[n],
-			QueueingStrategy: s.strategy[n],
+			Preemption:       t.rules[n],
+			QueueingStrategy: t.strategy[n],
 		}
 		if p := s.parent[n]; p != None {
 			ns.Parent = s.names[p]
 		}
-		if s.weightSet[n] {
-			w := s.weight[n]
+		if t.weightSet[n] {
+			w := t.weight[n]
 			ns.Weight = &w
 		}
 		if th := ns.Preemption.BorrowWithinCohort.MaxPriorityThreshold; th != nil {
@@ -508,13 +509,13 @@ func (t *Tree) Kind(n NodeID) Kind { return t.s.kind[n] }
 func (t *Tree) Queues() []NodeID { return t.s.queues }
 
 // Rules returns a queue's preemption rules (zero for a cohort).
-func (t *Tree) Rules(q NodeID) Rules { return t.s.rules[q] }
+func (t *Tree) Rules(q NodeID) Rules { return t.rules[q] }
 
 // Strategy returns a queue's queueing strategy.
-func (t *Tree) Strategy(q NodeID) Strategy { return t.s.strategy[q] }
+func (t *Tree) Strategy(q NodeID) Strategy { return t.strategy[q] }
 
 // Weight returns a node's fair-sharing weight (1 when the spec left it unset).
-func (t *Tree) Weight(n NodeID) float64 { return t.s.weight[n] }
+func (t *Tree) Weight(n NodeID) float64 { return t.weight[n] }
 
 // Serves reports whether node n lists flavor f in its quotas. A queue can
 // only use the flavors it serves.

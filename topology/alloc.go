@@ -43,7 +43,7 @@ func (f *Fleet) Allocate(n NodeID, gpus int) error {
 	if err := f.checkNode(n, gpus); err != nil {
 		return err
 	}
-	if f.nhealth[n] == Down {
+	if f.nhealth[n].Gone() {
 		return &NodeError{Node: f.NodeName(n), Err: ErrNodeDown}
 	}
 	if free := int(f.ncap[n] - f.nalloc[n]); gpus > free {

@@ -31,17 +31,26 @@ const AllGroups GroupID = -1
 const Root DomainID = 0
 
 // Health is a node's state. Only healthy nodes take new work; a cordoned
-// node keeps what runs on it; a down node's capacity is gone.
+// node keeps what runs on it; a down node's capacity is gone; an absent
+// node is out of service (declared, but not part of the fleet's capacity
+// until it is brought in).
 type Health uint8
 
 const (
 	Healthy Health = iota
 	Cordoned
 	Down
+	// Absent: out of service, holding nothing. A node whose NodeSpec says
+	// Absent starts so; a host moves nodes in and out with SetHealth.
+	Absent
 )
 
 // Valid reports whether h is one of the health states.
-func (h Health) Valid() bool { return h <= Down }
+func (h Health) Valid() bool { return h <= Absent }
+
+// Gone reports whether a node's capacity is gone: down or absent. Nothing
+// can be allocated on it.
+func (h Health) Gone() bool { return h == Down || h == Absent }
 
 func (h Health) String() string {
 	switch h {
@@ -51,6 +60,8 @@ func (h Health) String() string {
 		return "cordoned"
 	case Down:
 		return "down"
+	case Absent:
+		return "absent"
 	}
 	return fmt.Sprintf("Health(%d)", uint8(h))
 }
@@ -146,6 +157,15 @@ func New(spec Spec) (*Fleet, error) {
 		f.nvlink = Level(slices.Index(spec.Levels, spec.NVLink) + 1)
 	}
 	f.build()
+	// Absent nodes enter healthy and empty, then leave service: the
+	// aggregates follow as for any health change.
+	for n := range NodeID(f.NumNodes()) {
+		if f.spec.Nodes[f.nspec[n]].Absent {
+			if err := f.SetHealth(n, Absent); err != nil {
+				panic("topology: marking a built node absent: " + err.Error())
+			}
+		}
+	}
 	return f, nil
 }
 

@@ -112,7 +112,7 @@ func (f *Fleet) checkClaim(c Claim, take bool) error {
 		return &NodeError{Node: fmtID(n), Err: ErrUnknownNode}
 	}
 	name := f.NodeName(n)
-	if take && f.nhealth[n] == Down {
+	if take && f.nhealth[n].Gone() {
 		return &NodeError{Node: name, Err: ErrNodeDown}
 	}
 	cap := int(f.ncap[n])

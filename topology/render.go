@@ -8,13 +8,15 @@ import (
 
 // NodeRune is how the occupancy map shows one node: its free GPUs as a
 // digit ('8' fully free on an 8-GPU node, '0' full; 10-35 free as 'a'-'z',
-// more as '+'), 'c' when cordoned and 'x' when down.
+// more as '+'), 'c' when cordoned, 'x' when down and '-' when absent.
 func (f *Fleet) NodeRune(n NodeID) byte {
 	switch f.nhealth[n] {
 	case Cordoned:
 		return 'c'
 	case Down:
 		return 'x'
+	case Absent:
+		return '-'
 	}
 	free := f.ncap[n] - f.nalloc[n]
 	switch {

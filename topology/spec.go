@@ -42,6 +42,10 @@ type NodeSpec struct {
 	// slices of the profiles of the flavor's model (see MIGProfiles), or
 	// whole-GPU pods, but no time-sliced shares.
 	MIG bool `json:"mig,omitempty"`
+	// Absent declares a node that is not in service yet (or any more): it
+	// has its place in the tree, but starts with health Absent, takes no
+	// work and counts in no capacity until it is brought in.
+	Absent bool `json:"absent,omitempty"`
 }
 
 // UniformSpec describes a regular fleet: every domain of a level has the

@@ -206,7 +206,7 @@ func (l *Ledger) checkPlan(plan Plan) error {
 		for _, id := range l.onNode[n] {
 			have += l.recs[id].unclaimedOn(n)
 		}
-		if l.fleet.Health(n) != topology.Down {
+		if !l.fleet.Health(n).Gone() {
 			have += l.fleet.Free(n)
 		}
 		if g > have {

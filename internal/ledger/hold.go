@@ -132,7 +132,8 @@ func (l *Ledger) Checkpoint(id string, at, now time.Time) error {
 	}
 	if at.After(r.W.Drain.LastCheckpoint) {
 		// The index keys its entry by the spec it shares: take it out
-		// before the spec changes, put it back after.
+		// before the spec changes, put it back after (unless every pod
+		// was lost with its node: it holds no GPU and stays out).
 		l.indexRemove(r)
 		r.W.Drain.LastCheckpoint = at
 		l.indexUpdate(r)
