@@ -35,17 +35,19 @@ func Restore(cfg Config, snap Snapshot) (*Scheduler, error) {
 }
 
 func (s *Scheduler) restore(snap Snapshot) error {
+	bad := func(id string, format string, args ...any) error {
+		return refuse("restore", id, ErrInvalid, format, args...)
+	}
+	// Live edits first (quotas, nodes in service): the calendar's promise
+	// is checked against the quotas in force.
+	if err := s.restoreLive(snap); err != nil {
+		return err
+	}
 	cal, err := calendar.Restore(calendar.Config{Fleet: s.fleet, Quota: s.tree}, snap.Calendar)
 	if err != nil {
 		return &Error{Op: "restore", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 	}
 	s.cal = cal
-	bad := func(id string, format string, args ...any) error {
-		return refuse("restore", id, ErrInvalid, format, args...)
-	}
-	if err := s.restoreLive(snap); err != nil {
-		return err
-	}
 	entries := map[string]*entry{}
 	// Running work first, in ID order; its drains after every holder is
 	// back, since claims refer to nominations restored last.
