@@ -136,3 +136,44 @@ func TestBookingRefusals(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, before, s.Snapshot())
 }
+
+// An inference queue within its guarantee whose replicas cannot get
+// capacity within the target, even by preemption (research borrows with
+// work that does not checkpoint), is listed in Decisions.Overflow every
+// cycle until it is not; metrics integrate the overflow GPU-hours.
+func TestOverflowWhenTheGuaranteeCannotComeBack(t *testing.T) {
+	s := newRef(t)
+	for i := range 193 {
+		w := training(fmt.Sprintf("r-%d", i), 1, fleet.ClassReservedResearch, "research")
+		w.Topology, w.Drain.Preemptible = gang.TopologyRequest{}, false
+		require.NoError(t, s.Submit(t0, w))
+	}
+	require.Len(t, s.Schedule(t0).Admit, 193)
+	for i := range 70 {
+		require.NoError(t, s.Submit(t0, replica(fmt.Sprintf("inf-%d", i), 8)))
+	}
+	d := s.Schedule(t0)
+	require.Len(t, d.Admit, 63)
+	assert.Empty(t, d.Overflow, "not past the target yet")
+
+	late := t0.Add(fleet.DefaultOverflowAfter)
+	d = s.Schedule(late)
+	require.Equal(t, []fleet.Overflow{{Queue: "prod-inference", GPUs: 56, Since: late}}, d.Overflow)
+	d = s.Schedule(late.Add(time.Hour))
+	require.Len(t, d.Overflow, 1, "listed every cycle while short")
+
+	for i := range 7 {
+		require.NoError(t, s.Exited(late.Add(time.Hour), fmt.Sprintf("r-%d", i), gang.ExitFinished))
+	}
+	d = s.Schedule(late.Add(time.Hour))
+	assert.Len(t, d.Admit, 7)
+	assert.Empty(t, d.Overflow)
+	var last fleet.Event
+	for _, ev := range d.Events {
+		if ev.Kind == fleet.EventOverflow {
+			last = ev
+		}
+	}
+	assert.Equal(t, "prod-inference", last.Queue)
+	assert.Zero(t, last.GPUs, "the end of the overflow is an event with 0 GPUs")
+}

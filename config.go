@@ -62,6 +62,10 @@ type Policy struct {
 	// RestartOverhead is the work a preempted job redoes on restart,
 	// counted in its cost; 0 means 3 minutes.
 	RestartOverhead time.Duration
+	// OverflowAfter is how long a replica of an inference queue within its
+	// guarantee may wait for capacity before Decisions.Overflow lists its
+	// queue (the "capacity back" target); 0 means DefaultOverflowAfter.
+	OverflowAfter time.Duration
 	// HotSwapWait is how long a gang that survives the loss of a node
 	// (gang.DrainContract.SurvivesNodeLoss) waits for a replacement node
 	// before it fails whole; 0 means DefaultHotSwapWait.
@@ -70,6 +74,9 @@ type Policy struct {
 	// per priority class (see IdleRule and Scheduler.ReportUsage).
 	IdleReclaim []IdleRule
 }
+
+// DefaultOverflowAfter is the default Policy.OverflowAfter.
+const DefaultOverflowAfter = 5 * time.Minute
 
 // DefaultHotSwapWait is the default Policy.HotSwapWait.
 const DefaultHotSwapWait = 10 * time.Minute

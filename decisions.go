@@ -31,6 +31,11 @@ type Decisions struct {
 	// Admit lists workloads to start now, with the node and GPUs of every
 	// pod. The GPUs are already accounted to them.
 	Admit []Admission
+	// Overflow lists the guaranteed inference queues that cannot get
+	// their capacity back within Policy.OverflowAfter, even by preemption
+	// and the calendar: the host may send that much traffic to an external
+	// provider until a later cycle stops listing the queue.
+	Overflow []Overflow
 	// Events records what happened in this cycle and in the calls since the
 	// previous cycle, in order: the feed for metrics and audit logs. At
 	// most MaxEvents are kept between two cycles; EventsDropped counts the
@@ -76,6 +81,16 @@ type Drain struct {
 	LostGPUSeconds float64
 }
 
+// Overflow is a guaranteed inference queue short of capacity.
+type Overflow struct {
+	Queue string
+	// GPUs is what its pending replicas within its guarantee need and
+	// will not get within the target.
+	GPUs int
+	// Since is when the oldest of them passed the target.
+	Since time.Time
+}
+
 // Replacement moves one pod of a running gang from a lost node to a new
 // one, inside the domain its topology request names.
 type Replacement struct {
@@ -118,10 +133,11 @@ const (
 	EventQueueChanged // SetQueue edited the quota node named in Queue
 	EventNodeRemoved  // RemoveNode took Node out of service
 	EventNodeAdded    // AddNode brought Node into service
+	EventOverflow     // a guaranteed inference queue is short (GPUs; 0 when it no longer is)
 )
 
 // Valid reports whether k is one of the event kinds.
-func (k EventKind) Valid() bool { return k >= EventSubmitted && k <= EventNodeAdded }
+func (k EventKind) Valid() bool { return k >= EventSubmitted && k <= EventOverflow }
 
 func (k EventKind) String() string {
 	switch k {
@@ -153,6 +169,8 @@ func (k EventKind) String() string {
 		return "queue-changed"
 	case EventNodeRemoved:
 		return "node-removed"
+	case EventOverflow:
+		return "overflow"
 	case EventNodeAdded:
 		return "node-added"
 	}

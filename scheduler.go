@@ -24,13 +24,15 @@ import (
 // goroutines; every call takes the host's now. It is not safe for
 // concurrent use.
 type Scheduler struct {
-	cfg    Config
-	fleet  *topology.Fleet // read-only here: the ledger writes it
-	tree   *quota.Tree     // read-only here: the ledger writes it
-	books  *ledger.Ledger
-	cal    *calendar.Calendar // approved bookings of future blocks
-	held   holds              // what the calendar holds in this cycle
-	placer *placement.Placer
+	cfg   Config
+	fleet *topology.Fleet // read-only here: the ledger writes it
+	tree  *quota.Tree     // read-only here: the ledger writes it
+	books *ledger.Ledger
+	cal   *calendar.Calendar // approved bookings of future blocks
+	held  holds              // what the calendar holds in this cycle
+	// overflowing marks the queues the last cycle listed in Overflow.
+	overflowing map[quota.NodeID]bool
+	placer      *placement.Placer
 	// explainer places again a workload that did not fit, to record the
 	// largest block per level for Explain (failures only).
 	explainer *placement.Placer
@@ -95,7 +97,7 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		classes[c.Name] = c
 	}
-	if cfg.Policy.RestartOverhead < 0 || cfg.Policy.HotSwapWait < 0 {
+	if cfg.Policy.RestartOverhead < 0 || cfg.Policy.HotSwapWait < 0 || cfg.Policy.OverflowAfter < 0 {
 		return nil, refuse("new", "", ErrInvalidConfig, "negative restart overhead or hot-swap wait")
 	}
 	if err := checkIdleRules(cfg.Policy.IdleReclaim, classes); err != nil {
@@ -107,7 +109,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	return &Scheduler{
 		cfg: cfg, fleet: f, tree: t, classes: classes, books: ledger.New(f, t), cal: cal,
-		held:      holds{waiting: map[string]bool{}},
+		held: holds{waiting: map[string]bool{}}, overflowing: map[quota.NodeID]bool{},
 		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
 		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true}),
 		work:      map[string]*entry{}, queued: map[string]*entry{},

@@ -13,6 +13,10 @@ type Flavor struct {
 	// PeakFLOPS is one GPU's peak dense FLOP/s, the denominator of MFU:
 	// useful FLOPs are MFU x PeakFLOPS x GPUs x seconds.
 	PeakFLOPS float64
+	// ExternalDollarsPerGPUHour prices overflow: a GPU-hour of this model
+	// bought from an external provider when a guaranteed inference queue
+	// is short (0: overflow is counted, not priced).
+	ExternalDollarsPerGPUHour float64
 }
 
 // H100 is the default flavor: $2.50 per GPU-hour, 989 TFLOP/s dense BF16.

@@ -183,3 +183,19 @@ func TestRightSizingInference(t *testing.T) {
 	require.NoError(t, metrics.WriteMarkdown(&md, rep))
 	assert.Contains(t, md.String(), "| inference | 8.0 | 25.0% | $20.00 |")
 }
+
+// Overflow events integrate into the GPU-hours a guaranteed inference
+// queue was short, priced at the external provider's rate; a 0 ends it.
+func TestOverflowGPUHoursArePricedExternally(t *testing.T) {
+	r, err := metrics.New(metrics.Config{Default: metrics.Flavor{DollarsPerGPUHour: 2.5, ExternalDollarsPerGPUHour: 6}})
+	require.NoError(t, err)
+	play(t, r, []step{
+		ev(fleet.Event{Kind: fleet.EventOverflow, Time: at(0), Queue: "inference", GPUs: 56}),
+		ev(fleet.Event{Kind: fleet.EventOverflow, Time: at(time.Hour), Queue: "inference", GPUs: 16}),
+		ev(fleet.Event{Kind: fleet.EventOverflow, Time: at(3 * time.Hour), Queue: "inference"}),
+		ev(fleet.Event{Kind: fleet.EventOverflow, Time: at(5 * time.Hour), Queue: "inference"}),
+	})
+	rep := r.Report(t0, at(6*time.Hour))
+	assert.InDelta(t, 56+2*16, rep.Fleet.OverflowGPUHours, 1e-9)
+	assert.InDelta(t, 6*(56+2*16), rep.Fleet.OverflowDollars, 1e-9)
+}

@@ -40,6 +40,7 @@ type Recorder struct {
 
 	snap      snapState
 	unmatched int
+	overflow  map[int32]overflowState // per team: overflow in progress
 	// parent is each quota node's parent, from the latest snapshot.
 	parent map[string]string
 }
@@ -206,7 +207,7 @@ func (r *Recorder) checkEvent(e *fleet.Event, clock int64, began bool) *InputErr
 		return bad("lost GPU-seconds %v", e.LostGPUSeconds)
 	}
 	switch e.Kind {
-	case fleet.EventNodeDown, fleet.EventNodeUp, fleet.EventQueueChanged, fleet.EventNodeRemoved, fleet.EventNodeAdded:
+	case fleet.EventNodeDown, fleet.EventNodeUp, fleet.EventQueueChanged, fleet.EventNodeRemoved, fleet.EventNodeAdded, fleet.EventOverflow:
 	default:
 		if e.Workload == "" {
 			return bad("%s without a workload", e.Kind)
@@ -277,10 +278,37 @@ func (r *Recorder) apply(e *fleet.Event) {
 		} else {
 			r.unmatched++
 		}
+	case fleet.EventOverflow:
+		r.overflowed(e, t)
 	case fleet.EventNodeUp, fleet.EventNominationDissolved:
 		// Capacity comes from snapshots; nominations end in an admission
 		// or a later drain, which are recorded when they happen.
 	}
+}
+
+// overflowed integrates a queue's overflow: the GPUs it was short since
+// its previous overflow event, charged to the bucket of this one (cycles
+// come minutes apart); a 0 ends it.
+func (r *Recorder) overflowed(e *fleet.Event, t int64) {
+	team := r.teams.id(e.Queue)
+	if r.overflow == nil {
+		r.overflow = map[int32]overflowState{}
+	}
+	if o, ok := r.overflow[team]; ok && t > o.since {
+		c := r.st.point(t).cell(r.cellID(team, gang.Inference, r.flavorID(e.Flavor)))
+		c.Overflow += o.gpus * float64(t-o.since) / 1e9
+	}
+	if e.GPUs == 0 {
+		delete(r.overflow, team)
+		return
+	}
+	r.overflow[team] = overflowState{gpus: float64(e.GPUs), since: t}
+}
+
+// overflowState is a queue's overflow in progress.
+type overflowState struct {
+	gpus  float64
+	since int64
 }
 
 // podsLost charges a node loss under a gang that runs on (hot-swap): the

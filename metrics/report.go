@@ -89,6 +89,13 @@ type Usage struct {
 	HotSwapWaitHours     float64
 	HotSwapSavedGPUHours float64
 
+	// OverflowGPUHours is what guaranteed inference queues were short of
+	// (Decisions.Overflow), and OverflowDollars its cost at
+	// Config.ExternalDollarsPerGPUHour: the traffic sent to an external
+	// provider.
+	OverflowGPUHours float64
+	OverflowDollars  float64
+
 	// Cost, at each flavor's price.
 	AllocatedDollars       float64
 	IdleReservationDollars float64 // IdleReservedGPUHours priced
@@ -127,6 +134,8 @@ func (u *Usage) addSums(s *sums, price Flavor, rightSize float64) {
 	u.HotSwaps += s.HotSwaps
 	u.HotSwapWaitHours += s.HotSwapWait / h
 	u.HotSwapSavedGPUHours += s.HotSwapSaved / h
+	u.OverflowGPUHours += s.Overflow / h
+	u.OverflowDollars += s.Overflow / h * price.ExternalDollarsPerGPUHour
 	u.LowMFUGPUHours += s.LowMFU / h
 	u.RightSizeGPUHours += rightSize / h
 	u.RightSizeDollars += rightSize / h * price.DollarsPerGPUHour
@@ -452,6 +461,11 @@ func (u *Usage) add(o *Usage) {
 	u.RestartGPUHours += o.RestartGPUHours
 	u.NodeLostGPUHours += o.NodeLostGPUHours
 	u.NodeLosses += o.NodeLosses
+	u.HotSwaps += o.HotSwaps
+	u.HotSwapWaitHours += o.HotSwapWaitHours
+	u.HotSwapSavedGPUHours += o.HotSwapSavedGPUHours
+	u.OverflowGPUHours += o.OverflowGPUHours
+	u.OverflowDollars += o.OverflowDollars
 	u.LowMFUGPUHours += o.LowMFUGPUHours
 	u.RightSizeGPUHours += o.RightSizeGPUHours
 	u.RightSizeDollars += o.RightSizeDollars

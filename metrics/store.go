@@ -21,6 +21,7 @@ type sums struct {
 	CrossSpine   float64 // allocated to gangs that cross spines
 	LowMFU       float64 // allocated while busy but under the MFU floor past its window
 	HotSwapWait  float64 // seconds from a lost node to its replacement, summed
+	Overflow     float64 // GPU-seconds a guaranteed inference queue was short (sent elsewhere)
 	HotSwapSaved float64 // GPU-seconds a whole-gang failure would have lost beyond the lost pods
 
 	Submissions, Admissions, Preemptions, Kills, CrossSpineGangs, NodeLosses, HotSwaps int64
@@ -41,6 +42,7 @@ func (s *sums) add(o *sums) {
 	s.CrossSpine += o.CrossSpine
 	s.LowMFU += o.LowMFU
 	s.HotSwapWait += o.HotSwapWait
+	s.Overflow += o.Overflow
 	s.HotSwapSaved += o.HotSwapSaved
 	s.HotSwaps += o.HotSwaps
 	s.NodeLosses += o.NodeLosses
