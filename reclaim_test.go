@@ -245,3 +245,16 @@ func TestHeldDomainDoesNotStarveWorkThatFitsElsewhere(t *testing.T) {
 	require.Len(t, d.Admit, 1, "the replica must not wait behind the hold: %s", d)
 	assert.Equal(t, "node-1-1-1", d.Admit[0].Pods[0].Node)
 }
+
+// A fork answers what-if questions without touching the original.
+func TestForkSharesNothing(t *testing.T) {
+	s, _, now := reclaimFleet(t)
+	before := s.Snapshot()
+	f, err := s.Fork()
+	require.NoError(t, err)
+	require.Equal(t, before, f.Snapshot())
+	f.Schedule(now.Add(time.Hour))
+	require.NoError(t, f.Exited(now.Add(time.Hour), "a", gang.ExitKilled))
+	require.NotEqual(t, before, f.Snapshot())
+	require.Equal(t, before, s.Snapshot(), "the fork changed the original")
+}

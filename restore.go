@@ -178,3 +178,9 @@ func seqOf(n *NominationView) uint64 {
 	}
 	return n.Seq
 }
+
+// Fork returns an independent copy of the scheduler, for what-if
+// questions (price a booking, try a quota edit, replay a day): a
+// Restore of its own Snapshot with the same config, sharing nothing with
+// it, so no call on the fork changes the original.
+func (s *Scheduler) Fork() (*Scheduler, error) { return Restore(s.cfg, s.Snapshot()) }
