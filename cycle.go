@@ -276,6 +276,8 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 		}
 		return notAdmitted
 	}
+	// The placer reuses its buffers on the next call: keep this answer.
+	a = a.Clone()
 	if booked := s.holdsAgainst(now, e); s.touches(a, booked) || s.intoHold(now, e, a) {
 		// Place it around the held domains when the rest of the fleet has
 		// room. Failing that, booked blocks stay closed whatever its
@@ -291,15 +293,15 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 		}
 		switch {
 		case err == nil:
-			a = b
+			a = b.Clone()
 		case s.touches(a, booked):
 			e.wait.reason, e.wait.behind = WaitBooking, s.bookingAt(a, booked)
 			return notAdmitted
-		case e.priority <= s.reserve.priority:
+		case s.reserve != nil && e.priority <= s.reserve.priority:
 			return reserved
 		}
 	}
-	if err := s.books.Admit(e.w.ID, a.Clone(), now); err != nil {
+	if err := s.books.Admit(e.w.ID, a, now); err != nil {
 		panic(fmt.Sprintf("fleet: admitting a fresh placement: %v", err))
 	}
 	delete(s.queued, e.w.ID)
