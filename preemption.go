@@ -143,6 +143,12 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 	if len(plan.Victims) == 0 && !s.onHeldGPUs(plan.Target) || s.blockedByReservation(now, e, plan.Target) {
 		return false, true
 	}
+	if booked := s.holdsAgainst(now, e); s.touches(plan.Target, booked) {
+		// The search does not know the calendar: a plan into a booked
+		// block is refused, and the workload waits behind the booking.
+		e.wait.reason, e.wait.behind = WaitBooking, s.bookingAt(plan.Target, booked)
+		return false, true
+	}
 	lp := ledger.Plan{Victims: make([]ledger.Victim, len(plan.Victims)), Targets: make([]ledger.Target, len(run))}
 	lost := map[string]float64{}
 	for i, v := range plan.Victims {
