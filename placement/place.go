@@ -2,6 +2,7 @@ package placement
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/fleetsched/fleet/gang"
@@ -147,6 +148,9 @@ type nodeRange struct{ lo, hi topology.NodeID }
 // places other work around them, without changing the fleet. The policy
 // is Place's, over the rest of the fleet.
 func (p *Placer) PlaceAvoiding(f *topology.Fleet, w *gang.Workload, avoid ...topology.DomainID) (Assignment, error) {
+	if nf := badDomain(f, w, nil, avoid); nf != nil {
+		return Assignment{}, nf
+	}
 	p.bound(f, nil, avoid)
 	defer func() { p.out = p.out[:0] }()
 	return p.Place(f, w)
@@ -155,9 +159,39 @@ func (p *Placer) PlaceAvoiding(f *topology.Fleet, w *gang.Workload, avoid ...top
 // PlaceWithin is Place inside domain d only (say, a booked block),
 // minus the avoided domains: every other node is treated as full.
 func (p *Placer) PlaceWithin(f *topology.Fleet, w *gang.Workload, d topology.DomainID, avoid ...topology.DomainID) (Assignment, error) {
+	if nf := badDomain(f, w, &d, avoid); nf != nil {
+		return Assignment{}, nf
+	}
 	p.bound(f, &d, avoid)
 	defer func() { p.out = p.out[:0] }()
 	return p.Place(f, w)
+}
+
+// badDomain refuses, as an invalid NoFit, a domain ID that is not one of
+// f's.
+func badDomain(f *topology.Fleet, w *gang.Workload, within *topology.DomainID, avoid []topology.DomainID) *NoFit {
+	check := func(d topology.DomainID) *NoFit {
+		if d >= 0 && int(d) < f.NumDomains() {
+			return nil
+		}
+		nf := &NoFit{Cause: CauseInvalid, Detail: fmt.Sprintf("domain ID %d out of range", d)}
+		if w != nil {
+			nf.Workload, nf.Required, nf.Preferred = w.ID, w.Topology.Required, w.Topology.Preferred
+			nf.Pods, nf.NeedGPUs = w.Pods(), w.GPUs()
+		}
+		return nf
+	}
+	if within != nil {
+		if nf := check(*within); nf != nil {
+			return nf
+		}
+	}
+	for _, d := range avoid {
+		if nf := check(d); nf != nil {
+			return nf
+		}
+	}
+	return nil
 }
 
 // bound sets out: the avoided domains' nodes, and everything outside

@@ -107,6 +107,41 @@
 // Every change the host makes to the fleet here is made to the scratch
 // mirror too.
 //
+// # Differences from Kueue
+//
+// The rules are Kueue's, and testdata/kueue holds the facts of Kueue's own
+// preemption tests (classical, hierarchical cohorts, fair sharing) that
+// TestKueueCorpus runs: fleet chooses Kueue's victims in every case but
+// those marked there with one of these deliberate differences.
+//
+//   - Order within one priority. Kueue evicts the most recently admitted
+//     first (then by UID); fleet the cheapest, by the CostModel (work lost
+//     since the last checkpoint), then by ID: a drain contract prices
+//     what Kueue approximates by age.
+//   - Fair sharing ranks the queues by the share each has when the search
+//     starts; Kueue ranks them again after every eviction. The eviction
+//     order stays one static order that the Index can keep (see
+//     compareCandidates), at the price of taking more from one queue when
+//     two tie.
+//   - Fair sharing applies Kueue's strategy S2-a (the preemptor's share
+//     after admission at most the target's after eviction) and not its
+//     fallback S2-b (below the target's share before eviction), nor
+//     Kueue's tournament that takes the preemptor's own lower-priority
+//     work first: when only S2-b would allow it, fleet evicts nothing.
+//     S2-b is what lets Kueue's fair sharing flap (Kueue #3779, #7101).
+//   - Workloads Kueue would preempt but fleet keeps: those whose drain
+//     contract forbids it (Running.Preemptible) and those started less
+//     than their MinRuntime ago. Kueue has neither.
+//   - One flavor per workload: fleet charges a whole workload to one GPU
+//     flavor, so Kueue's cases where pod sets of one workload preempt in
+//     different flavors, or where two resources contend at once, are not
+//     in the corpus.
+//   - Topology: a gang's victims are chosen per domain of its required
+//     level, the domain whose set has the lowest highest priority (then
+//     cost, count, ID) winning; Kueue removes candidates in its order and
+//     places after each removal. Kueue's measured outcome is the same
+//     min-max domain.
+//
 // What it is not: preempt sends no signals and keeps no clock; time comes
 // in as arguments. A Searcher, an Index and a Drains are not safe for
 // concurrent use.

@@ -58,6 +58,13 @@ const (
 	// WhyTopology: quota can be made to fit, but no domain can be cleared
 	// enough for the gang's shape with allowed candidates.
 	WhyTopology
+	// WhyAboveNominal: the request alone exceeds the queue's nominal
+	// quota (NoPlan.Limit), so it could fit only by borrowing, and no
+	// rule lets it preempt to borrow: borrowWithinCohort is Never, fair
+	// sharing is off (or reclaimWithinCohort Never), and no cohort below
+	// the root holds the queue's usage plus the request. Kueue's flavor
+	// assigner answers "does not fit" here and evicts nothing.
+	WhyAboveNominal
 )
 
 func (w Why) String() string {
@@ -70,6 +77,8 @@ func (w Why) String() string {
 		return "quota unreachable"
 	case WhyTopology:
 		return "topology unreachable"
+	case WhyAboveNominal:
+		return "above nominal quota, no rule to preempt while borrowing"
 	}
 	return fmt.Sprintf("Why(%d)", uint8(w))
 }
@@ -82,8 +91,11 @@ type NoPlan struct {
 	// Excluded counts, per rule or limit, the running workloads that may
 	// not be victims: what would have to change for preemption to help.
 	Excluded Exclusions
-	Detail   string
-	cause    error
+	// Limit is, for WhyAboveNominal, the queue's nominal quota of the
+	// flavor that the request exceeds.
+	Limit  int64
+	Detail string
+	cause  error
 }
 
 func (e *NoPlan) Error() string {

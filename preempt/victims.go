@@ -191,6 +191,9 @@ func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, 
 	}
 	why := WhyNoCandidates
 	if other, _ := s.hasOtherCandidates(); other || s.hasOwnCandidates() {
+		if np := s.borrowGate(); np != nil {
+			return Plan{}, np
+		}
 		why = WhyQuota
 		for _, a := range s.attempts() {
 			if !s.quotaReachable(a) {
