@@ -354,3 +354,33 @@ func TestBooksStayBalanced(t *testing.T) {
 		})
 	})
 }
+
+// Victims past their deadline are due by deadline, then ID; one exactly
+// at its deadline is due, one a nanosecond before it is not.
+func TestDueOrderAndBoundary(t *testing.T) {
+	l, qa, qb := books(t)
+	for i, id := range []string{"c", "a", "b"} {
+		_, err := l.Track(work(id, 1, 8), qb, 0, ledger.Policy{Preemptible: true})
+		require.NoError(t, err)
+		require.NoError(t, l.Admit(id, on(id, 8, topology.NodeID(i)), t0))
+	}
+	_, err := l.Track(work("x", 1, 8), qa, 0, ledger.Policy{})
+	require.NoError(t, err)
+	_, err = l.Nominate(t0, ledger.Plan{
+		Victims: []ledger.Victim{
+			{ID: "c", Deadline: t0.Add(time.Minute), Reason: gang.DrainReclaim},
+			{ID: "a", Deadline: t0.Add(2 * time.Minute), Reason: gang.DrainReclaim},
+			{ID: "b", Deadline: t0.Add(time.Minute), Reason: gang.DrainReclaim}},
+		Targets: []ledger.Target{{Beneficiary: "x", Assign: on("x", 8, 3)}}})
+	require.NoError(t, err)
+	assert.Empty(t, l.Due(t0.Add(time.Minute-1)))
+	ids := func(os []ledger.Overdue) []string {
+		var out []string
+		for _, o := range os {
+			out = append(out, o.Record.W.ID)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"b", "c"}, ids(l.Due(t0.Add(time.Minute))))
+	assert.Equal(t, []string{"b", "c", "a"}, ids(l.Due(t0.Add(2*time.Minute))))
+}
