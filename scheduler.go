@@ -279,6 +279,7 @@ func (s *Scheduler) Checkpointed(now time.Time, id string) error {
 	}
 	s.now = now
 	e.w.Drain.LastCheckpoint = now
+	s.updateCandidate(e)
 	s.emit(s.event(EventCheckpointed, now, e))
 	return nil
 }

@@ -89,8 +89,9 @@ type indexEntry struct {
 	run      Running
 	prio     int32
 	gpus     int32
-	cand     bool // Preemptible or Draining: the rules may make it a victim
-	position int32
+	cand     bool     // Preemptible or Draining: the rules may make it a victim
+	position int32    // in entries
+	stored   orderKey // its key in byQueue, kept so that a spec changed in place is still found
 }
 
 // orderKey is an entry's place in the static eviction order: band packs
@@ -352,7 +353,8 @@ func (x *Index) insert(r Running) {
 		if x.byQueue[qs] == nil {
 			x.byQueue[qs] = btree.NewG(16, keyLess)
 		}
-		x.byQueue[qs].ReplaceOrInsert(e.key())
+		e.stored = e.key()
+		x.byQueue[qs].ReplaceOrInsert(e.stored)
 		x.queueBands[qs] = addBand(x.queueBands[qs], e.prio, 1, e.gpus)
 	} else {
 		x.blocked[qs]++
@@ -376,7 +378,7 @@ func (x *Index) delete(i int32) {
 	qs := x.queueSlot(r.Queue, r.Flavor)
 	x.total[qs]--
 	if e.cand {
-		x.byQueue[qs].Delete(e.key())
+		x.byQueue[qs].Delete(e.stored)
 		x.queueBands[qs] = addBand(x.queueBands[qs], e.prio, -1, -e.gpus)
 	} else {
 		x.blocked[qs]--
