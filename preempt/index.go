@@ -74,7 +74,8 @@ type Index struct {
 	// uniform[l]: the node count of every domain of level l, or -1 when
 	// they differ.
 	uniform []int
-	scratch []band // nodeChanged's sort buffer
+	scratch []band  // nodeChanged's sort buffer
+	oldRow  []int32 // nodeChanged: the node's prices before the change
 }
 
 // A price is the highest priority that must be evicted; freePrice marks
@@ -441,10 +442,16 @@ func sign(v int32) int32 {
 // nomination), so these are lower bounds, exact when the index holds all
 // that is allocated.
 func (x *Index) nodeChanged(n topology.NodeID) {
-	f := x.fleet
+	f, c := x.fleet, x.podSizes
+	nd := f.NodeDomain(n)
 	oldClear := x.clearPrice[n]
+	x.oldRow = append(x.oldRow[:0], x.firstSlot[int(nd)*c:int(nd)*c+c]...)
 	newClear := x.nodePrices(n)
-	for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
+	x.cellClearOf(nd)
+	// The minimums above change only while a domain's own do: stop
+	// carrying them up at the first domain left as it was.
+	carry := newClear != oldClear || !slices.Equal(x.oldRow, x.firstSlot[int(nd)*c:int(nd)*c+c])
+	for d, ok := nd, true; ok; d, ok = f.Parent(d) {
 		if oldClear != newClear {
 			if oldClear != noPrice {
 				x.nodeBands[d] = addBand(x.nodeBands[d], oldClear, -1, 0)
@@ -453,10 +460,10 @@ func (x *Index) nodeChanged(n topology.NodeID) {
 				x.nodeBands[d] = addBand(x.nodeBands[d], newClear, 1, 0)
 			}
 		}
-		if d != f.NodeDomain(n) {
-			x.minOverChildren(d)
+		if d != nd && carry {
+			carry = x.minOverChildren(d)
+			carry = x.cellClearOf(d) || carry
 		}
-		x.cellClearOf(d)
 	}
 }
 
@@ -524,11 +531,13 @@ func (x *Index) nodePrices(n topology.NodeID) int32 {
 	return newClear
 }
 
-// cellClearOf recomputes domain d's cellClear from its children's.
-func (x *Index) cellClearOf(d topology.DomainID) {
+// cellClearOf recomputes domain d's cellClear from its children's, and
+// reports whether it changed.
+func (x *Index) cellClearOf(d topology.DomainID) bool {
 	f, lv := x.fleet, x.levels
 	l := int(f.DomainLevel(d))
 	row := x.cellClear[int(d)*lv : int(d)*lv+lv]
+	changed := row[l] != x.maxClear[d]
 	row[l] = x.maxClear[d]
 	lo, hi := f.Children(d)
 	for below := l + 1; below < lv; below++ {
@@ -536,27 +545,31 @@ func (x *Index) cellClearOf(d topology.DomainID) {
 		for ch := lo; ch < hi; ch++ {
 			v = min(v, x.cellClear[int(ch)*lv+below])
 		}
+		changed = changed || row[below] != v
 		row[below] = v
 	}
+	return changed
 }
 
 // minOverChildren recomputes domain d's firstSlot and maxClear from its
-// children's.
-func (x *Index) minOverChildren(d topology.DomainID) {
+// children's, and reports whether they changed.
+func (x *Index) minOverChildren(d topology.DomainID) bool {
 	c := x.podSizes
 	lo, hi := x.fleet.Children(d)
 	mc := int32(freePrice)
 	for ch := lo; ch < hi; ch++ {
 		mc = max(mc, x.maxClear[ch])
 	}
+	changed := x.maxClear[d] != mc
 	x.maxClear[d] = mc
 	row := x.firstSlot[int(d)*c : int(d)*c+c]
 	for k := range row {
-		row[k] = noPrice
-	}
-	for ch := lo; ch < hi; ch++ {
-		for k, v := range x.firstSlot[int(ch)*c : int(ch)*c+c] {
-			row[k] = min(row[k], v)
+		v := int32(noPrice)
+		for ch := lo; ch < hi; ch++ {
+			v = min(v, x.firstSlot[int(ch)*c+k])
 		}
+		changed = changed || row[k] != v
+		row[k] = v
 	}
+	return changed
 }
