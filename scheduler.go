@@ -345,7 +345,7 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	if err := s.fleet.SetHealth(n, h); err != nil {
 		panic(fmt.Sprintf("fleet: health of a known node refused: %v", err))
 	}
-	_ = s.scratch.SetHealth(n, h)
+	s.mirror(s.scratch.SetHealth(n, h))
 	kind := EventNodeUp
 	if h != topology.Healthy {
 		kind = EventNodeDown
