@@ -218,10 +218,15 @@ func (s *Searcher) costBounds(cells []cellBound) {
 		for _, bd := range x.gpuBands[dom] {
 			total += int(bd.gpus)
 		}
-		if need <= 0 || total > 2*need {
-			continue
+		switch {
+		case need <= 0 || total > 2*need:
+		case total <= need && s.lazyCost && !s.goneRunning:
+			// Every candidate goes: DefaultCost's price of them all, from
+			// the Index's sums, without looking at one.
+			b.cost = s.clearCost(dom)
+		default:
+			b.cost = s.coverCost(dom, need)
 		}
-		b.cost = s.coverCost(dom, need)
 	}
 	slices.SortFunc(cells, func(a, b cellBound) int {
 		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(a.cell, b.cell), cmp.Compare(a.groupSlot, b.groupSlot))
@@ -236,6 +241,18 @@ func (s *Searcher) groupOf(gi int32) topology.GroupID {
 		}
 	}
 	return topology.AllGroups
+}
+
+// clearCost is a lower bound on DefaultCost's price of every candidate on
+// dom's nodes (draining ones cost nothing): GPUs x (unsaved time +
+// overhead), summed by the Index with times rounded towards less unsaved
+// time, and shaved by a relative 1e-9 against float rounding.
+func (s *Searcher) clearCost(dom topology.DomainID) float64 {
+	x := s.index
+	overhead := s.cost.(DefaultCost).RestartOverhead.Seconds()
+	now := float64(s.req.Now.Unix())
+	c := float64(x.runGPUs[dom])*(now+overhead) - float64(x.runGPUFrom[dom])
+	return max(0, c*(1-1e-9))
 }
 
 // coverCost is the cheapest fractional cover of need GPUs by the

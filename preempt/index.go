@@ -57,11 +57,17 @@ type Index struct {
 
 	// Per-domain aggregates, every level down to the nodes' own: see
 	// nodeChanged.
-	podSizes   int     // MaxGPUsPerNode: pod sizes 1..podSizes
-	reach      []int32 // per node x GPUs a=1..podSizes: price to have a GPUs available
-	firstSlot  []int32 // per domain x pod size k: min over its nodes of the price of one more pod of k
-	gpuBands   [][]band
-	domQueues  [][]band // per domain: candidates and their GPUs per queue slot (in prio)
+	podSizes  int     // MaxGPUsPerNode: pod sizes 1..podSizes
+	reach     []int32 // per node x GPUs a=1..podSizes: price to have a GPUs available
+	firstSlot []int32 // per domain x pod size k: min over its nodes of the price of one more pod of k
+	gpuBands  [][]band
+	domQueues [][]band // per domain: candidates and their GPUs per queue slot (in prio)
+	// runGPUs and runGPUFrom: per domain, the GPUs of candidates not
+	// draining, and their sum of GPUs x unsavedFrom: DefaultCost's price
+	// of all of them at now is at least runGPUs x (now + overhead) -
+	// runGPUFrom (see Searcher.clearCost).
+	runGPUs    []int64
+	runGPUFrom []int64
 	nodeBands  [][]band
 	clearPrice []int32 // per node: price to free it whole (noPrice: never)
 	maxClear   []int32 // per domain: highest clearPrice of its nodes, the price to free it whole
@@ -93,6 +99,7 @@ type indexEntry struct {
 	cand     bool     // Preemptible or Draining: the rules may make it a victim
 	position int32    // in entries
 	stored   orderKey // its key in byQueue, kept so that a spec changed in place is still found
+	from     int64    // unsavedFrom when indexed, for the same reason
 }
 
 // orderKey is an entry's place in the static eviction order: band packs
@@ -172,7 +179,8 @@ func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
 		onNode: make([][]int32, f.NumNodes()), held: make([]int32, f.NumNodes()),
 		podSizes: c, reach: make([]int32, f.NumNodes()*c), firstSlot: make([]int32, f.NumDomains()*c),
 		gpuBands: make([][]band, f.NumDomains()), nodeBands: make([][]band, f.NumDomains()),
-		domQueues:  make([][]band, f.NumDomains()),
+		domQueues: make([][]band, f.NumDomains()),
+		runGPUs:   make([]int64, f.NumDomains()), runGPUFrom: make([]int64, f.NumDomains()),
 		clearPrice: make([]int32, f.NumNodes()), maxClear: make([]int32, f.NumDomains()),
 		levels: f.Depth() + 1, cellClear: make([]int32, f.NumDomains()*(f.Depth()+1)),
 		uniform: make([]int, f.Depth()+1),
@@ -347,6 +355,7 @@ func (x *Index) insert(r Running) {
 	}
 	e := &x.entries[i]
 	*e = indexEntry{run: r, prio: r.W.Priority, gpus: int32(gpusOf(r.Nodes)), cand: r.Preemptible || r.Draining, position: i}
+	e.from = e.unsavedFrom()
 	x.slot[r.W.ID] = i
 	qs := x.queueSlot(r.Queue, r.Flavor)
 	x.total[qs]++
@@ -367,7 +376,7 @@ func (x *Index) insert(r Running) {
 		x.held[n.Node] += int32(n.GPUs)
 		x.onNode[n.Node] = append(x.onNode[n.Node], i)
 		if e.cand {
-			x.addDomainGPUs(n.Node, qs, e.boundPrio(), int32(n.GPUs))
+			x.addDomainGPUs(n.Node, qs, e, int32(n.GPUs))
 		}
 		x.nodeChanged(n.Node)
 	}
@@ -395,7 +404,7 @@ func (x *Index) delete(i int32) {
 		list[j] = list[len(list)-1]
 		x.onNode[n.Node] = list[:len(list)-1]
 		if e.cand {
-			x.addDomainGPUs(n.Node, qs, e.boundPrio(), -int32(n.GPUs))
+			x.addDomainGPUs(n.Node, qs, e, -int32(n.GPUs))
 		}
 	}
 	*e = indexEntry{}
@@ -407,12 +416,34 @@ func (x *Index) delete(i int32) {
 
 // addDomainGPUs counts gpus candidate GPUs of queue slot qs at priority
 // p on n in every domain above it.
-func (x *Index) addDomainGPUs(n topology.NodeID, qs int, p, gpus int32) {
+func (x *Index) addDomainGPUs(n topology.NodeID, qs int, e *indexEntry, gpus int32) {
 	f := x.fleet
+	p := e.boundPrio()
+	from := e.from
 	for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
 		x.gpuBands[d] = addBand(x.gpuBands[d], p, sign(gpus), gpus)
 		x.domQueues[d] = addBand(x.domQueues[d], int32(qs), sign(gpus), gpus)
+		if !e.run.Draining {
+			x.runGPUs[d] += int64(gpus)
+			x.runGPUFrom[d] += int64(gpus) * from
+		}
 	}
+}
+
+// unsavedFrom is the start of the entry's unsaved work (its start or last
+// checkpoint, as gang.DrainContract.Unsaved counts it), in Unix seconds
+// rounded up: DefaultCost's price of work since then is at least its GPUs
+// x (now, rounded down, - this + overhead).
+func (e *indexEntry) unsavedFrom() int64 {
+	from := e.run.Started
+	if lc := e.run.W.Drain.LastCheckpoint; lc.After(from) {
+		from = lc
+	}
+	sec := from.Unix()
+	if from.Nanosecond() > 0 {
+		sec++
+	}
+	return sec
 }
 
 // holds reports whether domain d has candidates of a queue keep accepts.
