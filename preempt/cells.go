@@ -371,3 +371,18 @@ func (s *Searcher) noteGoneInCells() {
 }
 
 func (s *Searcher) goneInCell(d int) int32 { return s.goneCell[d] }
+
+// cellWalk is the order the search tries cells in.
+type cellWalk struct {
+	bounds      []cellBound    // a heap of the cells left to try
+	front       []cellBound    // the cells of the current priority bound, in order
+	frontAt     int            // the next of front to try
+	wholeCells  bool           // cells come from cellHeap, a walk down the topology
+	cellHeap    []frontierItem // domains by the lowest whole-clear bound below them
+	goneCellsAt uint32         // the epoch goneCell was summed at
+	goneCell    []int32        // per cell: GPUs gone workloads free there
+	goneCells   []int          // cells with goneCell set
+	goneRunning bool           // some gone workload is not draining
+	coverItems  []coverItem
+	coveredAt   []uint32 // per candidate: the coverCost call that counted it
+}

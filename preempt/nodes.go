@@ -288,3 +288,13 @@ func (s *Searcher) under(q, n quota.NodeID) bool {
 	first, end := s.tree.Subtree(n)
 	return q >= first && q < end
 }
+
+// nodeWalk is fillCell's best-first walk inside one cell.
+type nodeWalk struct {
+	attempt   attempt // the attempt being served
+	frontier  []frontierItem
+	nodeSeen  []uint32 // per node: the cell walk (cellEpoch) that priced it
+	cellEpoch uint32
+	nodeCands []int32   // nodeSlot's candidates of one node
+	slotPicks []removal // other queues' GPUs priced so far for one node's slot
+}

@@ -362,3 +362,15 @@ func (s *Searcher) openAttempt(a attempt) merged {
 	}
 	return merged{streams: s.streams, heads: s.heads}
 }
+
+// streamBufs holds the eviction order's streams and their buffers,
+// reused from call to call.
+type streamBufs struct {
+	streams   []queueStream
+	heads     []int32
+	bandBufs  [][]int32
+	subPool   [][]subCursor
+	bandKeys  []int32 // fetchBand's keys of one band
+	chunk     []int32 // pickForQuota's run of candidates
+	chunkFrom []int   // and the stream each came from
+}
