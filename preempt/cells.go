@@ -218,10 +218,15 @@ func (s *Searcher) costBounds(cells []cellBound) {
 		for _, bd := range x.gpuBands[dom] {
 			total += int(bd.gpus)
 		}
-		if need <= 0 || total > 2*need {
-			continue
+		switch {
+		case need <= 0 || total > 2*need:
+		case total <= need && s.lazyCost && !s.goneRunning:
+			// Every candidate goes: DefaultCost's price of them all, from
+			// the Index's sums, without looking at one.
+			b.cost = s.clearCost(dom)
+		default:
+			b.cost = s.coverCost(dom, need)
 		}
-		b.cost = s.coverCost(dom, need)
 	}
 	slices.SortFunc(cells, func(a, b cellBound) int {
 		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(a.cell, b.cell), cmp.Compare(a.groupSlot, b.groupSlot))
@@ -236,6 +241,18 @@ func (s *Searcher) groupOf(gi int32) topology.GroupID {
 		}
 	}
 	return topology.AllGroups
+}
+
+// clearCost is a lower bound on DefaultCost's price of every candidate on
+// dom's nodes (draining ones cost nothing): GPUs x (unsaved time +
+// overhead), summed by the Index with times rounded towards less unsaved
+// time, and shaved by a relative 1e-9 against float rounding.
+func (s *Searcher) clearCost(dom topology.DomainID) float64 {
+	x := s.index
+	overhead := s.cost.(DefaultCost).RestartOverhead.Seconds()
+	now := float64(s.req.Now.Unix())
+	c := float64(x.runGPUs[dom])*(now+overhead) - float64(x.runGPUFrom[dom])
+	return max(0, c*(1-1e-9))
 }
 
 // coverCost is the cheapest fractional cover of need GPUs by the
@@ -354,3 +371,18 @@ func (s *Searcher) noteGoneInCells() {
 }
 
 func (s *Searcher) goneInCell(d int) int32 { return s.goneCell[d] }
+
+// cellWalk is the order the search tries cells in.
+type cellWalk struct {
+	bounds      []cellBound    // a heap of the cells left to try
+	front       []cellBound    // the cells of the current priority bound, in order
+	frontAt     int            // the next of front to try
+	wholeCells  bool           // cells come from cellHeap, a walk down the topology
+	cellHeap    []frontierItem // domains by the lowest whole-clear bound below them
+	goneCellsAt uint32         // the epoch goneCell was summed at
+	goneCell    []int32        // per cell: GPUs gone workloads free there
+	goneCells   []int          // cells with goneCell set
+	goneRunning bool           // some gone workload is not draining
+	coverItems  []coverItem
+	coveredAt   []uint32 // per candidate: the coverCost call that counted it
+}

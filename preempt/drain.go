@@ -407,3 +407,6 @@ func (d *Drains) Unclaimed(id string, n topology.NodeID, gpus int) int {
 	}
 	return max(0, g)
 }
+
+// A Drains is the Claims of the accepted nominations it keeps.
+var _ Claims = (*Drains)(nil)

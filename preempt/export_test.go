@@ -114,6 +114,8 @@ func IndexDiff(a, b *Index) string {
 		return "cellClear"
 	case !slices.Equal(a.blocked, b.blocked) || !slices.Equal(a.total, b.total):
 		return "per-queue counts"
+	case !slices.Equal(a.runGPUs, b.runGPUs) || !slices.Equal(a.runGPUFrom, b.runGPUFrom):
+		return "cost sums"
 	}
 	for i := range a.byQueue {
 		if !slices.Equal(keys(a, i), keys(b, i)) {

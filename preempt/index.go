@@ -57,11 +57,17 @@ type Index struct {
 
 	// Per-domain aggregates, every level down to the nodes' own: see
 	// nodeChanged.
-	podSizes   int     // MaxGPUsPerNode: pod sizes 1..podSizes
-	reach      []int32 // per node x GPUs a=1..podSizes: price to have a GPUs available
-	firstSlot  []int32 // per domain x pod size k: min over its nodes of the price of one more pod of k
-	gpuBands   [][]band
-	domQueues  [][]band // per domain: candidates and their GPUs per queue slot (in prio)
+	podSizes  int     // MaxGPUsPerNode: pod sizes 1..podSizes
+	reach     []int32 // per node x GPUs a=1..podSizes: price to have a GPUs available
+	firstSlot []int32 // per domain x pod size k: min over its nodes of the price of one more pod of k
+	gpuBands  [][]band
+	domQueues [][]band // per domain: candidates and their GPUs per queue slot (in prio)
+	// runGPUs and runGPUFrom: per domain, the GPUs of candidates not
+	// draining, and their sum of GPUs x unsavedFrom: DefaultCost's price
+	// of all of them at now is at least runGPUs x (now + overhead) -
+	// runGPUFrom (see Searcher.clearCost).
+	runGPUs    []int64
+	runGPUFrom []int64
 	nodeBands  [][]band
 	clearPrice []int32 // per node: price to free it whole (noPrice: never)
 	maxClear   []int32 // per domain: highest clearPrice of its nodes, the price to free it whole
@@ -74,7 +80,8 @@ type Index struct {
 	// uniform[l]: the node count of every domain of level l, or -1 when
 	// they differ.
 	uniform []int
-	scratch []band // nodeChanged's sort buffer
+	scratch []band  // nodeChanged's sort buffer
+	oldRow  []int32 // nodeChanged: the node's prices before the change
 }
 
 // A price is the highest priority that must be evicted; freePrice marks
@@ -89,8 +96,10 @@ type indexEntry struct {
 	run      Running
 	prio     int32
 	gpus     int32
-	cand     bool // Preemptible or Draining: the rules may make it a victim
-	position int32
+	cand     bool     // Preemptible or Draining: the rules may make it a victim
+	position int32    // in entries
+	stored   orderKey // its key in byQueue, kept so that a spec changed in place is still found
+	from     int64    // unsavedFrom when indexed, for the same reason
 }
 
 // orderKey is an entry's place in the static eviction order: band packs
@@ -170,7 +179,8 @@ func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
 		onNode: make([][]int32, f.NumNodes()), held: make([]int32, f.NumNodes()),
 		podSizes: c, reach: make([]int32, f.NumNodes()*c), firstSlot: make([]int32, f.NumDomains()*c),
 		gpuBands: make([][]band, f.NumDomains()), nodeBands: make([][]band, f.NumDomains()),
-		domQueues:  make([][]band, f.NumDomains()),
+		domQueues: make([][]band, f.NumDomains()),
+		runGPUs:   make([]int64, f.NumDomains()), runGPUFrom: make([]int64, f.NumDomains()),
 		clearPrice: make([]int32, f.NumNodes()), maxClear: make([]int32, f.NumDomains()),
 		levels: f.Depth() + 1, cellClear: make([]int32, f.NumDomains()*(f.Depth()+1)),
 		uniform: make([]int, f.Depth()+1),
@@ -345,6 +355,7 @@ func (x *Index) insert(r Running) {
 	}
 	e := &x.entries[i]
 	*e = indexEntry{run: r, prio: r.W.Priority, gpus: int32(gpusOf(r.Nodes)), cand: r.Preemptible || r.Draining, position: i}
+	e.from = e.unsavedFrom()
 	x.slot[r.W.ID] = i
 	qs := x.queueSlot(r.Queue, r.Flavor)
 	x.total[qs]++
@@ -352,7 +363,8 @@ func (x *Index) insert(r Running) {
 		if x.byQueue[qs] == nil {
 			x.byQueue[qs] = btree.NewG(16, keyLess)
 		}
-		x.byQueue[qs].ReplaceOrInsert(e.key())
+		e.stored = e.key()
+		x.byQueue[qs].ReplaceOrInsert(e.stored)
 		x.queueBands[qs] = addBand(x.queueBands[qs], e.prio, 1, e.gpus)
 	} else {
 		x.blocked[qs]++
@@ -364,7 +376,7 @@ func (x *Index) insert(r Running) {
 		x.held[n.Node] += int32(n.GPUs)
 		x.onNode[n.Node] = append(x.onNode[n.Node], i)
 		if e.cand {
-			x.addDomainGPUs(n.Node, qs, e.boundPrio(), int32(n.GPUs))
+			x.addDomainGPUs(n.Node, qs, e, int32(n.GPUs))
 		}
 		x.nodeChanged(n.Node)
 	}
@@ -376,7 +388,7 @@ func (x *Index) delete(i int32) {
 	qs := x.queueSlot(r.Queue, r.Flavor)
 	x.total[qs]--
 	if e.cand {
-		x.byQueue[qs].Delete(e.key())
+		x.byQueue[qs].Delete(e.stored)
 		x.queueBands[qs] = addBand(x.queueBands[qs], e.prio, -1, -e.gpus)
 	} else {
 		x.blocked[qs]--
@@ -392,7 +404,7 @@ func (x *Index) delete(i int32) {
 		list[j] = list[len(list)-1]
 		x.onNode[n.Node] = list[:len(list)-1]
 		if e.cand {
-			x.addDomainGPUs(n.Node, qs, e.boundPrio(), -int32(n.GPUs))
+			x.addDomainGPUs(n.Node, qs, e, -int32(n.GPUs))
 		}
 	}
 	*e = indexEntry{}
@@ -404,12 +416,34 @@ func (x *Index) delete(i int32) {
 
 // addDomainGPUs counts gpus candidate GPUs of queue slot qs at priority
 // p on n in every domain above it.
-func (x *Index) addDomainGPUs(n topology.NodeID, qs int, p, gpus int32) {
+func (x *Index) addDomainGPUs(n topology.NodeID, qs int, e *indexEntry, gpus int32) {
 	f := x.fleet
+	p := e.boundPrio()
+	from := e.from
 	for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
 		x.gpuBands[d] = addBand(x.gpuBands[d], p, sign(gpus), gpus)
 		x.domQueues[d] = addBand(x.domQueues[d], int32(qs), sign(gpus), gpus)
+		if !e.run.Draining {
+			x.runGPUs[d] += int64(gpus)
+			x.runGPUFrom[d] += int64(gpus) * from
+		}
 	}
+}
+
+// unsavedFrom is the start of the entry's unsaved work (its start or last
+// checkpoint, as gang.DrainContract.Unsaved counts it), in Unix seconds
+// rounded up: DefaultCost's price of work since then is at least its GPUs
+// x (now, rounded down, - this + overhead).
+func (e *indexEntry) unsavedFrom() int64 {
+	from := e.run.Started
+	if lc := e.run.W.Drain.LastCheckpoint; lc.After(from) {
+		from = lc
+	}
+	sec := from.Unix()
+	if from.Nanosecond() > 0 {
+		sec++
+	}
+	return sec
 }
 
 // holds reports whether domain d has candidates of a queue keep accepts.
@@ -439,10 +473,16 @@ func sign(v int32) int32 {
 // nomination), so these are lower bounds, exact when the index holds all
 // that is allocated.
 func (x *Index) nodeChanged(n topology.NodeID) {
-	f := x.fleet
+	f, c := x.fleet, x.podSizes
+	nd := f.NodeDomain(n)
 	oldClear := x.clearPrice[n]
+	x.oldRow = append(x.oldRow[:0], x.firstSlot[int(nd)*c:int(nd)*c+c]...)
 	newClear := x.nodePrices(n)
-	for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
+	x.cellClearOf(nd)
+	// The minimums above change only while a domain's own do: stop
+	// carrying them up at the first domain left as it was.
+	carry := newClear != oldClear || !slices.Equal(x.oldRow, x.firstSlot[int(nd)*c:int(nd)*c+c])
+	for d, ok := nd, true; ok; d, ok = f.Parent(d) {
 		if oldClear != newClear {
 			if oldClear != noPrice {
 				x.nodeBands[d] = addBand(x.nodeBands[d], oldClear, -1, 0)
@@ -451,10 +491,10 @@ func (x *Index) nodeChanged(n topology.NodeID) {
 				x.nodeBands[d] = addBand(x.nodeBands[d], newClear, 1, 0)
 			}
 		}
-		if d != f.NodeDomain(n) {
-			x.minOverChildren(d)
+		if d != nd && carry {
+			carry = x.minOverChildren(d)
+			carry = x.cellClearOf(d) || carry
 		}
-		x.cellClearOf(d)
 	}
 }
 
@@ -522,11 +562,13 @@ func (x *Index) nodePrices(n topology.NodeID) int32 {
 	return newClear
 }
 
-// cellClearOf recomputes domain d's cellClear from its children's.
-func (x *Index) cellClearOf(d topology.DomainID) {
+// cellClearOf recomputes domain d's cellClear from its children's, and
+// reports whether it changed.
+func (x *Index) cellClearOf(d topology.DomainID) bool {
 	f, lv := x.fleet, x.levels
 	l := int(f.DomainLevel(d))
 	row := x.cellClear[int(d)*lv : int(d)*lv+lv]
+	changed := row[l] != x.maxClear[d]
 	row[l] = x.maxClear[d]
 	lo, hi := f.Children(d)
 	for below := l + 1; below < lv; below++ {
@@ -534,27 +576,31 @@ func (x *Index) cellClearOf(d topology.DomainID) {
 		for ch := lo; ch < hi; ch++ {
 			v = min(v, x.cellClear[int(ch)*lv+below])
 		}
+		changed = changed || row[below] != v
 		row[below] = v
 	}
+	return changed
 }
 
 // minOverChildren recomputes domain d's firstSlot and maxClear from its
-// children's.
-func (x *Index) minOverChildren(d topology.DomainID) {
+// children's, and reports whether they changed.
+func (x *Index) minOverChildren(d topology.DomainID) bool {
 	c := x.podSizes
 	lo, hi := x.fleet.Children(d)
 	mc := int32(freePrice)
 	for ch := lo; ch < hi; ch++ {
 		mc = max(mc, x.maxClear[ch])
 	}
+	changed := x.maxClear[d] != mc
 	x.maxClear[d] = mc
 	row := x.firstSlot[int(d)*c : int(d)*c+c]
 	for k := range row {
-		row[k] = noPrice
-	}
-	for ch := lo; ch < hi; ch++ {
-		for k, v := range x.firstSlot[int(ch)*c : int(ch)*c+c] {
-			row[k] = min(row[k], v)
+		v := int32(noPrice)
+		for ch := lo; ch < hi; ch++ {
+			v = min(v, x.firstSlot[int(ch)*c+k])
 		}
+		changed = changed || row[k] != v
+		row[k] = v
 	}
+	return changed
 }

@@ -16,10 +16,11 @@ import (
 // node not yet looked at, the exact price of room for one more pod for a
 // node looked at.
 type frontierItem struct {
-	prio int32
-	cost float64
-	kind uint8 // frontierDomain, frontierNodeBound, frontierNode
-	id   int32 // DomainID or NodeID
+	weight int32 // fillCellFrugal: other queues' GPUs the slot takes; 0 otherwise
+	prio   int32
+	cost   float64
+	kind   uint8 // frontierDomain, frontierNodeBound, frontierNode
+	id     int32 // DomainID or NodeID
 }
 
 const (
@@ -29,6 +30,9 @@ const (
 )
 
 func frontierLess(a, b *frontierItem) bool {
+	if a.weight != b.weight {
+		return a.weight < b.weight
+	}
 	if a.prio != b.prio {
 		return a.prio < b.prio
 	}
@@ -184,6 +188,70 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 	return true
 }
 
+// fillCellFrugal is fillCell's last resort, for when what other queues
+// may lose (they stop being reclaimable once back within quota) runs out
+// before the cell holds the gang: room is freed where it takes the fewest
+// of other queues' GPUs first, then the cheapest, so that the budget
+// buys as many pods as it can. It prices every node of the cell holding
+// work the attempt may take (a failure path: O(those nodes)).
+func (s *Searcher) fillCellFrugal(d int, gi int32, a attempt) bool {
+	if s.cellFits(d, gi) {
+		return true
+	}
+	f, x, sh := s.fleet, s.index, &s.shape
+	s.attempt = a
+	s.frontier = s.frontier[:0]
+	dom := sh.firstCell + topology.DomainID(d)
+	nodeLevel := topology.Level(f.Depth())
+	// Every node below dom holding work the attempt may take.
+	s.nodeCands = s.nodeCands[:0]
+	stack := append(s.dfs[:0], frontierItem{id: int32(dom)})
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		dm := topology.DomainID(top.id)
+		if !x.holds(dm, s.takesFrom) {
+			continue
+		}
+		if f.DomainLevel(dm) == nodeLevel {
+			n := topology.NodeID(dm - f.NodeDomain(0))
+			if nd, ngi := s.cell(n); nd == d && ngi == gi {
+				if p, c, ok := s.nodeSlot(n, a, false); ok {
+					s.push(frontierItem{weight: s.slotWeight, prio: p, cost: c, kind: frontierNode, id: int32(n)})
+				}
+			}
+			continue
+		}
+		lo, hi := f.Children(dm)
+		for ch := hi - 1; ch >= lo; ch-- {
+			stack = append(stack, frontierItem{id: int32(ch)})
+		}
+	}
+	s.dfs = stack[:0]
+	for !s.cellFits(d, gi) {
+		if len(s.frontier) == 0 {
+			return false
+		}
+		it := s.pop()
+		n := topology.NodeID(it.id)
+		p, c, ok := s.nodeSlot(n, a, false)
+		if !ok {
+			continue
+		}
+		if p != it.prio || c != it.cost || s.slotWeight != it.weight {
+			s.push(frontierItem{weight: s.slotWeight, prio: p, cost: c, kind: frontierNode, id: int32(n)})
+			continue
+		}
+		if _, _, ok := s.nodeSlot(n, a, true); !ok {
+			continue
+		}
+		if p, c, ok := s.nodeSlot(n, a, false); ok {
+			s.push(frontierItem{weight: s.slotWeight, prio: p, cost: c, kind: frontierNode, id: int32(n)})
+		}
+	}
+	return true
+}
+
 // takesFrom reports whether the current attempt may take work of queue
 // slot qs (fillCell's filter of domains).
 func (s *Searcher) takesFrom(qs int) bool {
@@ -217,23 +285,32 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 		if ci < 0 {
 			continue
 		}
-		if c := &s.cands[ci]; !c.taken && s.keep(c, a) && s.valid(c) {
-			list = append(list, ci)
+		c := &s.cands[ci]
+		if c.taken || !s.keep(c, a) {
+			continue
 		}
+		if !s.valid(c) {
+			s.budgetShort = s.budgetShort || c.other
+			continue
+		}
+		list = append(list, ci)
 	}
 	cs := s.cands
 	slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
 	s.nodeCands = list
 	s.slotPicks = s.slotPicks[:0]
+	s.slotWeight = 0
 	prio = math.MinInt32
 	base := len(s.taken)
 	for _, ci := range list {
 		c := &s.cands[ci]
 		if c.other && !s.borrowsAfter(c.run.Queue) {
+			s.budgetShort = true
 			continue // its queue will be back within quota by then
 		}
 		if take {
 			if !s.valid(c) {
+				s.budgetShort = s.budgetShort || c.other
 				for _, ci := range slices.Backward(s.taken[base:]) {
 					s.untake(ci)
 				}
@@ -243,6 +320,9 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 			s.take(ci)
 		} else if c.other {
 			s.slotPicks = append(s.slotPicks, removal{c.run.Queue, int64(c.gpus)})
+		}
+		if c.other {
+			s.slotWeight += int32(c.gpus)
 		}
 		for _, ng := range c.run.Nodes {
 			if ng.Node == n {
@@ -287,4 +367,17 @@ func (s *Searcher) borrowsAfter(q quota.NodeID) bool {
 func (s *Searcher) under(q, n quota.NodeID) bool {
 	first, end := s.tree.Subtree(n)
 	return q >= first && q < end
+}
+
+// nodeWalk is fillCell's best-first walk inside one cell.
+type nodeWalk struct {
+	slotWeight  int32 // other queues' GPUs of the slot nodeSlot priced last
+	budgetShort bool  // a node's room needed work of a queue no longer reclaimable
+	dfs         []frontierItem
+	attempt     attempt // the attempt being served
+	frontier    []frontierItem
+	nodeSeen    []uint32 // per node: the cell walk (cellEpoch) that priced it
+	cellEpoch   uint32
+	nodeCands   []int32   // nodeSlot's candidates of one node
+	slotPicks   []removal // other queues' GPUs priced so far for one node's slot
 }

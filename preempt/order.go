@@ -90,15 +90,21 @@ type queueStream struct {
 
 // subCursor walks the candidates of one band with one GPU count.
 type subCursor struct {
-	from orderKey // fetch keys from here on
-	skip bool     // from itself was fetched already
-	buf  []int32
-	at   int
-	done bool
+	from  orderKey // fetch keys from here on
+	skip  bool     // from itself was fetched already
+	chunk int      // how many to price at the next fetch
+	buf   []int32
+	at    int
+	done  bool
 }
 
-// subChunk is how many candidates a cursor prices at a time.
-const subChunk = 8
+// A cursor prices firstChunk candidates at its first fetch, twice as many
+// at each next one, up to maxChunk: most cursors are read a little, a few
+// far.
+const (
+	firstChunk = 2
+	maxChunk   = 32
+)
 
 // head returns the stream's next candidate, fetching bands as needed, or
 // -1 when it is exhausted.
@@ -161,7 +167,9 @@ func (s *Searcher) fetchSub(st *queueStream, c *subCursor) {
 			return false
 		}
 		ci := s.classify(k.pos)
-		if len(c.buf) >= subChunk && (ci < 0 || s.cands[ci].cost != lastCost) {
+		// Stop only before a candidate of another cost: work the rules
+		// exclude may sit between candidates that tie on cost.
+		if len(c.buf) >= c.chunk && ci >= 0 && s.cands[ci].cost != lastCost {
 			return false
 		}
 		last, any = k, true
@@ -176,6 +184,7 @@ func (s *Searcher) fetchSub(st *queueStream, c *subCursor) {
 		return
 	}
 	c.from, c.skip = last, true
+	c.chunk = min(2*c.chunk, maxChunk)
 	cs := s.cands
 	slices.SortFunc(c.buf, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
 }
@@ -222,7 +231,7 @@ func (s *Searcher) fetchBand(st *queueStream) bool {
 		if large {
 			// One cursor per GPU count present in the band.
 			for k, ok := first, true; ok; {
-				st.subs = append(st.subs, subCursor{from: orderKey{band: k.band, gpus: k.gpus, from: math.MaxInt64}})
+				st.subs = append(st.subs, subCursor{from: orderKey{band: k.band, gpus: k.gpus, from: math.MaxInt64}, chunk: firstChunk})
 				ok = false
 				st.tree.AscendGreaterOrEqual(orderKey{band: k.band, gpus: k.gpus + 1, from: math.MaxInt64}, func(n orderKey) bool {
 					if n.band == k.band {
@@ -361,4 +370,16 @@ func (s *Searcher) openAttempt(a attempt) merged {
 		s.heads = append(s.heads, s.head(&s.streams[i]))
 	}
 	return merged{streams: s.streams, heads: s.heads}
+}
+
+// streamBufs holds the eviction order's streams and their buffers,
+// reused from call to call.
+type streamBufs struct {
+	streams   []queueStream
+	heads     []int32
+	bandBufs  [][]int32
+	subPool   [][]subCursor
+	bandKeys  []int32 // fetchBand's keys of one band
+	chunk     []int32 // pickForQuota's run of candidates
+	chunkFrom []int   // and the stream each came from
 }

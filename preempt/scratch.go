@@ -371,3 +371,25 @@ func (s *Searcher) giveBack() {
 	}
 	s.dirty = false
 }
+
+// simulation is the search's model of the victims gone: the candidates
+// taken, and per node and cell what they (and gone work) free.
+type simulation struct {
+	freed         []int32           // per node: GPUs freed by gone workloads and taken candidates
+	touched       []topology.NodeID // nodes with freed GPUs, once each
+	marked        []bool            // per node: in touched
+	cellSlots     []int32           // per cell x eligible group: pods that would fit
+	cellAt        []uint32          // per cell: the epoch its slots were read at
+	cellsFitting  int               // cells whose slots hold the whole gang
+	fitsUntouched bool              // some cell the search did not touch holds the gang
+	quotaPicks    []int32           // the attempt's victims picked for quota alone
+	taken         []int32           // candidates taken, in order
+	best          []int32           // the best cell's set
+}
+
+// scratchBook records what the search released on the scratch fleet, to
+// give it back.
+type scratchBook struct {
+	released   []int32 // per node: GPUs released on the scratch fleet
+	releasedOn []topology.NodeID
+}

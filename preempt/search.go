@@ -51,6 +51,7 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			s.takeAll(s.quotaPicks)
 		}
 		evaluated, current = true, false
+		s.budgetShort = false
 		ok := s.fillCell(b.cell, b.groupSlot, a)
 		if !ok && len(s.quotaPicks) > 0 {
 			// The victims picked for quota may have used up what a queue
@@ -58,6 +59,11 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			// room here: free the cell first, then top quota up.
 			s.untakeAll()
 			ok = s.fillCell(b.cell, b.groupSlot, a) && s.topUpQuota(a)
+		}
+		if !ok && s.budgetShort {
+			// What other queues may lose ran out: spend it frugally.
+			s.untakeAll()
+			ok = s.fillCellFrugal(b.cell, b.groupSlot, a) && s.topUpQuota(a)
 		}
 		if ok {
 			s.fillBack(a.allowBorrow)

@@ -115,3 +115,11 @@ func (s *Searcher) flushUsage(sign int) {
 	}
 	s.pendingQ = s.pendingQ[:0]
 }
+
+// quotaBuffers holds usage changes summed per queue before they reach the
+// tree, and quotaReachable's removals.
+type quotaBuffers struct {
+	pending  []int64 // per queue: GPUs of usage changes not yet applied
+	pendingQ []quota.NodeID
+	removals []removal
+}

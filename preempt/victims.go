@@ -10,20 +10,36 @@ import (
 )
 
 // Searcher finds victim sets. It keeps scratch state between calls (its
-// own copy of the quota tree, per-node and per-entry marks) so that a
-// steady-state search allocates only the returned plan. It is not safe
-// for concurrent use.
+// own copy of the quota tree, per-node and per-entry marks, buffers) so
+// that a steady-state search allocates only the returned plan. It is not
+// safe for concurrent use.
 type Searcher struct {
-	opt    Options
-	cost   CostModel
-	placer *placement.Placer
+	opt       Options
+	cost      CostModel
+	placer    *placement.Placer
+	lazyCost  bool        // the cost model is DefaultCost: bands are priced as reached
+	wholeBand int         // bands up to this size are priced whole anyway
+	noBounds  bool        // tests: try every cell, as the reference
+	dirty     bool        // the scratch fleet may differ from the live one
+	tree      *quota.Tree // the Searcher's own copy of the live tree
+	treeOf    *quota.Tree // the live tree it was copied from
 
-	// The call being served.
+	callState    // the call being served
+	entryMarks   // what the call decided of each Index entry
+	simulation   // the victims taken and what they free (scratch.go)
+	cellWalk     // the cells to try (cells.go)
+	nodeWalk     // the walk inside one cell (nodes.go)
+	streamBufs   // the eviction order's streams (order.go)
+	scratchBook  // what is released on the scratch fleet (scratch.go)
+	quotaBuffers // usage changes in flight (usage.go)
+}
+
+// callState is the call being served: its inputs and what follows from
+// them for the whole call.
+type callState struct {
 	fleet         *topology.Fleet // live: read only
 	scratchFleet  *topology.Fleet // View.Scratch, or a clone
 	index         *Index
-	tree          *quota.Tree // the Searcher's own copy of the live tree
-	treeOf        *quota.Tree // the live tree tree was cloned from
 	req           Request
 	exclude       map[string]bool
 	flavor        quota.FlavorID
@@ -34,69 +50,23 @@ type Searcher struct {
 	advantage     int  // depth of the hierarchical-advantage node; -1 for none
 	withinNominal bool // the request fits the preemptor's nominal quota
 	unbounded     bool // some cost is negative or NaN: no pruning by bounds
-	noBounds      bool // tests: try every domain, as the reference
 	queues        []queueRules
 	passes        []attempt
+	shape         gangShape // what the gang needs (see setupShape)
+	othersAt      uint32    // the epoch others and othersHier were found at
+	others        bool      // some other queue has a candidate
+	othersHier    bool      // one with hierarchical advantage
+}
 
-	// What the gang needs (see setupShape).
-	shape gangShape
-
-	// Per Index entry, marked with the call's epoch: looked at, gone.
+// entryMarks is what the call decided of each Index entry, marked with
+// the call's epoch so that nothing is cleared per call.
+type entryMarks struct {
 	epoch  uint32
-	seenAt []uint32
-	candAt []int32 // candidate index, or -Exclusion
-	goneAt []uint32
-	gone   []int32 // entry positions of workloads counted as gone
-	cands  []cand
-
-	// Topology counters of the fast path (see scratch.go).
-	freed         []int32           // per node: GPUs freed by gone workloads and taken candidates
-	touched       []topology.NodeID // nodes with freed GPUs, once each
-	marked        []bool
-	cellSlots     []int32  // per cell x eligible group: pods that would fit
-	cellAt        []uint32 // per cell: epoch its slots were read at
-	cellsFitting  int      // cells whose slots hold the whole gang
-	fitsUntouched bool     // some cell the search did not touch holds the gang
-
-	quotaPicks []int32 // the attempt's victims picked for quota alone
-	taken      []int32 // candidates taken in the simulation, in order
-	best       []int32
-	frontier   []frontierItem
-	nodeSeen   []uint32 // per node: the cell evaluation that priced it
-	cellEpoch  uint32
-	nodeCands  []int32
-	bounds     []cellBound // a heap of the cells left to try
-	front      []cellBound // the cells of the current priority bound, in order
-	frontAt    int
-	attempt    attempt        // the attempt fillCell serves
-	wholeCells bool           // cells come from cellHeap, a walk down the topology
-	cellHeap   []frontierItem // domains by the lowest whole-clear bound below them
-	released   []int32        // per node: GPUs released on the scratch fleet
-	releasedOn []topology.NodeID
-	dirty      bool // the scratch fleet may differ from the live one
-
-	goneCellsAt uint32
-	goneCell    []int32 // per cell: GPUs gone workloads free there
-	goneCells   []int
-	goneRunning bool // some gone workload is not draining
-	streams     []queueStream
-	heads       []int32
-	bandBufs    [][]int32
-	subPool     [][]subCursor
-	lazyCost    bool // the cost model is DefaultCost: bands are priced as reached
-	wholeBand   int  // bands up to this size are priced whole anyway
-	bandKeys    []int32
-	othersAt    uint32
-	others      bool // some other queue has a candidate
-	othersHier  bool // one with hierarchical advantage
-	removals    []removal
-	slotPicks   []removal // other queues' GPUs priced so far for one node's slot
-	chunk       []int32   // pickForQuota's run of candidates
-	chunkFrom   []int     // and the stream each came from
-	pending     []int64   // per queue: GPUs of usage changes not yet applied
-	pendingQ    []quota.NodeID
-	coverItems  []coverItem
-	coveredAt   []uint32 // per candidate: the coverCost call that counted it
+	seenAt []uint32 // looked at (classified)
+	candAt []int32  // its candidate index, or -Exclusion
+	goneAt []uint32 // counted as gone
+	gone   []int32  // entry positions of workloads counted as gone
+	cands  []cand   // the candidates looked at, in the order first seen
 }
 
 // NewSearcher returns a Searcher with the given options.
