@@ -124,11 +124,7 @@ type holds struct {
 
 // loadHolds reads the calendar's holds for this cycle.
 func (s *Scheduler) loadHolds(now time.Time) {
-	s.held.list = s.held.list[:0]
 	clear(s.held.waiting)
-	if len(s.cal.Bookings()) == 0 {
-		return
-	}
 	s.held.list = s.cal.Held(now)
 }
 

@@ -98,6 +98,7 @@ func (l *Ledger) Nominate(now time.Time, plan Plan) (Nominated, error) {
 // nominate claims t's GPUs and opens its nomination.
 func (l *Ledger) nominate(now time.Time, t Target, victims []*Record) {
 	b := t.Beneficiary
+	l.recs[b].servedBy = true
 	l.nomSeq++
 	n := &Nomination{Beneficiary: b, Target: t.Assign.Clone(), ReadyBy: now, Seq: l.nomSeq}
 	wait := func(r *Record, node topology.NodeID, g int) {

@@ -71,7 +71,9 @@ func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, err
 	}
 	if r.State.HoldsGPUs() {
 		l.releaseHolder(r)
-		l.Unserve(id)
+		if r.servedBy {
+			l.Unserve(id)
+		}
 	}
 	to := how.State()
 	if r.State == gang.Pending {

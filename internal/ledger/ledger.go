@@ -75,6 +75,10 @@ type Record struct {
 
 	// Drain is set while it drains.
 	Drain *Drain
+	// servedBy: a nomination was opened for it, so victims may still count
+	// on it (Drain.Live) when it ends.
+	servedBy bool
+
 	// Lost lists pods whose node went down, waiting for a replacement
 	// (a gang that survives the loss of a node). Their GPUs are not in
 	// Assign or Nodes; the quota stays charged for the whole gang.

@@ -47,6 +47,11 @@ func (l *Ledger) RestoreDrain(id string, d Drain, claims []Claim) error {
 		dr.claims = append(dr.claims, claim{c.Beneficiary, c.Node, c.GPUs})
 	}
 	r.Drain = dr
+	for _, b := range dr.Live {
+		if x, ok := l.recs[b]; ok {
+			x.servedBy = true
+		}
+	}
 	for _, x := range r.Nodes {
 		if r.unclaimedOn(x.Node) < 0 {
 			r.Drain = nil
@@ -85,6 +90,7 @@ func (l *Ledger) RestoreNomination(b string, target placement.Assignment, reserv
 			return fmt.Errorf("ledger: restore nomination of %q: %w", b, err)
 		}
 	}
+	r.servedBy = true
 	n := &Nomination{Beneficiary: b, Target: target.Clone(), WaitOn: slices.Sorted(slices.Values(waitOn)), ReadyBy: readyBy, Seq: seq}
 	for _, x := range reserved {
 		n.reserved = addGPUs(n.reserved, x.Node, x.GPUs)
