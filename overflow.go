@@ -20,8 +20,11 @@ func (s *Scheduler) overflow(now time.Time, d *Decisions) {
 	if target == 0 {
 		target = DefaultOverflowAfter
 	}
-	short := map[quota.NodeID]*Overflow{}
+	var short map[quota.NodeID]*Overflow
 	add := func(e *entry, since time.Time) {
+		if short == nil {
+			short = map[quota.NodeID]*Overflow{}
+		}
 		o := short[e.queue]
 		if o == nil {
 			o = &Overflow{Queue: e.w.Queue, Since: since}
@@ -57,6 +60,9 @@ func (s *Scheduler) overflow(now time.Time, d *Decisions) {
 	slices.SortFunc(d.Overflow, func(a, b Overflow) int { return cmp.Compare(a.Queue, b.Queue) })
 	for _, o := range d.Overflow {
 		s.emit(Event{Kind: EventOverflow, Time: now, Queue: o.Queue, GPUs: o.GPUs})
+	}
+	if len(s.overflowing) == len(short) {
+		return // no queue stopped overflowing
 	}
 	for _, q := range slices.Sorted(func(yield func(quota.NodeID) bool) {
 		for q := range s.overflowing {

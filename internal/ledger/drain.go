@@ -320,7 +320,7 @@ func (l *Ledger) Start(b string, now time.Time) (*Record, error) {
 	}
 	delete(l.noms, b)
 	r := l.recs[b]
-	l.hold(r, n.Target, now)
+	l.hold(r, n.Target, n.Target.NodeGPUs(), now)
 	return r, nil
 }
 

@@ -24,25 +24,26 @@ func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) err
 	if _, nominated := l.noms[id]; nominated {
 		return fmt.Errorf("ledger: admit %q: it has a nomination", id)
 	}
-	if err := l.place(a, true); err != nil {
+	nodes := a.NodeGPUs()
+	if err := l.place(a, nodes, true); err != nil {
 		return err
 	}
 	if err := l.tree.AddUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
-		if uerr := l.place(a, false); uerr != nil {
+		if uerr := l.place(a, nodes, false); uerr != nil {
 			panic("ledger: undoing a fresh allocation: " + uerr.Error())
 		}
 		return err
 	}
-	l.hold(r, a, started)
+	l.hold(r, a, nodes, started)
 	return nil
 }
 
 // hold records r as running on a; GPUs and quota are already charged.
 // Borrowing is read once, with its usage in the tree, on every path that
 // starts a workload.
-func (l *Ledger) hold(r *Record, a placement.Assignment, started time.Time) {
+func (l *Ledger) hold(r *Record, a placement.Assignment, nodes []placement.NodeGPUs, started time.Time) {
 	l.move(r, gang.Admitted)
-	r.Assign, r.Nodes, r.Started = a, a.NodeGPUs(), started
+	r.Assign, r.Nodes, r.Started = a, nodes, started
 	r.Borrowing = l.tree.Borrowed(r.Queue, r.Flavor) > 0
 	if _, dup := l.holders.ReplaceOrInsert(r); dup {
 		panic("ledger: workload started twice: " + r.W.ID)

@@ -251,8 +251,9 @@ func (l *Ledger) count(n topology.NodeID, g int, take bool) error {
 	return nil
 }
 
-// place applies (take) or unapplies an assignment.
-func (l *Ledger) place(a placement.Assignment, take bool) error {
+// place applies (take) or unapplies an assignment whose GPUs per node
+// are nodes (a.NodeGPUs()).
+func (l *Ledger) place(a placement.Assignment, nodes []placement.NodeGPUs, take bool) error {
 	write, mirrored := placement.Unapply, (*topology.Fleet).Release
 	if take {
 		write, mirrored = placement.Apply, (*topology.Fleet).Allocate
@@ -260,7 +261,7 @@ func (l *Ledger) place(a placement.Assignment, take bool) error {
 	if err := write(l.fleet, a); err != nil {
 		return err
 	}
-	for _, x := range a.NodeGPUs() {
+	for _, x := range nodes {
 		mirror(mirrored(l.scratch, x.Node, x.GPUs))
 	}
 	return nil
