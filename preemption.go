@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -127,7 +128,17 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 		s.searcher.ScratchRebuilt()
 	}
 	view := preempt.View{Fleet: s.fleet, Tree: s.tree, Index: s.books.Index(), Scratch: s.books.Scratch()}
-	plan, err := s.searcher.Victims(view, req, taken)
+	// Victims already promised to nominations are gone for this search
+	// (their unclaimed GPUs free, their quota released), like the victims
+	// taken earlier in this cycle.
+	exclude := taken
+	if promised := s.books.Promised(); len(promised) > 0 {
+		exclude = maps.Clone(taken)
+		for _, id := range promised {
+			exclude[id] = true
+		}
+	}
+	plan, err := s.searcher.Victims(view, req, exclude)
 	if err != nil {
 		var np *preempt.NoPlan
 		if errors.As(err, &np) && len(run) == 1 {

@@ -68,14 +68,18 @@ func (l *Ledger) Nominate(now time.Time, plan Plan) (Nominated, error) {
 	}
 	var out Nominated
 	victims := make([]*Record, len(plan.Victims))
+	wasDraining := make([]bool, len(plan.Victims))
 	for j, v := range plan.Victims {
 		r := l.recs[v.ID]
 		victims[j] = r
+		wasDraining[j] = r.State == gang.Draining
 		if r.State == gang.Admitted {
 			l.move(r, gang.Draining)
 			r.Drain = &Drain{Since: now, Deadline: v.Deadline, Reason: v.Reason}
 			l.draining[v.ID] = r
-			l.indexUpdate(r)
+			// A promised victim is gone for every search (Promised), so
+			// the index need not learn it drains until it is no longer
+			// promised: a spike's hundreds of victims cost no index work.
 			out.Drained = append(out.Drained, r)
 		}
 	}
@@ -84,13 +88,16 @@ func (l *Ledger) Nominate(now time.Time, plan Plan) (Nominated, error) {
 	}
 	// A victim none of the targets claims frees quota only: it serves
 	// every beneficiary of the plan.
-	for _, r := range victims {
+	for j, r := range victims {
 		if len(r.Drain.Live) == 0 {
 			for _, t := range plan.Targets {
 				r.Drain.serve(t.Beneficiary)
 			}
 		}
 		l.listPromised(r)
+		if wasDraining[j] {
+			l.indexUpdate(r) // promised now: hidden from the search
+		}
 	}
 	return out, nil
 }
@@ -353,6 +360,7 @@ func (l *Ledger) Dissolve(b string) int {
 		d.Live = slices.DeleteFunc(d.Live, func(x string) bool { return x == b })
 		if len(d.Live) != before && !d.Promised() {
 			l.unlistPromised(v)
+			l.indexUpdate(v) // no longer hidden: the index learns it drains
 		}
 	}
 	return freed
@@ -368,6 +376,7 @@ func (l *Ledger) Unserve(b string) {
 			d.Live = slices.DeleteFunc(d.Live, func(x string) bool { return x == b })
 			if !d.Promised() {
 				l.unlistPromised(v)
+				l.indexUpdate(v) // no longer hidden: the index learns it drains
 			}
 		}
 	}
@@ -476,4 +485,18 @@ func (l *Ledger) DrainFor(id string, now, deadline time.Time, reason gang.DrainR
 	l.draining[id] = r
 	l.indexUpdate(r)
 	return r, nil
+}
+
+// Promised lists the victims whose GPUs or quota are promised, in ID
+// order: a search must count them as gone (they are not candidates, and
+// the index may still show them running).
+func (l *Ledger) Promised() []string {
+	var out []string
+	for id, r := range l.draining {
+		if r.Drain.Promised() {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

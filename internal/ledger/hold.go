@@ -178,10 +178,14 @@ func (l *Ledger) listNodes(r *Record, sign int) {
 	}
 }
 
+// indexHidden reports whether the index shows r as running although it
+// drains: a promised victim (see Promised).
+func (r *Record) indexHidden() bool { return r.Drain != nil && r.Drain.Promised() }
+
 func (l *Ledger) running(r *Record) preempt.Running {
 	return preempt.Running{
 		W: r.W, Queue: r.Queue, Flavor: r.Flavor, Nodes: r.Nodes, Started: r.Started,
-		Draining:    r.State == gang.Draining,
+		Draining:    r.State == gang.Draining && !r.indexHidden(),
 		Preemptible: r.Policy.Preemptible,
 		MinRuntime:  r.Policy.MinRuntime,
 		Grace:       r.Policy.Grace,
