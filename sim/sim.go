@@ -378,11 +378,22 @@ func (sm *sim) schedule() {
 			sm.res.Kills++
 			sm.stopped(i, gang.ExitKilled)
 		}
+		// A workload may be admitted and drained in one cycle (into a
+		// booked block whose booking then asks for the room): it is
+		// started first, then drained.
+		late := d.Drain[:0:0]
 		for _, dr := range d.Drain {
+			if slices.ContainsFunc(d.Admit, func(a fleet.Admission) bool { return a.ID == dr.ID }) {
+				late = append(late, dr)
+				continue
+			}
 			sm.drain(dr)
 		}
 		for _, a := range d.Admit {
 			sm.admit(a)
+		}
+		for _, dr := range late {
+			sm.drain(dr)
 		}
 		if sm.cfg.Check {
 			sm.check()
