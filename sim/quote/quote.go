@@ -30,8 +30,8 @@ type Config struct {
 	// Seed drives the forecast's draws; baseline and options share it,
 	// so they differ by the booking, not by luck.
 	Seed uint64
-	// Work is the booking's workloads, submitted at the window's start
-	// on each option's fork (their Booking is set to the request's ID).
+	// Work is the booking's workloads, submitted at Submit(req) on each
+	// option's fork (their Booking is set to the request's ID).
 	// Each runs for its ExpectedRuntime.
 	Work []gang.Workload
 	// Prepare, when set, is what the host does on each option's fork
@@ -139,7 +139,7 @@ func For(now time.Time, s *fleet.Scheduler, req calendar.Request, opts []calenda
 	var work []sim.Arrival
 	for _, w := range cfg.Work {
 		w.Booking = req.ID
-		work = append(work, sim.Arrival{At: req.Start, Workload: w})
+		work = append(work, sim.Arrival{At: Submit(req), Workload: w})
 	}
 	// Forecast 0 is the baseline, forecast i+1 option i.
 	errs := make([]error, len(opts)+1)
@@ -182,6 +182,26 @@ func For(now time.Time, s *fleet.Scheduler, req calendar.Request, opts []calenda
 	}
 	q.recommend()
 	return q, nil
+}
+
+// Against compares r, a run of the window with the booking approved as
+// option (a realised run, say), with the quote's baseline, priced as the
+// quote prices its options.
+func (q *Quote) Against(option calendar.Option, r *sim.Result) Option {
+	o := Option{Option: option, Result: r}
+	q.compare(&o)
+	return o
+}
+
+// Submit is when the booking's workloads are submitted: at the drain
+// (the start minus the grace), so they are pending when the window opens
+// and go first into the blocks.
+func Submit(req calendar.Request) time.Time {
+	grace := req.Grace
+	if grace == 0 {
+		grace = calendar.DefaultGrace
+	}
+	return req.Start.Add(-grace)
 }
 
 // approve applies the host's lever and approves option on fork f.
