@@ -706,6 +706,7 @@ func (sm *sim) autoscale() {
 				if err := sm.s.Cancel(sm.at(sm.now), j.w.ID); err != nil {
 					sm.fail(err)
 				}
+				sm.pendingDelta(j, -1)
 				sm.dirty = true
 			case jsRunning, jsDraining:
 				sm.exit(i, gang.ExitFinished)
