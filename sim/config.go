@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -212,6 +213,34 @@ type Config struct {
 	Observer Observer
 	// Progress, when set, is called once per simulated day.
 	Progress func(now time.Time, done float64)
+
+	// From, when set, is a scheduler the run carries on from instead of
+	// an empty fleet (a Fork, for a forecast, or a scheduler a previous
+	// Run left in Result.Scheduler): its running, draining and pending
+	// work, its bookings and its node health are taken over (see
+	// continue.go). Fleet must then be the config it was built with, and
+	// Start, when set, not before its Snapshot's time (the default). The
+	// run changes the scheduler.
+	From *fleet.Scheduler
+	// Remaining is the run time left to running work the scheduler has no
+	// ExpectedRuntime for, when continuing From (default 0: it runs until
+	// stopped).
+	Remaining time.Duration
+	// Arrivals are workloads the host submits at given times besides the
+	// workload model: a booking's gangs at its start, say. Each runs for
+	// its ExpectedRuntime (0: until stopped).
+	Arrivals []Arrival
+	// InferenceCap caps the inference demand, in GPUs (default the
+	// inference queue's guarantee at the start). A forecast sets it to
+	// the guarantee inference is entitled to, so that demand a lowered
+	// guarantee cannot hold shows as unserved rather than vanishing.
+	InferenceCap int
+}
+
+// Arrival is one workload submitted by the host at a given time.
+type Arrival struct {
+	At       time.Time
+	Workload gang.Workload
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -230,6 +259,19 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Policy == 0 {
 		c.Policy = Borrow
+	}
+	if c.From != nil {
+		if len(c.Fleet.Topology.Nodes) == 0 {
+			return Config{}, fmt.Errorf("%w: From needs Fleet, the config the scheduler was built with", ErrInvalidConfig)
+		}
+		at := c.From.Snapshot().Time
+		if c.Start.IsZero() {
+			c.Start = at
+		}
+		if c.Start.Before(at) {
+			return Config{}, fmt.Errorf("%w: Start %s is before the scheduler's time %s", ErrInvalidConfig,
+				c.Start.Format(time.RFC3339), at.Format(time.RFC3339))
+		}
 	}
 	if len(c.Fleet.Topology.Nodes) == 0 {
 		c.Fleet = FleetConfig(c.GPUs, c.Policy)
@@ -290,6 +332,8 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("TroughHours %v: want 0-24", w.TroughHours)
 	case w.TrainingBacklog < 0 || w.BatchBacklog < 0:
 		return bad("negative backlog")
+	case c.Remaining < 0 || c.InferenceCap < 0:
+		return bad("negative Remaining or InferenceCap")
 	case w.ScaleDown > ScaleDownNewest:
 		return bad("ScaleDown %d: want ScaleDownConsolidate or ScaleDownNewest", w.ScaleDown)
 	}

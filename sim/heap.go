@@ -14,6 +14,7 @@ const (
 	evDrainExit                    // a drained victim has checkpointed and exits
 	evNodeFail                     // a node fails
 	evNodeRepair                   // a failed node is back
+	evArrival                      // a host-given workload (Config.Arrivals) arrives
 )
 
 // event is one entry of the simulation's agenda. Times are nanoseconds

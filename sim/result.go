@@ -1,12 +1,15 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fleetsched/fleet"
 )
 
 // Result holds the figures of one run. GPU-hours integrate the host's own
@@ -61,12 +64,36 @@ type Result struct {
 	// Series has one point per sample period.
 	Series []Point
 
+	// Queues is what each queue held, in GPU-hours, booked work apart,
+	// by queue name. BookedGPUh is what the workloads of bookings held.
+	Queues     []QueueUse
+	BookedGPUh float64
+	// OverflowGPUh integrates Decisions.Overflow: the GPUs guaranteed
+	// inference queues were short of past the scheduler's target.
+	// UnservedGPUh integrates all inference demand left pending, within
+	// the guarantee or above it: the traffic an external provider takes.
+	OverflowGPUh, UnservedGPUh float64
+
+	// Scheduler is the scheduler as the run left it: a host carries on
+	// from it with Config.From (after acting on it, say approving a
+	// booking). Its last cycle's admissions count as started.
+	Scheduler *fleet.Scheduler
+
 	// Violations lists host-side breaches of the scheduler's contracts
 	// (double-booked GPUs, decisions about unknown work, and with
 	// Config.Check, snapshot sums that do not add up). Empty is correct.
 	Violations []string
 
 	waits map[string][]float64
+}
+
+// QueueUse is one queue's allocation over a run, in GPU-hours; OffPeak
+// is the part held while inference demand was at its daily trough.
+type QueueUse struct {
+	Queue string
+	// Inference is set when the queue ran inference replicas.
+	Inference         bool
+	GPUh, OffPeakGPUh float64
 }
 
 // Reclaim is one inference replica admitted on capacity taken back by
@@ -126,6 +153,7 @@ func (r *Result) settle() {
 		}
 		r.Waits = append(r.Waits, QueueWaits{Queue: q, Admissions: len(w), P50: sec(0.5), P90: sec(0.9), P99: sec(0.99)})
 	}
+	slices.SortFunc(r.Queues, func(a, b QueueUse) int { return cmp.Compare(a.Queue, b.Queue) })
 }
 
 // quantile is the nearest-rank quantile of sorted values; 0 when empty.

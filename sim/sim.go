@@ -63,6 +63,7 @@ type job struct {
 	mfu      float64
 	service  int // inference service, or -1
 	trace    bool
+	queue    int   // index in sim.queues
 	reclaim  bool  // victims were drained to make room for it
 	drainAt  int64 // when the first of them was drained
 	live     int   // position in sim.live while it holds GPUs
@@ -124,6 +125,17 @@ type sim struct {
 	mfuRate       float64
 	lastAdvance   int64
 
+	// Allocation per queue (booked work apart) and its integrals, the
+	// booked work's, the overflow the last cycle listed, and the
+	// inference GPUs pending.
+	queues       []QueueUse
+	queueIdx     map[string]int
+	queueAlloc   []int
+	allocBooked  int
+	overflowGPUs int
+	pendingInf   int
+	infCap       int
+
 	res Result
 }
 
@@ -134,13 +146,18 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sched, err := fleet.New(c.Fleet)
-	if err != nil {
-		return nil, err
+	sched := c.From
+	if sched == nil {
+		if sched, err = fleet.New(c.Fleet); err != nil {
+			return nil, err
+		}
 	}
 	sm := &sim{cfg: c, s: sched, rng: rand.New(rand.NewPCG(c.Seed, 0x5ee7f1ee7)), start: c.Start,
-		byID: map[string]int32{}, nodeIdx: map[string]int32{}, services: services()}
+		byID: map[string]int32{}, nodeIdx: map[string]int32{}, services: services(), queueIdx: map[string]int{}}
 	sm.init()
+	if c.From != nil {
+		sm.carryOn()
+	}
 	sm.loop()
 	if sm.err != nil {
 		return nil, sm.err
@@ -171,7 +188,11 @@ func (sm *sim) init() {
 	sm.healthy = sm.gpus
 	sm.nodeUsed = make([]int, len(sm.nodeCap))
 	sm.nodeDown = make([]bool, len(sm.nodeCap))
-	for _, n := range c.Fleet.Quota.Nodes {
+	quotas := c.Fleet.Quota
+	if c.From != nil {
+		quotas = c.From.Quota()
+	}
+	for _, n := range quotas.Nodes {
 		if len(n.Quotas) == 0 {
 			continue
 		}
@@ -181,6 +202,10 @@ func (sm *sim) init() {
 		case QueueResearch:
 			sm.researchNominal = int(n.Quotas[0].Nominal)
 		}
+	}
+	sm.infCap = c.InferenceCap
+	if sm.infCap == 0 {
+		sm.infCap = sm.infNominal
 	}
 	maxGang := traceMaxGang(sm.gpus)
 	sm.training = newMix(trainingSizes(), maxGang)
@@ -200,6 +225,9 @@ func (sm *sim) init() {
 		sm.push(event{at: int64(c.Trace[0].Arrival), kind: evTrace})
 	} else if sm.trainingRate > 0 {
 		sm.push(event{at: sm.exp(sm.trainingRate), kind: evTraining})
+	}
+	for i, a := range c.Arrivals {
+		sm.push(event{at: int64(max(0, a.At.Sub(c.Start))), kind: evArrival, job: int32(i)})
 	}
 	if w.SpikesPerDay > 0 {
 		sm.push(event{at: sm.exp(w.SpikesPerDay / float64(24*time.Hour)), kind: evSpike})
@@ -276,6 +304,9 @@ func (sm *sim) loop() {
 			sm.push(event{at: sm.now + sm.exp(sm.failRate()), kind: evNodeFail})
 		case evNodeRepair:
 			sm.nodeRepair(e.job)
+		case evArrival:
+			w := sm.cfg.Arrivals[e.job].Workload
+			sm.submit(sm.newJob(w, int64(w.ExpectedRuntime), -1))
 		}
 	}
 	sm.advance(end)
@@ -328,6 +359,10 @@ func (sm *sim) schedule() {
 		sm.lastSchedule = sm.now
 		sm.res.Cycles++
 		sm.res.SchedulerEvents += len(d.Events)
+		sm.overflowGPUs = 0
+		for _, o := range d.Overflow {
+			sm.overflowGPUs += o.GPUs
+		}
 		if sm.cfg.Observer != nil {
 			if err := sm.cfg.Observer.Events(d.Events); err != nil {
 				sm.fail(err)
@@ -343,11 +378,22 @@ func (sm *sim) schedule() {
 			sm.res.Kills++
 			sm.stopped(i, gang.ExitKilled)
 		}
+		// A workload may be admitted and drained in one cycle (into a
+		// booked block whose booking then asks for the room): it is
+		// started first, then drained.
+		late := d.Drain[:0:0]
 		for _, dr := range d.Drain {
+			if slices.ContainsFunc(d.Admit, func(a fleet.Admission) bool { return a.ID == dr.ID }) {
+				late = append(late, dr)
+				continue
+			}
 			sm.drain(dr)
 		}
 		for _, a := range d.Admit {
 			sm.admit(a)
+		}
+		for _, dr := range late {
+			sm.drain(dr)
 		}
 		if sm.cfg.Check {
 			sm.check()
@@ -377,6 +423,9 @@ func (sm *sim) submit(i int32) {
 }
 
 func (sm *sim) pendingDelta(j *job, d int) {
+	if j.w.Shape == gang.Inference {
+		sm.pendingInf += d * j.gpus
+	}
 	switch j.w.Queue {
 	case QueueResearch:
 		sm.pendingResearch += d
@@ -392,8 +441,19 @@ func (sm *sim) newJob(w gang.Workload, work int64, service int) int32 {
 			w.Pools = []string{PoolInference}
 		}
 	}
+	q, ok := sm.queueIdx[w.Queue]
+	if !ok {
+		if sm.queueIdx == nil {
+			sm.queueIdx = map[string]int{}
+		}
+		q = len(sm.queues)
+		sm.queueIdx[w.Queue] = q
+		sm.queues = append(sm.queues, QueueUse{Queue: w.Queue})
+		sm.queueAlloc = append(sm.queueAlloc, 0)
+	}
+	sm.queues[q].Inference = sm.queues[q].Inference || w.Shape == gang.Inference
 	i := int32(len(sm.jobs))
-	sm.jobs = append(sm.jobs, &job{w: w, gpus: w.GPUs(), work: work, service: service})
+	sm.jobs = append(sm.jobs, &job{w: w, gpus: w.GPUs(), work: work, service: service, queue: q})
 	sm.byID[w.ID] = i
 	return i
 }
@@ -433,7 +493,9 @@ func (sm *sim) admit(a fleet.Admission) {
 	if gpus != j.gpus {
 		sm.violate("%q admitted with %d GPUs, wants %d", a.ID, gpus, j.gpus)
 	}
-	sm.res.wait(a.Queue, a.Wait)
+	if j.w.Booking == "" {
+		sm.res.wait(a.Queue, a.Wait)
+	}
 	if j.w.Shape == gang.Inference {
 		sm.res.inferenceWait(time.Duration(sm.now), a.Wait, j.reclaim, time.Duration(sm.now-j.drainAt))
 		j.reclaim = false
@@ -464,6 +526,11 @@ func (sm *sim) admit(a fleet.Admission) {
 // account adds (sign 1) or removes (-1) a running job from the counters.
 func (sm *sim) account(j *job, sign int) {
 	g := sign * j.gpus
+	if j.w.Booking != "" {
+		sm.allocBooked += g
+	} else {
+		sm.queueAlloc[j.queue] += g
+	}
 	sm.alloc[j.w.Shape] += g
 	switch j.w.Queue {
 	case QueueResearch:
@@ -601,10 +668,16 @@ func (sm *sim) requeue(i int32) {
 // demand is the inference demand now, in GPUs, capped at its guarantee.
 func (sm *sim) demand() float64 {
 	w := sm.cfg.Workload
-	h := float64(sm.now%int64(24*time.Hour)) / float64(time.Hour)
 	g := float64(sm.gpus)
-	d := g * (w.InferenceTrough + (w.InferencePeak-w.InferenceTrough)*diurnal(h, w.TroughHours))
-	return min(d+sm.spikeGPUs, float64(sm.infNominal))
+	d := g * (w.InferenceTrough + (w.InferencePeak-w.InferenceTrough)*diurnal(sm.hour(), w.TroughHours))
+	return min(d+sm.spikeGPUs, float64(sm.infCap))
+}
+
+// hour is the hour of the day now (UTC), which the demand curve follows.
+func (sm *sim) hour() float64 {
+	t := sm.at(sm.now).UTC()
+	midnight := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	return float64(t.Sub(midnight)) / float64(time.Hour)
 }
 
 // autoscale sets every inference service's replica count to its share
@@ -633,6 +706,7 @@ func (sm *sim) autoscale() {
 				if err := sm.s.Cancel(sm.at(sm.now), j.w.ID); err != nil {
 					sm.fail(err)
 				}
+				sm.pendingDelta(j, -1)
 				sm.dirty = true
 			case jsRunning, jsDraining:
 				sm.exit(i, gang.ExitFinished)
@@ -821,8 +895,7 @@ func (sm *sim) nodeRepair(n int32) {
 // the trough to 0.7 at the peak, following load.
 func (sm *sim) inferenceActivity() float64 {
 	w := sm.cfg.Workload
-	h := float64(sm.now%int64(24*time.Hour)) / float64(time.Hour)
-	return 0.3 + 0.4*diurnal(h, w.TroughHours)
+	return 0.3 + 0.4*diurnal(sm.hour(), w.TroughHours)
 }
 
 // advance integrates the GPU-time counters up to t.
@@ -847,6 +920,16 @@ func (sm *sim) advance(t int64) {
 	r.BusyGPUh += (inf*act + sm.busyRate) * dt
 	r.UsefulGPUh += (inf*0.3*act + sm.mfuRate) * dt
 	r.Hours += dt
+	r.BookedGPUh += float64(sm.allocBooked) * dt
+	r.OverflowGPUh += float64(sm.overflowGPUs) * dt
+	r.UnservedGPUh += float64(sm.pendingInf) * dt
+	offPeak := diurnal(sm.hour(), sm.cfg.Workload.TroughHours) == 0
+	for q, a := range sm.queueAlloc {
+		sm.queues[q].GPUh += float64(a) * dt
+		if offPeak {
+			sm.queues[q].OffPeakGPUh += float64(a) * dt
+		}
+	}
 }
 
 // sample records a point of the series, the stranded GPUs, and feeds the
@@ -935,5 +1018,7 @@ func (sm *sim) finish() {
 			sm.fail(err)
 		}
 	}
+	sm.res.Queues = slices.Clone(sm.queues)
+	sm.res.Scheduler = sm.s
 	sm.res.settle()
 }
