@@ -126,6 +126,16 @@ type holds struct {
 func (s *Scheduler) loadHolds(now time.Time) {
 	clear(s.held.waiting)
 	s.held.list = s.cal.Held(now)
+	if len(s.held.list) == 0 {
+		return
+	}
+	// While any workload of a booking waits, nothing more is lent in its
+	// blocks: the whole cycle, not only after its turn.
+	for _, e := range s.queued {
+		if e.w.Booking != "" {
+			s.held.waiting[e.w.Booking] = true
+		}
+	}
 }
 
 // drainBooked drains, from a booking's drain on, every workload in its

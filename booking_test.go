@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
 )
 
 // A booking's life on the reference fleet: propose a spine for research,
@@ -176,4 +178,36 @@ func TestOverflowWhenTheGuaranteeCannotComeBack(t *testing.T) {
 	}
 	assert.Equal(t, "prod-inference", last.Queue)
 	assert.Zero(t, last.GPUs, "the end of the overflow is an event with 0 GPUs")
+}
+
+// A quota edit that would break an approved booking's promise is refused,
+// and changes nothing.
+func TestSetQueueKeepsApprovedBookings(t *testing.T) {
+	s := newRef(t)
+	spec := s.Quota()
+	var inference quota.NodeSpec
+	for _, n := range spec.Nodes {
+		if n.Name == "prod-inference" {
+			inference = n
+		}
+	}
+	lowered := inference
+	lowered.Quotas = slices.Clone(inference.Quotas)
+	lowered.Quotas[0].Nominal -= 176
+	if v, ok := lowered.Quotas[0].LendingLimit.Get(); ok {
+		lowered.Quotas[0].LendingLimit = quota.LimitOf(min(v, lowered.Quotas[0].Nominal))
+	}
+	require.NoError(t, s.SetQueue(t0, lowered))
+	opts, err := s.Propose(t0, calendar.Request{ID: "big", Queue: "research", Flavor: "H100", GPUs: 1024, Level: "spine", Blocks: 2,
+		Start: t0.Add(24 * time.Hour), Duration: 24 * time.Hour})
+	require.NoError(t, err)
+	require.NotEmpty(t, opts)
+	require.True(t, opts[0].Feasible(), "%+v", opts[0])
+	_, err = s.Approve(t0, "big", opts[0].Index, "council")
+	require.NoError(t, err)
+
+	before := s.Snapshot()
+	err = s.SetQueue(t0.Add(time.Hour), inference)
+	require.ErrorIs(t, err, fleet.ErrOverCapacity)
+	require.Equal(t, before, s.Snapshot())
 }

@@ -54,6 +54,12 @@ func (s *Scheduler) SetQueue(now time.Time, spec quota.NodeSpec) error {
 		return err
 	}
 	capacity := s.capacity(-1)
+	var old quota.NodeSpec
+	for _, n := range s.tree.Spec().Nodes {
+		if n.Name == spec.Name {
+			old = n
+		}
+	}
 	err := s.books.SetQuotaNode(spec, func(t *quota.Tree) error {
 		if err := t.ValidateCapacity(capacity); err != nil {
 			return fmt.Errorf("%w: %w", ErrOverCapacity, err)
@@ -65,6 +71,14 @@ func (s *Scheduler) SetQueue(now time.Time, spec quota.NodeSpec) error {
 		return &Error{Op: "set-queue", Detail: fmt.Sprintf("node %q", spec.Name), Err: err}
 	case err != nil:
 		return &Error{Op: "set-queue", Detail: fmt.Sprintf("node %q", spec.Name), Err: fmt.Errorf("%w: %w", ErrInvalidQuota, err)}
+	}
+	// Approved bookings are promises: an edit whose guarantees would break
+	// one at some instant is undone.
+	if err := s.cal.Validate(now); err != nil {
+		if uerr := s.books.SetQuotaNode(old, func(*quota.Tree) error { return nil }); uerr != nil {
+			panic("fleet: undoing a quota edit: " + uerr.Error())
+		}
+		return &Error{Op: "set-queue", Detail: fmt.Sprintf("node %q breaks an approved booking", spec.Name), Err: fmt.Errorf("%w: %w", ErrOverCapacity, err)}
 	}
 	s.advance(now)
 	s.emit(Event{Kind: EventQueueChanged, Time: now, Queue: spec.Name})
