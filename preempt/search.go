@@ -88,17 +88,21 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 				current = true
 			}
 		}
+		// Kueue's own walk (the quota victims, then the cell's candidates
+		// in eviction order), where it is cheap: its set is kept when it
+		// is better, so no plan is worse than Kueue's. When the quota
+		// victims alone make the cell hold the gang, it is the same walk.
+		inOrder := !ok || len(s.taken) > len(s.quotaPicks)
 		if ok {
 			consider()
 		}
-		// Kueue's own walk (the quota victims, then the cell's candidates
-		// in eviction order), where it is cheap: its set is kept when it
-		// is better, so no plan is worse than Kueue's.
-		s.untakeAll()
-		s.takeAll(s.quotaPicks)
-		current = false
-		if s.fillCellInOrder(b.cell, b.groupSlot, a, 4*len(s.best)+64) {
-			consider()
+		if inOrder {
+			s.untakeAll()
+			s.takeAll(s.quotaPicks)
+			current = false
+			if s.fillCellInOrder(b.cell, b.groupSlot, a, len(s.best)+16) {
+				consider()
+			}
 		}
 	}
 	if best.at < 0 {
