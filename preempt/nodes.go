@@ -280,12 +280,21 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 		return 0, 0, false
 	}
 	list := s.nodeCands[:0]
+	// Victims picked for quota on this node free its room too, and stay
+	// in the set with it (elsewhere, fill-back drops them): they count in
+	// the price, so that a node is not preferred for room they seem to
+	// give for free.
+	prio = math.MinInt32
 	for _, pos := range s.index.onNode[n] {
 		ci := s.classify(pos)
 		if ci < 0 {
 			continue
 		}
 		c := &s.cands[ci]
+		if c.taken && c.forQuota {
+			prio = max(prio, c.prio)
+			cost += c.cost
+		}
 		if c.taken || !s.keep(c, a) {
 			continue
 		}
@@ -300,7 +309,6 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 	s.nodeCands = list
 	s.slotPicks = s.slotPicks[:0]
 	s.slotWeight = 0
-	prio = math.MinInt32
 	base := len(s.taken)
 	for _, ci := range list {
 		c := &s.cands[ci]

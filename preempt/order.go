@@ -25,6 +25,7 @@ type cand struct {
 	hier     bool        // the preemptor has hierarchical advantage over its queue
 	whileB   bool        // borrowWithinCohort allows it while the preemptor borrows
 	taken    bool
+	forQuota bool // taken among the attempt's victims picked for quota
 }
 
 // compareCandidates is the eviction order, the one order of the package;

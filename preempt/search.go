@@ -2,8 +2,10 @@ package preempt
 
 import (
 	"math"
+	"slices"
 
 	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/topology"
 )
 
 // search runs one attempt, on the fast path: victims for quota first, in
@@ -20,6 +22,14 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		return Plan{}, false, true, nil
 	}
 	s.quotaPicks = append(s.quotaPicks[:0], s.taken...)
+	for _, ci := range s.quotaPicks {
+		s.cands[ci].forQuota = true
+	}
+	defer func() {
+		for _, ci := range s.quotaPicks {
+			s.cands[ci].forQuota = false
+		}
+	}()
 	s.best = s.best[:0]
 	best := struct {
 		at   int
@@ -65,7 +75,7 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			s.untakeAll()
 			ok = s.fillCellFrugal(b.cell, b.groupSlot, a) && s.topUpQuota(a)
 		}
-		if ok {
+		consider := func() {
 			s.fillBack(a.allowBorrow)
 			mp, cost := s.score(s.taken)
 			// The cell whose set is cheapest: lowest highest victim
@@ -76,6 +86,22 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 				best.at, best.cell, best.prio, best.cost = j, b, mp, cost
 				s.best = append(s.best[:0], s.taken...)
 				current = true
+			}
+		}
+		// Kueue's own walk (the quota victims, then the cell's candidates
+		// in eviction order), where it is cheap: its set is kept when it
+		// is better, so no plan is worse than Kueue's. When the quota
+		// victims alone make the cell hold the gang, it is the same walk.
+		inOrder := !ok || len(s.taken) > len(s.quotaPicks)
+		if ok {
+			consider()
+		}
+		if inOrder {
+			s.untakeAll()
+			s.takeAll(s.quotaPicks)
+			current = false
+			if s.fillCellInOrder(b.cell, b.groupSlot, a, len(s.best)+16) {
+				consider()
 			}
 		}
 	}
@@ -106,6 +132,74 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 	s.untakeAll()
 	return plan, true, false, nil
 }
+
+// fillCellInOrder takes, after the quota victims, the cell's candidates
+// in eviction order until it holds the gang (Kueue's walk), and reports
+// whether it does. It walks the whole fleet's order lazily for a gang
+// without a required level, at most limit candidates; a cell's own
+// candidates otherwise, when it has at most inOrderMax of them (a larger
+// cell is left to fillCell alone).
+func (s *Searcher) fillCellInOrder(d int, gi int32, a attempt, limit int) bool {
+	if s.cellFits(d, gi) {
+		return true
+	}
+	if s.shape.numCells == 1 {
+		m := s.openAttempt(a)
+		for n := 0; !s.cellFits(d, gi); n++ {
+			ci, _ := s.next(&m)
+			if ci < 0 || n >= limit {
+				return false
+			}
+			if c := &s.cands[ci]; !c.taken && s.keep(c, a) && s.valid(c) {
+				s.take(ci)
+			}
+		}
+		return true
+	}
+	f := s.fleet
+	dom := s.shape.firstCell + topology.DomainID(d)
+	s.cellEpoch++
+	if s.cellEpoch == 0 {
+		clear(s.nodeSeen)
+		s.cellEpoch = 1
+	}
+	list := s.nodeCands[:0]
+	lo, hi := f.Nodes(dom)
+	for n := lo; n < hi; n++ {
+		for _, pos := range s.index.onNode[n] {
+			ci := s.classify(pos)
+			if ci < 0 {
+				continue
+			}
+			if int(ci) >= len(s.coveredAt) {
+				s.coveredAt = append(s.coveredAt, make([]uint32, int(ci)+1-len(s.coveredAt)+len(s.cands))...)
+			}
+			if c := &s.cands[ci]; s.coveredAt[ci] != s.cellEpoch && !c.taken && s.keep(c, a) {
+				s.coveredAt[ci] = s.cellEpoch
+				list = append(list, ci)
+			}
+		}
+		if len(list) > inOrderMax {
+			s.nodeCands = list
+			return false
+		}
+	}
+	cs := s.cands
+	slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
+	s.nodeCands = list
+	for _, ci := range list {
+		if s.cellFits(d, gi) {
+			return true
+		}
+		if s.valid(&s.cands[ci]) {
+			s.take(ci)
+		}
+	}
+	return s.cellFits(d, gi)
+}
+
+// inOrderMax bounds the candidates of a cell Kueue's walk is tried on.
+const inOrderMax = 64
 
 // topUpQuota takes candidates in eviction order, past those already
 // taken, until quota fits, and reports whether it does.

@@ -54,17 +54,18 @@ func TestReclaimWholeNodesFromSmallWork(t *testing.T) {
 
 // smallInstance draws a fleet of 4 nodes x 4 GPUs whose nodes hold many
 // one-GPU workloads of queues b (which borrows) and x (within its quota,
-// or borrowing a little), and a whole-node request of queue a (idle,
-// within its nominal quota): the shape where victims taken in eviction
-// order scatter over nodes. One-GPU victims keep what a queue can lose
-// independent of the order they go in.
+// so never a victim, like the queues at their nominal quota in Kueue's
+// fill), and a whole-node request of queue a (idle, within its nominal
+// quota): the shape where victims taken in eviction order scatter over
+// nodes and use up what b may lose. One-GPU victims keep what a queue
+// can lose independent of the order they go in.
 func smallInstance(t *rapid.T) (*env, preempt.Request) {
 	rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority,
 		ReclaimWithinCohort: quota.ReclaimWithinCohort(rapid.IntRange(1, 2).Draw(t, "reclaim"))}
 	e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0),
 		queue("a", "c", 8, rules),
 		queue("b", "c", int64(rapid.IntRange(0, 6).Draw(t, "nomB")), lower),
-		queue("x", "c", int64(rapid.IntRange(2, 8).Draw(t, "nomX")), lower))
+		queue("x", "c", 16, lower))
 	n := rapid.IntRange(4, 14).Draw(t, "running")
 	for i := range n {
 		node := rapid.IntRange(0, 3).Draw(t, "node")
