@@ -75,37 +75,10 @@
 //
 // Several preemptions in one cycle use disjoint victims: pass the IDs
 // chosen so far in exclude, and the accepted drains as Request.Claims
-// (the scheduler's Drains, or a ledger implementing Claims), so that freed
-// GPUs already promised are not promised again.
-//
-// # Drains: the convention with the topology and the quota tree
-//
-// A Drains keeps, per beneficiary, the GPUs nominated for it and the
-// victims it waits for. The scheduler follows this convention, under which
-// for every node Allocated = GPUs of running workloads (victims included
-// until they exit) + Reserved, and Nominated - Reserved are GPUs victims
-// still hold and have promised; so free + allocated + nominated-but-held
-// never exceeds capacity and nothing is given twice:
-//
-//	reserve, err := drains.Accept(plan, now) // 1. nominate
-//	for _, x := range reserve { fleet.Allocate(x.Node, x.GPUs) } // free GPUs taken at once
-//	tree.AddUsage(queue, flavor, gpus)        // the beneficiary is admitted, waiting
-//	// send SIGTERM to each plan.Victims[i] with its Deadline
-//
-//	// 2. a victim exits (drained or killed):
-//	keep := drains.Claims(id)                // its GPUs promised to nominations
-//	// release in the fleet what it held minus keep; tree.RemoveUsage its usage
-//	drains.VictimExited(id)
-//
-//	for _, id := range drains.Due(now) { /* kill id */ } // 3. past deadline
-//
-//	if drains.Ready(b) { a, _ := drains.Complete(b) } // 4. start b on a: already allocated
-//
-//	for _, x := range drains.Dissolve(b) { fleet.Release(x.Node, x.GPUs) } // 5. b cancelled
-//	tree.RemoveUsage(...)                     // and its usage
-//
-// Every change the host makes to the fleet here is made to the scratch
-// mirror too.
+// (the scheduler's ledger implements it), so that freed GPUs already
+// promised are not promised again. Keeping the books of drains (who waits
+// for whom, deadlines, kills) is the scheduler's: this package only
+// searches.
 //
 // # Differences from Kueue
 //
@@ -143,7 +116,7 @@
 //     min-max domain.
 //
 // What it is not: preempt sends no signals and keeps no clock; time comes
-// in as arguments. A Searcher, an Index and a Drains are not safe for
+// in as arguments. A Searcher and an Index are not safe for
 // concurrent use.
 //
 //	index := preempt.NewIndex(fleet, tree) // index.Add(r) on start, Update, Remove

@@ -7,11 +7,10 @@ import (
 
 // Sentinels. Every error of the package wraps one of them: a failed search
 // returns a *NoPlan (ErrNoPlan, and ErrInvalid when the input is wrong), a
-// refused Drains change a *DrainError (ErrDrain).
+// refused Index change an *IndexError.
 var (
 	ErrNoPlan  = errors.New("preempt: no preemption plan")
 	ErrInvalid = errors.New("preempt: invalid request")
-	ErrDrain   = errors.New("preempt: refused drain change")
 	// ErrDuplicate and ErrUnknownWorkload: an Index change for an ID
 	// already indexed, or not indexed.
 	ErrDuplicate       = errors.New("preempt: workload already indexed")
@@ -170,16 +169,3 @@ func (e *NoPlan) Unwrap() []error {
 	}
 	return []error{ErrNoPlan}
 }
-
-// DrainError says which Drains change was refused. The Drains is unchanged.
-type DrainError struct {
-	ID     string // beneficiary or victim
-	Detail string
-}
-
-func (e *DrainError) Error() string {
-	return fmt.Sprintf("preempt: refused drain change for %q: %s", e.ID, e.Detail)
-}
-
-// Unwrap matches ErrDrain.
-func (e *DrainError) Unwrap() error { return ErrDrain }

@@ -56,18 +56,12 @@ func Example() {
 		fmt.Printf("%s %s frees %d GPUs by %s\n", v.ID, v.Reason, v.GPUs, v.Deadline.Format(time.TimeOnly))
 	}
 	fmt.Printf("target %s, lost %.0f GPU-s\n", plan.Target.Format(f), plan.LostGPUSeconds)
-
-	d := preempt.NewDrains()
-	reserve, _ := d.Accept(plan, now)
-	fmt.Println("reserve now:", len(reserve), "ready:", d.Ready("pretrain"))
-	for _, v := range plan.Victims {
-		d.VictimExited(v.ID)
-	}
-	fmt.Println("ready:", d.Ready("pretrain"))
+	// The scheduler drains the victims and nominates the target for the
+	// beneficiary; the fleet and the tree are as they were.
+	fmt.Println("free GPUs:", f.Stats(topology.Root, topology.AllGroups).FreeGPUs)
 	// Output:
 	// eval-0 Reclaim frees 8 GPUs by 12:02:00
 	// eval-1 Reclaim frees 8 GPUs by 12:02:00
 	// target leaf-0 (span leaf): node-0-0=8 node-0-1=8, lost 17280 GPU-s
-	// reserve now: 0 ready: false
-	// ready: true
+	// free GPUs: 0
 }

@@ -52,7 +52,7 @@ type Request struct {
 	// Claims, when set, are the drains already accepted. Their victims
 	// count as gone (as if listed in exclude) and only their GPUs no
 	// nomination claims count as freed, so plans of one cycle never
-	// promise the same GPUs twice. A *Drains is one.
+	// promise the same GPUs twice. The scheduler's ledger is one.
 	Claims Claims
 }
 

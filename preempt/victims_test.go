@@ -228,14 +228,15 @@ func TestExcludeGivesDisjointJointlyFittingPlans(t *testing.T) {
 	for n := range 4 {
 		e.run(fmt.Sprintf("w%d", n), "a", int32(n), time.Hour, []int{n}, []int{8})
 	}
-	d := preempt.NewDrains()
 	s := preempt.NewSearcher(preempt.Options{})
 	r1 := e.req("one", "a", 10, 2, 8, "leaf")
 	p1, err := s.Victims(e.view(), r1, nil)
 	require.NoError(t, err)
-	reserve, err := d.Accept(p1, t0)
-	require.NoError(t, err)
-	require.Empty(t, reserve)
+	// The first plan is accepted: its victims' GPUs are all promised.
+	d := claimAll{}
+	for _, v := range p1.Victims {
+		d[v.ID] = true
+	}
 	require.NoError(t, e.tree.AddUsage(e.q("a"), e.fl, 16))
 	r2 := e.req("two", "a", 10, 2, 8, "leaf")
 	r2.Claims = d
@@ -250,6 +251,18 @@ func TestExcludeGivesDisjointJointlyFittingPlans(t *testing.T) {
 	}
 	assert.Len(t, p2.Victims, 2)
 	assert.NotEqual(t, e.f.DomainOf(p1.Target.Pods[0].Node, 2), e.f.DomainOf(p2.Target.Pods[0].Node, 2))
+}
+
+// claimAll is accepted drains whose victims' GPUs are all promised.
+type claimAll map[string]bool
+
+func (c claimAll) Tracked(id string) bool { return c[id] }
+
+func (c claimAll) Unclaimed(id string, _ topology.NodeID, gpus int) int {
+	if c[id] {
+		return 0
+	}
+	return gpus
 }
 
 // perGPU prices every GPU alike, so that many candidates tie on cost and
