@@ -276,7 +276,7 @@ func table(w io.Writer, o options, offered *load, static, borrow []*outcome) err
 			"  arrivals compressed %.2fx\n", offered.gpus, offered.gpus/offered.capacity, offered.capacity, offered.compression)
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprintln(tw, "\tstatic split\tborrowing\testimate")
 	for _, f := range figures() {
 		cells := []string{f.name}
