@@ -258,37 +258,19 @@ func (s *Searcher) clearCost(dom topology.DomainID) float64 {
 // coverCost is the cheapest fractional cover of need GPUs by the
 // candidates on dom's nodes, each counted with its GPUs there.
 func (s *Searcher) coverCost(dom topology.DomainID, need int) float64 {
-	f := s.fleet
-	s.cellEpoch++
-	if s.cellEpoch == 0 {
-		clear(s.nodeSeen)
-		s.cellEpoch = 1
-	}
 	items := s.coverItems[:0]
-	lo, hi := f.Nodes(dom)
-	for n := lo; n < hi; n++ {
-		for _, pos := range s.index.onNode[n] {
-			ci := s.classify(pos)
-			if ci < 0 {
-				continue
+	lo, hi := s.fleet.Nodes(dom)
+	s.eachCandidateIn(dom, func(ci int32) bool {
+		c := &s.cands[ci]
+		in := 0
+		for _, ng := range c.run.Nodes {
+			if ng.Node >= lo && ng.Node < hi {
+				in += ng.GPUs
 			}
-			if int(ci) >= len(s.coveredAt) {
-				s.coveredAt = append(s.coveredAt, make([]uint32, int(ci)+1-len(s.coveredAt)+len(s.cands))...)
-			}
-			if s.coveredAt[ci] == s.cellEpoch {
-				continue
-			}
-			s.coveredAt[ci] = s.cellEpoch
-			c := &s.cands[ci]
-			in := 0
-			for _, ng := range c.run.Nodes {
-				if ng.Node >= lo && ng.Node < hi {
-					in += ng.GPUs
-				}
-			}
-			items = append(items, coverItem{gpus: in, cost: c.cost})
 		}
-	}
+		items = append(items, coverItem{gpus: in, cost: c.cost})
+		return true
+	})
 	s.coverItems = items
 	total := 0
 	for _, it := range items {
@@ -385,4 +367,33 @@ type cellWalk struct {
 	goneRunning bool           // some gone workload is not draining
 	coverItems  []coverItem
 	coveredAt   []uint32 // per candidate: the coverCost call that counted it
+}
+
+// eachCandidateIn calls fn once for each candidate the rules allow with
+// GPUs on dom's nodes, in node order, until fn returns false.
+func (s *Searcher) eachCandidateIn(dom topology.DomainID, fn func(ci int32) bool) {
+	s.cellEpoch++
+	if s.cellEpoch == 0 {
+		clear(s.nodeSeen)
+		s.cellEpoch = 1
+	}
+	lo, hi := s.fleet.Nodes(dom)
+	for n := lo; n < hi; n++ {
+		for _, pos := range s.index.onNode[n] {
+			ci := s.classify(pos)
+			if ci < 0 {
+				continue
+			}
+			if int(ci) >= len(s.coveredAt) {
+				s.coveredAt = append(s.coveredAt, make([]uint32, int(ci)+1-len(s.coveredAt)+len(s.cands))...)
+			}
+			if s.coveredAt[ci] == s.cellEpoch {
+				continue
+			}
+			s.coveredAt[ci] = s.cellEpoch
+			if !fn(ci) {
+				return
+			}
+		}
+	}
 }

@@ -156,33 +156,17 @@ func (s *Searcher) fillCellInOrder(d int, gi int32, a attempt, limit int) bool {
 		}
 		return true
 	}
-	f := s.fleet
 	dom := s.shape.firstCell + topology.DomainID(d)
-	s.cellEpoch++
-	if s.cellEpoch == 0 {
-		clear(s.nodeSeen)
-		s.cellEpoch = 1
-	}
 	list := s.nodeCands[:0]
-	lo, hi := f.Nodes(dom)
-	for n := lo; n < hi; n++ {
-		for _, pos := range s.index.onNode[n] {
-			ci := s.classify(pos)
-			if ci < 0 {
-				continue
-			}
-			if int(ci) >= len(s.coveredAt) {
-				s.coveredAt = append(s.coveredAt, make([]uint32, int(ci)+1-len(s.coveredAt)+len(s.cands))...)
-			}
-			if c := &s.cands[ci]; s.coveredAt[ci] != s.cellEpoch && !c.taken && s.keep(c, a) {
-				s.coveredAt[ci] = s.cellEpoch
-				list = append(list, ci)
-			}
+	s.eachCandidateIn(dom, func(ci int32) bool {
+		if c := &s.cands[ci]; !c.taken && s.keep(c, a) {
+			list = append(list, ci)
 		}
-		if len(list) > inOrderMax {
-			s.nodeCands = list
-			return false
-		}
+		return len(list) <= inOrderMax
+	})
+	if len(list) > inOrderMax {
+		s.nodeCands = list
+		return false
 	}
 	cs := s.cands
 	slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
