@@ -296,3 +296,50 @@ func refill(b *testing.B, s *fleet.Scheduler, specs map[string]gang.Workload, no
 	}
 	s.Schedule(now)
 }
+
+// BenchmarkDefragment times planning to open one whole spine on a fleet
+// where every node holds one small job that checkpoints (1-3 GPUs, about a
+// quarter of the fleet allocated, so every spine's work has room
+// elsewhere): the plan moves every job out of the cheapest spine. The
+// fragmented reference shape leaves its last spine empty and the mixed one
+// has too little free capacity to open a spine, so neither times a plan
+// that succeeds.
+func BenchmarkDefragment(b *testing.B) {
+	for _, gpus := range []int{2048, 16384, 131072} {
+		b.Run(fmt.Sprintf("gpus=%d/open=spine", gpus), func(b *testing.B) {
+			s, err := fleet.New(fleet.ReferenceConfigFor(topology.Scaled(gpus)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+			r := rand.New(rand.NewPCG(11, uint64(gpus)))
+			for i, n := range topology.Scaled(gpus).Nodes {
+				g := 1 + r.IntN(3)
+				w := gang.Workload{ID: fmt.Sprintf("small-%d", i), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
+					Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: g}},
+					Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
+				if err := s.Adopt(now, w, now.Add(-time.Duration(r.IntN(60))*time.Minute), []fleet.PodAssignment{{PodSet: "p", Node: n.Name, GPUs: g}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			now = now.Add(time.Hour)
+			plan, err := s.PlanDefrag(now, "spine", "H100", 0, 1000)
+			if err != nil || len(plan.Moves) == 0 {
+				b.Fatalf("no plan to open a spine: %v", err)
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if _, err := s.PlanDefrag(now, "spine", "H100", 0, 1000); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(len(plan.Moves)), "moves")
+			benchlat.ReportP99(b, lat)
+		})
+	}
+}

@@ -66,6 +66,11 @@ type Policy struct {
 	// guarantee may wait for capacity before Decisions.Overflow lists its
 	// queue (the "capacity back" target); 0 means DefaultOverflowAfter.
 	OverflowAfter time.Duration
+	// DefragBudget bounds defragmentation: the GPU-hours of work (since the
+	// movers' last checkpoints, plus restarts) that moves may cost per hour.
+	// 0 turns automatic defragmentation off; PlanDefrag and Defragment
+	// still work on request.
+	DefragBudget float64
 	// HotSwapWait is how long a gang that survives the loss of a node
 	// (gang.DrainContract.SurvivesNodeLoss) waits for a replacement node
 	// before it fails whole; 0 means DefaultHotSwapWait.

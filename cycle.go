@@ -111,7 +111,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 			if jointFailed {
 				joint = false
 			}
-			if ok {
+			if ok || s.defragFor(now, e, &d) {
 				continue
 			}
 		}

@@ -30,6 +30,8 @@ type Scheduler struct {
 	books *ledger.Ledger
 	cal   *calendar.Calendar // approved bookings of future blocks
 	held  holds              // what the calendar holds in this cycle
+	// defragSpent is the work automatic moves cost over the last hour.
+	defragSpent []defragCost
 	// overflowing marks the queues the last cycle listed in Overflow.
 	overflowing map[quota.NodeID]bool
 	placer      *placement.Placer
@@ -97,7 +99,7 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		classes[c.Name] = c
 	}
-	if cfg.Policy.RestartOverhead < 0 || cfg.Policy.HotSwapWait < 0 || cfg.Policy.OverflowAfter < 0 {
+	if cfg.Policy.RestartOverhead < 0 || cfg.Policy.HotSwapWait < 0 || cfg.Policy.OverflowAfter < 0 || cfg.Policy.DefragBudget < 0 {
 		return nil, refuse("new", "", ErrInvalidConfig, "negative restart overhead or hot-swap wait")
 	}
 	if err := checkIdleRules(cfg.Policy.IdleReclaim, classes); err != nil {

@@ -29,10 +29,14 @@ const (
 	// DrainIdle: it sat idle past its class's idle limit (a notebook
 	// nobody uses), and policy reclaims idle work.
 	DrainIdle
+	// DrainDefrag: moved to open a whole domain for a gang that free
+	// capacity scattered in pieces could not hold (defragmentation); it
+	// restarts elsewhere from its checkpoint.
+	DrainDefrag
 )
 
 // Valid reports whether r is one of the drain reasons.
-func (r DrainReason) Valid() bool { return r >= DrainInQueue && r <= DrainIdle }
+func (r DrainReason) Valid() bool { return r >= DrainInQueue && r <= DrainDefrag }
 
 // String returns the reason's name, or "DrainReason(n)".
 func (r DrainReason) String() string {
@@ -51,6 +55,8 @@ func (r DrainReason) String() string {
 		return "booking"
 	case DrainIdle:
 		return "idle"
+	case DrainDefrag:
+		return "defrag"
 	}
 	return "DrainReason(" + strconv.Itoa(int(r)) + ")"
 }

@@ -1,0 +1,396 @@
+package fleet
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/ledger"
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Defragmentation. Departures leave free GPUs scattered 1-3 per node,
+// and a gang that needs whole nodes inside one leaf or spine then waits
+// although the fleet has room. A move drains a preemptible workload that
+// checkpoints, under its drain contract, so that it restarts elsewhere
+// from its checkpoint; the moves of a plan open one domain. A plan moves
+// only work that has room outside the domain now (checked by placing
+// each mover around it, one after the other), never work that does not
+// checkpoint, never a booking's work, and never work of higher priority
+// than the gang it is for.
+//
+// Automatically (Policy.DefragBudget > 0), a gang that is blocked by
+// fragmentation, not by capacity (its quota fits and the fleet's free
+// GPUs would hold it together), gets the cheapest plan that opens a
+// domain of its required level, if the work it loses stays within the
+// budget per hour: its movers drain and the domain's GPUs are nominated
+// for it at once. On request, PlanDefrag prices opening a domain ("one
+// free spine by 18:00") and Defragment carries out the plan.
+
+// DefragPlan opens one domain by moving work out of it.
+type DefragPlan struct {
+	Level  string
+	Domain string
+	// Moves are the workloads to drain, cheapest first.
+	Moves []Move
+	// LostGPUSeconds is the work the moves lose: since each mover's last
+	// checkpoint, plus its restart.
+	LostGPUSeconds float64
+	// FreeGPUs is what the domain will have free once they are gone.
+	FreeGPUs int
+}
+
+// Move is one workload a plan drains, and where it would fit now.
+type Move struct {
+	ID             string
+	From           []NodeGPUs
+	To             []NodeGPUs
+	LostGPUSeconds float64
+}
+
+// PlanDefrag finds the cheapest set of moves that leaves a domain of
+// level with at least gpus free GPUs of flavor in whole free nodes (gpus
+// 0: the whole domain), for work of priority at most priority. It changes
+// nothing. It is refused for an unknown level or flavor, a negative
+// amount, or when no domain can be opened.
+func (s *Scheduler) PlanDefrag(now time.Time, level, flavor string, gpus int, priority int32) (DefragPlan, error) {
+	if err := s.tick("plan-defrag", now); err != nil {
+		return DefragPlan{}, err
+	}
+	l, ok := s.fleet.Level(level)
+	if !ok || l == 0 || int(l) >= s.fleet.Depth() {
+		return DefragPlan{}, refuse("plan-defrag", "", ErrInvalid, "unknown or unusable level %q", level)
+	}
+	if gpus < 0 {
+		return DefragPlan{}, refuse("plan-defrag", "", ErrInvalid, "negative GPUs %d", gpus)
+	}
+	g, ok := s.groupOfFlavor(flavor)
+	if !ok {
+		return DefragPlan{}, refuse("plan-defrag", "", ErrInvalid, "no nodes of flavor %q", flavor)
+	}
+	p, ok := s.planDefrag(now, l, g, gpus, priority, "")
+	if !ok {
+		return DefragPlan{}, refuse("plan-defrag", "", ErrNeverFits, "no %s can be opened for %d GPUs by moving work", level, gpus)
+	}
+	return p, nil
+}
+
+// Defragment carries out a plan: its moves drain now, with their grace,
+// reason defrag. It is refused, changing nothing, when a mover no longer
+// runs where the plan saw it.
+func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) {
+	if err := s.tick("defragment", now); err != nil {
+		return nil, err
+	}
+	for _, m := range plan.Moves {
+		e, ok := s.work[m.ID]
+		if !ok || e.state() != gang.Admitted || !slices.Equal(s.nodeViews(e.rec.Nodes), m.From) {
+			return nil, refuse("defragment", m.ID, ErrBadState, "no longer runs where the plan saw it")
+		}
+	}
+	s.advance(now)
+	var out []Drain
+	for _, m := range plan.Moves {
+		e := s.work[m.ID]
+		r, err := s.books.DrainFor(m.ID, now, now.Add(e.grace()), gang.DrainDefrag)
+		if err != nil {
+			panic("fleet: draining a checked mover: " + err.Error())
+		}
+		d := Drain{ID: m.ID, Deadline: r.Drain.Deadline, Reason: gang.DrainDefrag, LostGPUSeconds: m.LostGPUSeconds}
+		out = append(out, d)
+		ev := s.event(EventDrainStarted, now, e)
+		ev.Reason, ev.Deadline, ev.LostGPUSeconds = d.Reason.String(), d.Deadline, d.LostGPUSeconds
+		s.emit(ev)
+	}
+	return out, nil
+}
+
+// groupOfFlavor is the first fleet group of a flavor.
+func (s *Scheduler) groupOfFlavor(flavor string) (topology.GroupID, bool) {
+	for g := range topology.GroupID(s.fleet.NumGroups()) {
+		if s.fleet.GroupFlavor(g) == flavor {
+			return g, true
+		}
+	}
+	return 0, false
+}
+
+// nodeClear is what emptying one node of a domain would take.
+type nodeClear struct {
+	n      topology.NodeID
+	cost   float64
+	movers []*entry
+}
+
+// planDefrag prices every domain of level l from the work on its nodes
+// (no placement), then plans the domains in order of that price, which is
+// exact when every mover sits on one node and a lower bound otherwise,
+// and keeps the cheapest plan (then fewest moves, then the domain's ID).
+// Only the domains that could still beat the best plan are placed, so a
+// request costs the arithmetic over the level's nodes plus the placements
+// of one plan's movers.
+func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.GroupID, gpus int, priority int32, forID string) (DefragPlan, bool) {
+	f := s.fleet
+	lo, hi := f.DomainsAt(l)
+	type priced struct {
+		d     topology.DomainID
+		need  int
+		bound float64
+		nodes []nodeClear
+	}
+	var doms []priced
+	for d := lo; d < hi; d++ {
+		st := f.Stats(d, g)
+		need := gpus
+		if need == 0 {
+			need = st.HealthyGPUs
+		}
+		if st.HealthyGPUs < need || need == 0 {
+			continue
+		}
+		whole, nodes := s.clearable(now, d, g, priority, forID)
+		left := need - whole
+		bound := 0.0
+		for _, nc := range nodes {
+			if left <= 0 {
+				break
+			}
+			bound += nc.cost
+			left -= f.Capacity(nc.n)
+		}
+		if left > 0 {
+			continue
+		}
+		doms = append(doms, priced{d: d, need: need, bound: bound, nodes: nodes})
+	}
+	slices.SortStableFunc(doms, func(a, b priced) int { return cmp.Compare(a.bound, b.bound) })
+	best, found := DefragPlan{}, false
+	for _, x := range doms {
+		if found && x.bound > best.LostGPUSeconds {
+			break
+		}
+		p, ok := s.planDomain(now, x.d, g, x.need, x.nodes)
+		if !ok {
+			continue
+		}
+		if !found || p.LostGPUSeconds < best.LostGPUSeconds ||
+			p.LostGPUSeconds == best.LostGPUSeconds && len(p.Moves) < len(best.Moves) {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+// clearable returns the whole free GPUs of domain d's healthy nodes of
+// group g, and its other nodes that moves could empty, cheapest first
+// (then ID): every workload on them may move (preemptible, checkpointing,
+// not a booking's, of priority at most priority, not forID).
+func (s *Scheduler) clearable(now time.Time, d topology.DomainID, g topology.GroupID, priority int32, forID string) (whole int, nodes []nodeClear) {
+	f := s.fleet
+	lo, hi := f.Nodes(d)
+	for n := lo; n < hi; n++ {
+		if f.Health(n) != topology.Healthy || f.NodeGroup(n) != g {
+			continue
+		}
+		if f.Free(n) == f.Capacity(n) {
+			whole += f.Capacity(n)
+			continue
+		}
+		nc := nodeClear{n: n}
+		movable := true
+		for _, id := range s.books.OnNode(n) {
+			e := s.work[id]
+			r := e.rec
+			if id == forID || r.State != gang.Admitted || !r.Policy.Preemptible || e.w.Drain.CheckpointInterval <= 0 ||
+				e.w.Booking != "" || e.priority > priority || len(r.Lost) > 0 {
+				movable = false
+				break
+			}
+			nc.cost += s.moveCost(e, now)
+			nc.movers = append(nc.movers, e)
+		}
+		// GPUs a nomination reserved there are not any mover's to give.
+		if held := 0; movable {
+			for _, e := range nc.movers {
+				for _, x := range e.rec.Nodes {
+					if x.Node == n {
+						held += x.GPUs
+					}
+				}
+			}
+			movable = held == f.Allocated(n)
+		}
+		if !movable {
+			continue
+		}
+		nodes = append(nodes, nc)
+	}
+	slices.SortStableFunc(nodes, func(a, b nodeClear) int { return cmp.Compare(a.cost, b.cost) })
+	return whole, nodes
+}
+
+// planDomain empties domain d's nodes, cheapest first, until its whole
+// free nodes hold need GPUs: every mover must fit outside d now, beside
+// the movers already placed (tried on the scratch fleet and given back);
+// a node one of whose movers does not fit is skipped.
+func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, g topology.GroupID, need int, nodes []nodeClear) (DefragPlan, bool) {
+	f := s.fleet
+	plan := DefragPlan{Level: f.LevelName(f.DomainLevel(d)), Domain: f.DomainName(d)}
+	scratch := s.books.Scratch()
+	var placed []placement.NodeGPUs // the movers' new places, taken on the scratch fleet
+	defer func() {
+		for _, x := range placed {
+			if err := scratch.Release(x.Node, x.GPUs); err != nil {
+				panic("fleet: giving back a defragmentation trial: " + err.Error())
+			}
+		}
+	}()
+	moved := map[string]bool{}
+	got := 0
+	lo, hi := f.Nodes(d)
+	for n := lo; n < hi; n++ {
+		if f.Health(n) == topology.Healthy && f.NodeGroup(n) == g && f.Free(n) == f.Capacity(n) {
+			got += f.Capacity(n)
+		}
+	}
+	for _, nc := range nodes {
+		if got >= need {
+			break
+		}
+		mark := len(placed)
+		var moves []Move
+		fits := true
+		for _, e := range nc.movers {
+			if moved[e.w.ID] {
+				continue
+			}
+			a, err := s.placer.PlaceAvoiding(scratch, &e.w, d)
+			if err != nil {
+				fits = false
+				break
+			}
+			to := a.NodeGPUs()
+			for _, x := range to {
+				if err := scratch.Allocate(x.Node, x.GPUs); err != nil {
+					panic("fleet: a defragmentation trial on a checked placement: " + err.Error())
+				}
+				placed = append(placed, x)
+			}
+			moves = append(moves, Move{ID: e.w.ID, From: s.nodeViews(e.rec.Nodes), To: s.nodeViews(to), LostGPUSeconds: s.moveCost(e, now)})
+		}
+		if !fits {
+			for _, x := range placed[mark:] {
+				if err := scratch.Release(x.Node, x.GPUs); err != nil {
+					panic("fleet: giving back a defragmentation trial: " + err.Error())
+				}
+			}
+			placed = placed[:mark]
+			continue
+		}
+		for _, m := range moves {
+			moved[m.ID] = true
+			plan.Moves = append(plan.Moves, m)
+			plan.LostGPUSeconds += m.LostGPUSeconds
+		}
+		got += f.Capacity(nc.n)
+	}
+	plan.FreeGPUs = got
+	return plan, got >= need
+}
+
+// moveCost is the work a mover loses: its GPUs times the time since its
+// last checkpoint, plus a restart.
+func (s *Scheduler) moveCost(e *entry, now time.Time) float64 {
+	restart := s.cfg.Policy.RestartOverhead
+	if restart == 0 {
+		restart = 3 * time.Minute
+	}
+	return float64(e.gpus()) * (e.w.Drain.Unsaved(now, e.rec.Started) + restart).Seconds()
+}
+
+// defragFor opens a domain for a gang blocked by fragmentation, within the
+// policy's budget: its movers drain and the domain's GPUs are nominated
+// for it. It reports whether it did.
+func (s *Scheduler) defragFor(now time.Time, e *entry, d *Decisions) bool {
+	if s.cfg.Policy.DefragBudget <= 0 || e.w.Topology.Required == "" || e.wait.noFit == nil ||
+		e.wait.noFit.Cause != placement.CauseFragmented || len(e.w.PodSets) != 1 {
+		return false
+	}
+	l, ok := s.fleet.Level(e.w.Topology.Required)
+	if !ok || l == 0 {
+		return false
+	}
+	g, ok := s.groupOf(e)
+	if !ok {
+		return false
+	}
+	plan, ok := s.planDefrag(now, l, g, e.gpus(), e.priority, e.w.ID)
+	if !ok || len(plan.Moves) == 0 {
+		return false
+	}
+	// The budget: GPU-hours lost to moves over the last hour.
+	spent := 0.0
+	s.defragSpent = slices.DeleteFunc(s.defragSpent, func(x defragCost) bool { return now.Sub(x.at) >= time.Hour })
+	for _, x := range s.defragSpent {
+		spent += x.gpuSeconds
+	}
+	if (spent+plan.LostGPUSeconds)/3600 > s.cfg.Policy.DefragBudget {
+		return false
+	}
+	dom, _ := s.fleet.Domain(l, plan.Domain)
+	// The gang's target inside the domain once the movers are gone,
+	// placed on the scratch fleet with their GPUs released.
+	scratch := s.books.Scratch()
+	var freed []placement.NodeGPUs
+	for _, m := range plan.Moves {
+		for _, x := range s.work[m.ID].rec.Nodes {
+			if err := scratch.Release(x.Node, x.GPUs); err != nil {
+				panic("fleet: a defragmentation trial: " + err.Error())
+			}
+			freed = append(freed, x)
+		}
+	}
+	a, err := s.placer.PlaceWithin(scratch, &e.w, dom)
+	if err == nil {
+		a = a.Clone()
+	}
+	for _, x := range freed {
+		if err := scratch.Allocate(x.Node, x.GPUs); err != nil {
+			panic("fleet: giving back a defragmentation trial: " + err.Error())
+		}
+	}
+	if err != nil {
+		return false
+	}
+	lp := ledger.Plan{Targets: []ledger.Target{{Beneficiary: e.w.ID, Assign: a}}}
+	for _, m := range plan.Moves {
+		lp.Victims = append(lp.Victims, ledger.Victim{ID: m.ID, Deadline: now.Add(s.work[m.ID].grace()), Reason: gang.DrainDefrag})
+	}
+	got, err := s.books.Nominate(now, lp)
+	if err != nil {
+		return false
+	}
+	cost := map[string]float64{}
+	for _, m := range plan.Moves {
+		cost[m.ID] = m.LostGPUSeconds
+	}
+	for _, r := range got.Drained {
+		dr := Drain{ID: r.W.ID, Deadline: r.Drain.Deadline, Reason: r.Drain.Reason,
+			Beneficiaries: slices.Clone(r.Drain.Beneficiaries), LostGPUSeconds: cost[r.W.ID]}
+		d.Drain = append(d.Drain, dr)
+		ev := s.event(EventDrainStarted, now, s.work[r.W.ID])
+		ev.Reason, ev.Beneficiaries, ev.Deadline, ev.LostGPUSeconds = dr.Reason.String(), dr.Beneficiaries, dr.Deadline, dr.LostGPUSeconds
+		s.emit(ev)
+	}
+	s.defragSpent = append(s.defragSpent, defragCost{at: now, gpuSeconds: plan.LostGPUSeconds})
+	e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
+	return true
+}
+
+// defragCost is the work one automatic plan cost, for the hourly budget.
+type defragCost struct {
+	at         time.Time
+	gpuSeconds float64
+}

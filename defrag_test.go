@@ -1,0 +1,110 @@
+package fleet_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+)
+
+// scattered puts a 2-GPU research job that checkpoints on the first node
+// of every leaf of the reference fleet: 1,984 GPUs are free, but no leaf
+// has 8 whole free nodes.
+func scattered(t *testing.T, budget float64) *fleet.Scheduler {
+	cfg := fleet.ReferenceConfig()
+	cfg.Policy.DefragBudget = budget
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	for sp := range 4 {
+		for lf := range 8 {
+			w := gang.Workload{ID: fmt.Sprintf("small-%d-%d", sp, lf), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
+				Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 2}},
+				Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
+			pods := []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: fmt.Sprintf("node-%d-%d-0", sp, lf), GPUs: 2}}
+			require.NoError(t, s.Adopt(t0, w, t0, pods))
+		}
+	}
+	return s
+}
+
+func leafGang(id string) gang.Workload {
+	w := training(id, 8, fleet.ClassReservedResearch, "research")
+	w.Topology = gang.TopologyRequest{Required: "leaf"}
+	return w
+}
+
+// Without a budget, a gang blocked by fragmentation waits; with one, the
+// cheapest move opens a leaf: the mover drains (reason defrag) and the
+// leaf is nominated for the gang, which starts once the mover has left.
+func TestDefragmentationOpensALeafForABlockedGang(t *testing.T) {
+	off := scattered(t, 0)
+	now := t0.Add(time.Hour)
+	require.NoError(t, off.Submit(now, leafGang("g")))
+	d := off.Schedule(now)
+	require.Empty(t, d.Admit)
+	require.Empty(t, d.Drain)
+	x, err := off.Explain("g")
+	require.NoError(t, err)
+	assert.Equal(t, fleet.WaitTopology, x.Waiting)
+
+	s := scattered(t, 3) // three GPU-hours of lost work an hour: one move (2.1)
+	require.NoError(t, s.Submit(now, leafGang("g")))
+	d = s.Schedule(now)
+	require.Len(t, d.Drain, 1, "one 2-GPU mover opens a leaf")
+	mv := d.Drain[0]
+	assert.Equal(t, gang.DrainDefrag, mv.Reason)
+	assert.Equal(t, []string{"g"}, mv.Beneficiaries)
+	// 2 GPUs x (1 h since start + 3 min restart).
+	assert.InDelta(t, 2*63*60, mv.LostGPUSeconds, 1e-6)
+	x, err = s.Explain("g")
+	require.NoError(t, err)
+	assert.Equal(t, fleet.WaitVictims, x.Waiting)
+
+	now = now.Add(time.Minute)
+	require.NoError(t, s.Exited(now, mv.ID, gang.ExitDrained))
+	d = s.Schedule(now)
+	require.Len(t, d.Admit, 1)
+	assert.Equal(t, "leaf", d.Admit[0].Span)
+
+	// The budget is spent for this hour: a second blocked gang waits.
+	require.NoError(t, s.Submit(now, leafGang("g2")))
+	d = s.Schedule(now)
+	assert.Empty(t, d.Drain, "a second move would exceed the hour's budget")
+}
+
+// On request: the plan to open a whole spine, and its cost, before
+// anything moves; carried out, its moves drain.
+func TestPlanDefragOpensASpineOnRequest(t *testing.T) {
+	s := scattered(t, 0)
+	now := t0.Add(time.Hour)
+	before := s.Snapshot()
+	plan, err := s.PlanDefrag(now, "spine", "H100", 0, 1000)
+	require.NoError(t, err)
+	require.Equal(t, before, s.Snapshot(), "planning changes nothing")
+	assert.Equal(t, "spine", plan.Level)
+	assert.Len(t, plan.Moves, 8, "one mover per leaf of the spine")
+	assert.Equal(t, 512, plan.FreeGPUs)
+	assert.InDelta(t, 8*2*63*60, plan.LostGPUSeconds, 1e-6)
+	for _, m := range plan.Moves {
+		require.Len(t, m.To, 1)
+		assert.NotEqual(t, plan.Domain[6:7], m.To[0].Node[5:6], "%s moves inside the spine it opens", m.ID)
+	}
+	drains, err := s.Defragment(now, plan)
+	require.NoError(t, err)
+	assert.Len(t, drains, 8)
+	_, err = s.Defragment(now, plan)
+	require.ErrorIs(t, err, fleet.ErrBadState, "a plan whose movers already drain is stale")
+
+	for _, bad := range []struct {
+		level, flavor string
+		gpus          int
+	}{{"rack", "H100", 0}, {"spine", "B200", 0}, {"spine", "H100", -1}, {"node", "H100", 8}} {
+		_, err := s.PlanDefrag(now, bad.level, bad.flavor, bad.gpus, 1000)
+		assert.Error(t, err, "%+v", bad)
+	}
+}
