@@ -19,7 +19,9 @@ func TestDrainReasonsRoundTripByName(t *testing.T) {
 		{gang.DrainReclaimWhileBorrowing, "reclaim-while-borrowing"},
 		{gang.DrainFairSharing, "fair-sharing"},
 		{gang.DrainHost, "host"},
+		{gang.DrainBooking, "booking"},
 		{gang.DrainIdle, "idle"},
+		{gang.DrainDefrag, "defrag"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.True(t, tt.r.Valid())
@@ -34,7 +36,7 @@ func TestDrainReasonsRoundTripByName(t *testing.T) {
 }
 
 func TestDrainReasonRefusesValuesOutsideItsRange(t *testing.T) {
-	for _, r := range []gang.DrainReason{0, gang.DrainIdle + 1} {
+	for _, r := range []gang.DrainReason{0, gang.DrainDefrag + 1} {
 		assert.False(t, r.Valid())
 		_, err := r.MarshalText()
 		assert.ErrorIs(t, err, gang.ErrInvalid)
