@@ -211,3 +211,66 @@ func TestSetQueueKeepsApprovedBookings(t *testing.T) {
 	require.ErrorIs(t, err, fleet.ErrOverCapacity)
 	require.Equal(t, before, s.Snapshot())
 }
+
+// Quotas that follow the clock: batch is guaranteed 400 GPUs at night
+// (inference 800) and nothing by day. At the morning boundary the day
+// quotas apply, batch's running work now borrows, and inference takes it
+// back with the drain contract.
+func TestQuotaScheduleShiftsBatchOffPeak(t *testing.T) {
+	s := newRef(t)
+	base := s.Quota()
+	night := quota.Window{Start: quota.ClockOf(20, 0), End: quota.ClockOf(8, 0)}
+	var inf quota.FlavorQuota
+	for _, n := range base.Nodes {
+		if n.Name == "prod-inference" {
+			inf = n.Quotas[0]
+		}
+	}
+	infNight := inf
+	infNight.Nominal = 800
+	if v, ok := inf.LendingLimit.Get(); ok {
+		infNight.LendingLimit = quota.LimitOf(min(v, 800))
+	}
+	rules := quota.ScheduleSpec{Rules: []quota.ScheduleRule{
+		{Node: "prod-inference", Window: night, Quota: infNight},
+		{Node: "batch", Window: night, Quota: quota.FlavorQuota{Flavor: "H100", Nominal: 400}},
+	}}
+	sched, err := quota.NewSchedule(base, rules, time.UTC)
+	require.NoError(t, err)
+
+	tooMuch := rules
+	tooMuch.Rules = []quota.ScheduleRule{{Node: "batch", Window: night, Quota: quota.FlavorQuota{Flavor: "H100", Nominal: 400}}}
+	over, err := quota.NewSchedule(base, tooMuch, time.UTC)
+	require.NoError(t, err)
+	before := s.Snapshot()
+	require.ErrorIs(t, s.SetQuotaSchedule(t0, over), fleet.ErrOverCapacity, "1,200 + 848 + 400 > 2,048 at night")
+	require.Equal(t, before, s.Snapshot())
+
+	require.NoError(t, s.SetQuotaSchedule(t0, sched))
+	research := training("research-all", 106, fleet.ClassReservedResearch, "research")
+	research.Topology, research.Drain.Preemptible = gang.TopologyRequest{}, false
+	require.NoError(t, s.Submit(t0, research))
+	for i := range 50 {
+		w := training(fmt.Sprintf("b-%d", i), 1, fleet.ClassPreemptibleBatch, "batch")
+		w.Topology = gang.TopologyRequest{}
+		require.NoError(t, s.Submit(t0, w))
+	}
+	d := s.Schedule(t0)
+	require.Len(t, d.Admit, 51)
+	for _, a := range d.Admit {
+		assert.False(t, a.Borrowing, "%s runs within its night quota", a.ID)
+	}
+	for i := range 150 {
+		require.NoError(t, s.Submit(t0.Add(8*time.Hour), replica(fmt.Sprintf("day-%d", i), 8)))
+	}
+	d = s.Schedule(t0.Add(8 * time.Hour))
+	changed := false
+	for _, ev := range d.Events {
+		changed = changed || ev.Kind == fleet.EventQueueChanged && ev.Queue == "batch"
+	}
+	assert.True(t, changed, "the morning boundary applies the day quotas")
+	require.NotEmpty(t, d.Drain, "inference takes its day guarantee back from batch")
+	for _, x := range d.Drain {
+		assert.Equal(t, gang.DrainReclaim, x.Reason)
+	}
+}

@@ -59,6 +59,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	s.advance(now)
 	now = s.now
 	s.cycles++
+	s.applySchedule(now)
 	var d Decisions
 	s.kills(now, &d)
 	s.loadHolds(now)

@@ -34,6 +34,11 @@ type Call struct {
 	Why     string            `json:"why,omitempty"`
 	End     time.Time         `json:"end,omitzero"`
 	Pods    []PodAssignment   `json:"pods,omitempty"`
+	// A quota schedule: its base, its rules and the location its days
+	// and times of day are read in (by name).
+	QuotaBase     *quota.Spec         `json:"quotaBase,omitempty"`
+	QuotaSchedule *quota.ScheduleSpec `json:"quotaSchedule,omitempty"`
+	Location      string              `json:"location,omitempty"`
 	// QuotaNode is set-queue's edited cohort or queue.
 	QuotaNode *quota.NodeSpec `json:"quotaNode,omitempty"`
 	// Busy is usage's report: the workload was busy (else idle).
@@ -125,6 +130,17 @@ func (j *Journal) ShortenBooking(now time.Time, id string, end time.Time, who, r
 	return j.call(Call{Op: "shorten-booking", Time: now, ID: id, End: end, Who: who, Why: reason})
 }
 
+// SetQuotaSchedule records and forwards Scheduler.SetQuotaSchedule. A
+// replay reads the schedule's location by name (time.LoadLocation).
+func (j *Journal) SetQuotaSchedule(now time.Time, sched *quota.Schedule) error {
+	c := Call{Op: "quota-schedule", Time: now}
+	if sched != nil {
+		base, spec := sched.Base(), sched.Spec()
+		c.QuotaBase, c.QuotaSchedule, c.Location = &base, &spec, sched.Location().String()
+	}
+	return j.call(c)
+}
+
 // SetNodeHealth records and forwards Scheduler.SetNodeHealth.
 func (j *Journal) SetNodeHealth(now time.Time, node string, h topology.Health) ([]string, error) {
 	if err := j.enc.Encode(Call{Op: "health", Time: now, Node: node, Health: h}); err != nil {
@@ -193,6 +209,19 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 	case "health":
 		_, err := s.SetNodeHealth(c.Time, c.Node, c.Health)
 		return nil, err
+	case "quota-schedule":
+		if c.QuotaSchedule == nil || c.QuotaBase == nil {
+			return nil, s.SetQuotaSchedule(c.Time, nil)
+		}
+		loc, err := time.LoadLocation(c.Location)
+		if err != nil {
+			return nil, fmt.Errorf("%w: quota schedule location %q: %w", ErrInvalid, c.Location, err)
+		}
+		sched, err := quota.NewSchedule(*c.QuotaBase, *c.QuotaSchedule, loc)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidQuota, err)
+		}
+		return nil, s.SetQuotaSchedule(c.Time, sched)
 	case "schedule":
 		d := s.Schedule(c.Time)
 		return &d, nil
@@ -207,7 +236,7 @@ func knownOp(op string) bool {
 	switch op {
 	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule",
 		"propose", "approve", "reject", "cancel-booking", "shorten-booking",
-		"set-queue", "remove-node", "add-node", "usage":
+		"set-queue", "remove-node", "add-node", "usage", "quota-schedule":
 		return true
 	}
 	return false

@@ -43,11 +43,12 @@ func (s *Scheduler) restore(snap Snapshot) error {
 	if err := s.restoreLive(snap); err != nil {
 		return err
 	}
-	cal, err := calendar.Restore(calendar.Config{Fleet: s.fleet, Quota: s.tree}, snap.Calendar)
+	cal, err := calendar.Restore(calendar.Config{Fleet: s.fleet, Quota: s.tree, Schedule: snap.QuotaSchedule}, snap.Calendar)
 	if err != nil {
 		return &Error{Op: "restore", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 	}
 	s.cal = cal
+	s.sched, s.nextQuota = snap.QuotaSchedule, snap.NextQuotaChange
 	entries := map[string]*entry{}
 	// Running work first, in ID order; its drains after every holder is
 	// back, since claims refer to nominations restored last.

@@ -30,6 +30,10 @@ type Scheduler struct {
 	books *ledger.Ledger
 	cal   *calendar.Calendar // approved bookings of future blocks
 	held  holds              // what the calendar holds in this cycle
+	// sched is the quota schedule followed (nil: none); nextQuota its next
+	// boundary.
+	sched     *quota.Schedule
+	nextQuota time.Time
 	// defragSpent is the work automatic moves cost over the last hour.
 	defragSpent []defragCost
 	// overflowing marks the queues the last cycle listed in Overflow.

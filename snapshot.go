@@ -74,6 +74,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 	}
 	snap.Seq = s.seq
 	snap.Calendar = s.cal.Snapshot()
+	snap.QuotaSchedule, snap.NextQuotaChange = s.sched, s.nextQuota
 	for _, ev := range s.events {
 		ev.Beneficiaries, ev.Affected = slices.Clone(ev.Beneficiaries), slices.Clone(ev.Affected)
 		snap.Undelivered = append(snap.Undelivered, ev)

@@ -33,6 +33,11 @@ type Snapshot struct {
 	// Quota is the quota configuration in force, live edits (SetQueue)
 	// included: Restore applies it over the Config's.
 	Quota quota.Spec
+	// QuotaSchedule is the schedule quotas follow (nil: none; it is
+	// immutable, so it is shared, not copied), and NextQuotaChange its next
+	// boundary.
+	QuotaSchedule   *quota.Schedule
+	NextQuotaChange time.Time
 }
 
 // FleetView sums up the physical fleet.

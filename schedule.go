@@ -1,0 +1,100 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/fleetsched/fleet/quota"
+)
+
+// SetQuotaSchedule makes quotas follow sched from now on: at each of its
+// boundaries (hours of the day, days of the week, date ranges: batch 0
+// GPUs by day and 400 at night, a team's guarantee raised for a booking's
+// window) the cycle sets the quotas it names, as SetQueue would. Nothing is
+// evicted by a change: work a lowered quota leaves borrowing is reclaimed
+// by the next cycles under the drain contract. The schedule owns the
+// (queue, flavor) quotas it names: a SetQueue of one of them lasts until
+// the next boundary. nil stops following a schedule, leaving the quotas in
+// force.
+//
+// It is refused whole, changing nothing, when the schedule's guarantees
+// exceed the nodes in service at some instant (ErrOverCapacity), when it
+// would break an approved booking, or when it names a queue or flavor the
+// quota tree lacks (ErrInvalidQuota).
+func (s *Scheduler) SetQuotaSchedule(now time.Time, sched *quota.Schedule) error {
+	if err := s.tick("quota-schedule", now); err != nil {
+		return err
+	}
+	if sched != nil {
+		if err := sched.ValidateCapacity(s.capacity(-1), now); err != nil {
+			return &Error{Op: "quota-schedule", Err: fmt.Errorf("%w: %w", ErrOverCapacity, err)}
+		}
+		for _, nq := range sched.At(now) {
+			if _, ok := s.nodeSpec(nq.Node); !ok {
+				return &Error{Op: "quota-schedule", Detail: fmt.Sprintf("node %q", nq.Node), Err: ErrInvalidQuota}
+			}
+		}
+	}
+	if err := s.cal.SetSchedule(now, sched); err != nil {
+		return &Error{Op: "quota-schedule", Err: fmt.Errorf("%w: %w", ErrOverCapacity, err)}
+	}
+	s.advance(now)
+	s.sched, s.nextQuota = sched, now
+	s.applySchedule(now)
+	return nil
+}
+
+// QuotaSchedule returns the schedule quotas follow (nil: none).
+func (s *Scheduler) QuotaSchedule() *quota.Schedule { return s.sched }
+
+// nodeSpec returns the tree node named name as it is in force.
+func (s *Scheduler) nodeSpec(name string) (quota.NodeSpec, bool) {
+	for _, n := range s.tree.Spec().Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return quota.NodeSpec{}, false
+}
+
+// applySchedule sets the quotas in force at now when a boundary has come,
+// and finds the next one.
+func (s *Scheduler) applySchedule(now time.Time) {
+	if s.sched == nil || now.Before(s.nextQuota) {
+		return
+	}
+	for _, nq := range s.sched.At(now) {
+		spec, ok := s.nodeSpec(nq.Node)
+		if !ok {
+			continue
+		}
+		i := slices.IndexFunc(spec.Quotas, func(q quota.FlavorQuota) bool { return q.Flavor == nq.Quota.Flavor })
+		switch {
+		case i < 0:
+			spec.Quotas = append(spec.Quotas, nq.Quota)
+		case reflect.DeepEqual(spec.Quotas[i], nq.Quota):
+			continue
+		default:
+			spec.Quotas[i] = nq.Quota
+		}
+		if err := s.books.SetQuotaNode(spec, nil); err != nil {
+			// The schedule was checked against the tree when it was set;
+			// a live edit since (a flavor dropped) can make one rule
+			// inapplicable: the rest still apply.
+			if !errors.Is(err, quota.ErrInvalidSpec) {
+				panic("fleet: applying a checked quota schedule: " + err.Error())
+			}
+			continue
+		}
+		s.emit(Event{Kind: EventQueueChanged, Time: now, Queue: nq.Node, Reason: "quota schedule"})
+	}
+	if next, ok := s.sched.NextChange(now); ok {
+		s.nextQuota = next
+	} else {
+		s.nextQuota = time.Time{}
+		s.sched = nil
+	}
+}
