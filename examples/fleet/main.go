@@ -43,6 +43,7 @@ type options struct {
 	trace  string
 	load   float64
 	out    string
+	defrag float64
 }
 
 func main() {
@@ -54,6 +55,7 @@ func main() {
 	flag.StringVar(&o.policy, "policy", "both", "static, borrow or both")
 	flag.StringVar(&o.trace, "trace", "", "Philly job CSV whose arrivals replace the synthetic training and batch streams")
 	flag.Float64Var(&o.load, "load", 0, "with -trace: compress arrivals to offer this multiple of the non-inference capacity (0: as recorded)")
+	flag.Float64Var(&o.defrag, "defrag", 0, "defragmentation budget, GPU-hours of lost work an hour (0: off)")
 	flag.StringVar(&o.out, "out", "", "folder for the Markdown reviews and the PNG charts of the first seed")
 	flag.Parse()
 	if err := run(o, os.Stdout, os.Stderr); err != nil {
@@ -205,6 +207,10 @@ func simulate(o options, p sim.Policy, seed uint64, trace []sim.TraceJob) (*outc
 	oc := &outcome{rec: rec}
 	cfg := sim.Config{GPUs: o.gpus, Policy: p, Seed: seed, Duration: time.Duration(o.days) * 24 * time.Hour,
 		Trace: trace, Observer: recorder{rec}}
+	if o.defrag > 0 {
+		cfg.Fleet = sim.FleetConfig(o.gpus, p)
+		cfg.Fleet.Policy.DefragBudget = o.defrag
+	}
 	t0 := time.Now()
 	r, err := sim.Run(cfg)
 	oc.wall = time.Since(t0)
