@@ -55,7 +55,7 @@ type corpusRun struct {
 	id, queue, flavor string
 	prio              int32
 	gpus              int
-	at                time.Duration // started at the case's base time plus at
+	at                time.Duration  // started at the case's base time plus at
 	queued            *time.Duration // queue-order time (creation), when it differs from at
 	draining          bool
 	nodes             []int // topology cases: the nodes it holds, one GPU block each
