@@ -15,7 +15,24 @@
 // (Running.Preemptible) and the minimum runtime: see classifyEntry and
 // attempts. The one candidate order is compareCandidates: draining
 // first, other queues' borrowed work, (fair sharing) higher share, lower
-// priority, lower cost, ID.
+// priority, lower cost, ID. Each victim carries the reason Kueue labels
+// it with, by the candidate's variant (see Searcher.reason): InQueue,
+// Reclaim (InCohortReclamation), ReclaimWhileBorrowing, FairSharing
+// (InCohortFairSharing). WithinQueueLowerOrNewerEqualPriority compares
+// queue-order times (Running.Submitted, Request.Submitted).
+//
+// # Fair sharing
+//
+// With Request.FairSharing the victims for quota are chosen by Kueue's
+// fair-sharing walk (pickFair): the request is added to the preemptor's
+// queue, and the walk descends from the root to the child with the
+// highest share, again after every eviction; the preemptor's own queue
+// takes its place in that ranking by its share, request included. A
+// queue's candidates go in eviction order; other queues' must pass the
+// first of Options.FairSharingStrategies (default: S2-a,
+// LessThanOrEqualToFinalShare, then S2-b, LessThanInitialShare) unless
+// the preemptor stays within its nominal quota; those the first leaves
+// are offered to the second, one per queue, once the first is done.
 //
 // # The Index: the host's candidates, kept up to date
 //
@@ -91,17 +108,12 @@
 //     first (then by UID); fleet the cheapest, by the CostModel (work lost
 //     since the last checkpoint), then by ID: a drain contract prices
 //     what Kueue approximates by age.
-//   - Fair sharing ranks the queues by the share each has when the search
-//     starts; Kueue ranks them again after every eviction. The eviction
-//     order stays one static order that the Index can keep (see
-//     compareCandidates), at the price of taking more from one queue when
-//     two tie.
-//   - Fair sharing applies Kueue's strategy S2-a (the preemptor's share
-//     after admission at most the target's after eviction) and not its
-//     fallback S2-b (below the target's share before eviction), nor
-//     Kueue's tournament that takes the preemptor's own lower-priority
-//     work first: when only S2-b would allow it, fleet evicts nothing.
-//     S2-b is what lets Kueue's fair sharing flap (Kueue #3779, #7101).
+//   - Fair sharing and topology: the fair walk chooses the victims quota
+//     needs, checking quota alone; victims a domain needs beyond them
+//     are taken in the static eviction order (queues ranked by their
+//     share at the start of the search), each passing one of the
+//     strategies. Kueue runs its walk with a placement after each
+//     eviction.
 //   - Workloads Kueue would preempt but fleet keeps: those whose drain
 //     contract forbids it (Running.Preemptible) and those started less
 //     than their MinRuntime ago. Kueue has neither.

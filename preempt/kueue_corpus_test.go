@@ -44,6 +44,8 @@ type corpusCase struct {
 	required     string
 	pods, perPod int
 	want         []string
+	reasons      map[string]string // Kueue's reason per wanted victim, when given
+	strategies   []preempt.FairSharingStrategy
 	differs      string
 	fleet        []string
 	hasFleet     bool
@@ -53,7 +55,8 @@ type corpusRun struct {
 	id, queue, flavor string
 	prio              int32
 	gpus              int
-	at                time.Duration // started at the case's base time plus at
+	at                time.Duration  // started at the case's base time plus at
+	queued            *time.Duration // queue-order time (creation), when it differs from at
 	draining          bool
 	nodes             []int // topology cases: the nodes it holds, one GPU block each
 }
@@ -79,10 +82,13 @@ func TestKueueCorpus(t *testing.T) {
 			}
 			tl.cases++
 			t.Run(c.source+"/"+c.name, func(t *testing.T) {
-				got := runCorpusCase(t, c)
+				got, reasons := runCorpusCase(t, c)
 				where := c.file + ":" + c.line
 				if c.differs == "" {
 					require.Equal(t, c.want, got, "%s: victims differ from Kueue's", where)
+					for id, want := range c.reasons {
+						require.Equal(t, want, reasons[id], "%s: reason of %s", where, id)
+					}
 					tl.agree++
 					return
 				}
@@ -104,8 +110,9 @@ func TestKueueCorpus(t *testing.T) {
 }
 
 // runCorpusCase builds the fleet and the tree, indexes the running work
-// and asks for victims; it returns their IDs, sorted (nil: none).
-func runCorpusCase(t *testing.T, c corpusCase) []string {
+// and asks for victims; it returns their IDs, sorted (nil: none), and
+// each one's reason in Kueue's words.
+func runCorpusCase(t *testing.T, c corpusCase) ([]string, map[string]string) {
 	tree, err := quota.New(quota.Spec{Flavors: c.flavors, Nodes: c.nodes})
 	require.NoError(t, err)
 	f, nodesOf := corpusFleet(t, c)
@@ -138,8 +145,12 @@ func runCorpusCase(t *testing.T, c corpusCase) []string {
 		if c.leaves == nil {
 			w.PodSets[0] = gang.PodSet{Name: "p", Count: r.gpus, GPUsPerPod: 1}
 		}
-		require.NoError(t, x.Add(preempt.Running{W: w, Queue: q, Flavor: fl, Nodes: ng,
-			Started: corpusBase.Add(r.at), Draining: r.draining, Preemptible: true}))
+		run := preempt.Running{W: w, Queue: q, Flavor: fl, Nodes: ng,
+			Started: corpusBase.Add(r.at), Draining: r.draining, Preemptible: true}
+		if r.queued != nil {
+			run.Submitted = corpusBase.Add(*r.queued)
+		}
+		require.NoError(t, x.Add(run))
 	}
 	q, ok := tree.Node(c.in.queue)
 	require.True(t, ok, "queue %q", c.in.queue)
@@ -156,18 +167,28 @@ func runCorpusCase(t *testing.T, c corpusCase) []string {
 		req.Submitted = corpusBase.Add(c.submitted)
 	}
 	view := preempt.View{Fleet: f, Tree: tree, Index: x, Scratch: f.Clone()}
-	p, err := preempt.NewSearcher(preempt.Options{}).Victims(view, req, nil)
+	p, err := preempt.NewSearcher(preempt.Options{FairSharingStrategies: c.strategies}).Victims(view, req, nil)
 	if err != nil {
 		require.ErrorIs(t, err, preempt.ErrNoPlan)
 		require.NotErrorIs(t, err, preempt.ErrInvalid)
-		return nil
+		return nil, nil
 	}
 	var got []string
+	reasons := map[string]string{}
 	for _, v := range p.Victims {
 		got = append(got, v.ID)
+		reasons[v.ID] = kueueReason[v.Reason]
 	}
 	slices.Sort(got)
-	return got
+	return got, reasons
+}
+
+// kueueReason names fleet's reasons as Kueue labels preempted workloads.
+var kueueReason = map[preempt.Reason]string{
+	preempt.InQueue:               "InClusterQueue",
+	preempt.Reclaim:               "InCohortReclamation",
+	preempt.ReclaimWhileBorrowing: "InCohortReclaimWhileBorrowing",
+	preempt.FairSharing:           "InCohortFairSharing",
 }
 
 // corpusFleet builds the fleet of a case: for a quota case, one leaf per
@@ -266,6 +287,13 @@ func parseCorpus(t *testing.T, path string) []corpusCase {
 			if _, ok := kv["fairsharing"]; ok {
 				cur.fairSharing = true
 			}
+			if s, ok := kv["strategies"]; ok {
+				for _, name := range strings.Split(s, ",") {
+					var st preempt.FairSharingStrategy
+					require.NoError(t, st.UnmarshalText([]byte(name)), where)
+					cur.strategies = append(cur.strategies, st)
+				}
+			}
 			if s, ok := kv["submitted"]; ok {
 				cur.submitted, cur.hasSubmitted = corpusDuration(t, where, s), true
 			}
@@ -284,6 +312,15 @@ func parseCorpus(t *testing.T, path string) []corpusCase {
 		case "want":
 			require.NotNil(t, cur, where)
 			cur.want = corpusIDs(args)
+			for i, id := range cur.want {
+				if id, reason, ok := strings.Cut(id, ":"); ok {
+					if cur.reasons == nil {
+						cur.reasons = map[string]string{}
+					}
+					cur.want[i], cur.reasons[id] = id, reason
+				}
+			}
+			slices.Sort(cur.want)
 		case "differs":
 			require.NotNil(t, cur, where)
 			cur.differs = rest
@@ -407,6 +444,10 @@ func corpusWork(t *testing.T, where string, args []string, kv map[string]string,
 	}
 	if s := kv["at"]; s != "" {
 		r.at = corpusDuration(t, where, s)
+	}
+	if s := kv["queued"]; s != "" {
+		d := corpusDuration(t, where, s)
+		r.queued = &d
 	}
 	if s := kv["nodes"]; s != "" {
 		for _, n := range strings.Split(s, ",") {

@@ -15,8 +15,15 @@ func (s *Searcher) searchPlacing(a attempt) (Plan, bool, bool, *NoPlan) {
 		return Plan{}, false, false, np
 	}
 	defer s.giveBack()
-	m := s.openAttempt(a)
 	quotaShort := false
+	if s.req.FairSharing {
+		if !s.pickFair(true) {
+			quotaShort = !s.quotaOK(true)
+			s.untakeAllPlacing()
+			return Plan{}, false, quotaShort, nil
+		}
+	}
+	m := s.openAttempt(a)
 	for !s.fitsPlacing(a.allowBorrow) {
 		ci, from := s.next(&m)
 		if ci < 0 {
@@ -52,7 +59,7 @@ func (s *Searcher) searchPlacing(a attempt) (Plan, bool, bool, *NoPlan) {
 	if err != nil {
 		panic("preempt: placement changed its answer on the same fleet: " + err.Error())
 	}
-	plan := s.plan(target, a.allowBorrow)
+	plan := s.plan(target)
 	s.untakeAllPlacing()
 	return plan, true, false, nil
 }

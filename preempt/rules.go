@@ -2,6 +2,7 @@ package preempt
 
 import (
 	"math"
+	"time"
 
 	"github.com/fleetsched/fleet/quota"
 )
@@ -174,8 +175,8 @@ func (s *Searcher) exclusionOf(pos int32) Exclusion {
 //   - Preemptible, and started at least MinRuntime ago (both skipped for
 //     a workload already draining);
 //   - in the preemptor's queue: withinQueue (LowerPriority: strictly
-//     lower; LowerOrNewerEqualPriority: also equal priority started after
-//     req.Submitted);
+//     lower; LowerOrNewerEqualPriority: also equal priority queued after
+//     req.Submitted, by Running.Submitted);
 //   - in another queue: reclaimWithinCohort is not Never, its queue and
 //     every cohort between it and the lowest common ancestor with the
 //     preemptor borrow (checked again before each pick, see valid), and
@@ -223,7 +224,7 @@ func (s *Searcher) ruleOut(pos int32) Exclusion {
 		return qr.excluded
 	}
 	p := int64(e.prio)
-	if p > qr.maxPrio || p == qr.maxPrio && qr.equalNewer && !r.Started.After(s.submitted) {
+	if p > qr.maxPrio || p == qr.maxPrio && qr.equalNewer && !queuedAt(r).After(s.submitted) {
 		return ExcludedPriority
 	}
 	if !r.Draining && s.req.Now.Before(r.Started.Add(r.MinRuntime)) {
@@ -231,6 +232,16 @@ func (s *Searcher) ruleOut(pos int32) Exclusion {
 		return ExcludedMinRuntime
 	}
 	return 0
+}
+
+// queuedAt is a running workload's queue-order time, which
+// WithinQueueLowerOrNewerEqualPriority compares (Kueue compares
+// queue-order timestamps, not start times).
+func queuedAt(r *Running) time.Time {
+	if r.Submitted.IsZero() {
+		return r.Started
+	}
+	return r.Submitted
 }
 
 // keep applies the attempt's restriction on other queues' work.
@@ -246,8 +257,10 @@ func (s *Searcher) keep(c *cand, a attempt) bool {
 
 // valid applies the rules that change as victims are picked: another
 // queue's work only while that queue (and every cohort up to the common
-// ancestor) still borrows, and, under fair sharing, Kueue's strategy
-// S2-a.
+// ancestor) still borrows, and, under fair sharing while the preemptor
+// would borrow, one of the configured strategies (the fair walk itself,
+// pickFair, applies them in Kueue's order; this serves the victims a
+// domain needs beyond it).
 func (s *Searcher) valid(c *cand) bool {
 	if !c.other {
 		return true
@@ -257,10 +270,9 @@ func (s *Searcher) valid(c *cand) bool {
 		return false
 	}
 	if s.req.FairSharing && !s.withinNominal {
-		// S2-a: the preemptor's share after admission must stay at or
-		// below the target's share after the eviction. The request is
-		// added at the preemptor's queue, so that what reaches its side
-		// of the tree passes the lending limits in between.
+		// The request is added at the preemptor's queue, so that what
+		// reaches its side of the tree passes the lending limits in
+		// between.
 		t := s.tree
 		if t.AddUsage(s.req.Queue, s.flavor, s.needGPUs) != nil {
 			return false // beyond MaxAmount: it cannot fit anyway
@@ -269,10 +281,16 @@ func (s *Searcher) valid(c *cand) bool {
 		if err := t.RemoveUsage(s.req.Queue, s.flavor, s.needGPUs); err != nil {
 			panic("preempt: undoing the request: " + err.Error())
 		}
+		old := t.DominantShare(qr.cSide)
 		s.removeUsage(c)
 		ts := t.DominantShare(qr.cSide)
 		s.addUsage(c)
-		return ps.Compare(ts) <= 0
+		for _, st := range s.strategies {
+			if st.passes(ps, old, ts) {
+				return true
+			}
+		}
+		return false
 	}
 	return true
 }

@@ -18,7 +18,12 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 	if !s.shape.fast {
 		return s.searchPlacing(a)
 	}
-	if !s.pickForQuota(a) {
+	if s.req.FairSharing {
+		if !s.pickFair(false) {
+			s.untakeAll()
+			return Plan{}, false, true, nil
+		}
+	} else if !s.pickForQuota(a) {
 		return Plan{}, false, true, nil
 	}
 	s.quotaPicks = append(s.quotaPicks[:0], s.taken...)
@@ -127,7 +132,7 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		s.shape.fast = false
 		return s.searchPlacing(a)
 	}
-	plan = s.plan(target, a.allowBorrow)
+	plan = s.plan(target)
 	s.giveBack()
 	s.untakeAll()
 	return plan, true, false, nil
@@ -337,7 +342,7 @@ func (s *Searcher) fitsAlready() (Plan, bool, *NoPlan) {
 
 // plan builds the result from the taken victims, with the simulation in
 // its final state (victims gone).
-func (s *Searcher) plan(a placement.Assignment, allowBorrow bool) Plan {
+func (s *Searcher) plan(a placement.Assignment) Plan {
 	now := s.req.Now
 	borrowing := s.tree.Fits(s.req.Queue, s.flavor, s.needGPUs).Borrowing()
 	p := Plan{Beneficiary: s.req.W.ID, Target: a.Clone(), ReadyBy: now, Borrowing: borrowing,
@@ -345,16 +350,7 @@ func (s *Searcher) plan(a placement.Assignment, allowBorrow bool) Plan {
 	for _, ci := range s.taken {
 		c := &s.cands[ci]
 		v := Victim{ID: c.id, Nodes: c.run.Nodes, GPUs: c.gpus, Cost: c.cost, Priority: c.prio}
-		switch {
-		case !c.other:
-			v.Reason = InQueue
-		case s.req.FairSharing:
-			v.Reason = FairSharing
-		case !c.hier && allowBorrow && borrowing:
-			v.Reason = ReclaimWhileBorrowing
-		default:
-			v.Reason = Reclaim
-		}
+		v.Reason = s.reason(c)
 		g := c.run.Grace
 		if g <= 0 {
 			g = DefaultGrace
@@ -367,4 +363,28 @@ func (s *Searcher) plan(a placement.Assignment, allowBorrow bool) Plan {
 		p.Victims = append(p.Victims, v)
 	}
 	return p
+}
+
+// reason labels a victim as Kueue does: by the candidate's variant, not
+// by the attempt that took it or by whether the preemptor ends up
+// borrowing.
+//   - the preemptor's own queue: InQueue;
+//   - fair sharing: Reclaim while the preemptor (with the request) stays
+//     within its nominal quota, FairSharing otherwise;
+//   - classical: ReclaimWhileBorrowing for work that borrowWithinCohort
+//     lets the preemptor take while borrowing (no hierarchical
+//     advantage), Reclaim for the rest (advantage, or work only an
+//     attempt within quota may take).
+func (s *Searcher) reason(c *cand) Reason {
+	switch {
+	case !c.other:
+		return InQueue
+	case s.req.FairSharing && s.withinNominal:
+		return Reclaim
+	case s.req.FairSharing:
+		return FairSharing
+	case c.whileB && !c.hier:
+		return ReclaimWhileBorrowing
+	}
+	return Reclaim
 }

@@ -32,6 +32,11 @@ type Running struct {
 	MinRuntime time.Duration
 	// Grace is the drain grace period; 0 means DefaultGrace.
 	Grace time.Duration
+	// Submitted is the workload's queue-order time (Kueue's queue-order
+	// timestamp: its creation, or when it was queued again), compared with
+	// Request.Submitted by WithinQueueLowerOrNewerEqualPriority. Zero
+	// means Started.
+	Submitted time.Time
 }
 
 // DefaultGrace is the drain grace period when Running.Grace is 0.
@@ -46,8 +51,9 @@ type Request struct {
 	// FairSharing switches the rules for other queues' workloads to
 	// Kueue's fair-sharing preemption (borrowWithinCohort is then ignored).
 	FairSharing bool
-	// Submitted is the preemptor's queue-order time, compared by
-	// WithinQueueLowerOrNewerEqualPriority; zero means Now.
+	// Submitted is the preemptor's queue-order time, compared with the
+	// candidates' Running.Submitted by WithinQueueLowerOrNewerEqualPriority;
+	// zero means Now.
 	Submitted time.Time
 	// Claims, when set, are the drains already accepted. Their victims
 	// count as gone (as if listed in exclude) and only their GPUs no
@@ -93,14 +99,20 @@ type Reason uint8
 const (
 	// InQueue: a workload of the preemptor's own queue (withinQueue).
 	InQueue Reason = iota + 1
-	// Reclaim: another queue's borrowed work taken back while the
-	// preemptor stays within its quota, or over which it has hierarchical
-	// advantage (reclaimWithinCohort).
+	// Reclaim: another queue's borrowed work taken back (Kueue's
+	// InCohortReclamation): over which the preemptor has hierarchical
+	// advantage, or that only an attempt keeping the preemptor within its
+	// quota may take, or, under fair sharing, taken while the preemptor
+	// stays within its nominal quota.
 	Reclaim
-	// ReclaimWhileBorrowing: another queue's borrowed work taken while the
-	// preemptor itself still borrows (borrowWithinCohort).
+	// ReclaimWhileBorrowing: another queue's borrowed work that
+	// borrowWithinCohort lets the preemptor take while it borrows (lower
+	// priority, at most the threshold, no hierarchical advantage): the
+	// work the borrowing attempt may take (Kueue's
+	// InCohortReclaimWhileBorrowing, whichever attempt took it).
 	ReclaimWhileBorrowing
-	// FairSharing: chosen by fair-sharing preemption.
+	// FairSharing: chosen by a fair-sharing strategy (Kueue's
+	// InCohortFairSharing).
 	FairSharing
 )
 
@@ -153,4 +165,11 @@ type Options struct {
 	RestartOverhead time.Duration
 	// Placement tunes the placer that validates each plan.
 	Placement placement.Options
+	// FairSharingStrategies are the fair-sharing preemption strategies in
+	// the order they are tried (Kueue's fairSharing.preemptionStrategies):
+	// one of them alone, or LessThanOrEqualToFinalShare then
+	// LessThanInitialShare. Nil means both, in that order (Kueue's
+	// default); any other list makes every fair-sharing search fail with
+	// ErrInvalid.
+	FairSharingStrategies []FairSharingStrategy
 }

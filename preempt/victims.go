@@ -1,6 +1,7 @@
 package preempt
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -32,6 +33,7 @@ type Searcher struct {
 	streamBufs   // the eviction order's streams (order.go)
 	scratchBook  // what is released on the scratch fleet (scratch.go)
 	quotaBuffers // usage changes in flight (usage.go)
+	fairWalk     // fair sharing's walk (fair.go)
 }
 
 // callState is the call being served: its inputs and what follows from
@@ -79,6 +81,8 @@ func NewSearcher(opt Options) *Searcher {
 		s.cost = DefaultCost{RestartOverhead: opt.RestartOverhead}
 	}
 	_, s.lazyCost = s.cost.(DefaultCost)
+	s.strategies, s.badList = resolveStrategies(opt.FairSharingStrategies)
+	s.badList = !s.badList
 	s.wholeBand = wholeBand
 	return s
 }
@@ -276,6 +280,8 @@ func (s *Searcher) validateRequest() *NoPlan {
 		return s.invalid("flavor not served by the queue")
 	case r.W.GPUs() <= 0:
 		return s.invalid("workload without GPUs")
+	case r.FairSharing && s.badList:
+		return s.invalid(fmt.Sprintf("fair-sharing strategies %v: one strategy, or LessThanOrEqualToFinalShare then LessThanInitialShare", s.opt.FairSharingStrategies))
 	}
 	if _, running := s.index.slot[r.W.ID]; running {
 		return s.invalid("the preemptor is running")

@@ -290,8 +290,10 @@ type Verdict struct {
 	// holds the queue's usage plus the request (Kueue's "hierarchical
 	// advantage" node); Queue for FitsNominal; None for NoFit.
 	From NodeID
-	// Height is how many edges From is above Queue: 0 within nominal, 1 when
-	// the parent's subtree suffices, and so on. Lower is better.
+	// Height is From's height as Kueue counts it for choosing a flavor
+	// (FindHeightOfLowestSubtreeThatFits): the edges from From down to the
+	// furthest leaf of its subtree, any queue's included, not only this
+	// queue's distance to it; 0 within nominal. Lower is better.
 	Height int
 	Reason Reason // set when Mode is NoFit
 
@@ -349,7 +351,7 @@ func (t *Tree) fitsCol(q NodeID, f FlavorID, gpus int64) Verdict {
 	v.Mode = FitsBorrowing
 	rest := gpus - max(0, t.local(x)-t.usage[x])
 	for a := t.s.parent[q]; a != None; a = t.s.parent[a] {
-		v.From, v.Height = a, v.Height+1
+		v.From, v.Height = a, int(t.s.height[a])
 		y := t.at(a, f)
 		if t.usage[y]+rest <= t.subtree[y] {
 			break

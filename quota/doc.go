@@ -35,8 +35,8 @@
 // flavors it lists, as a ClusterQueue can use only its resource groups'
 // flavors. When a request fits by borrowing, Fits names the lowest ancestor
 // whose subtree holds it (the node of Kueue's "hierarchical advantage") and
-// how many edges above the queue it is; Kueue ranks flavors by that node's
-// height, which orders the same way for one queue. DominantShare is Kueue's fair-sharing DRS:
+// its height as Kueue counts it to rank flavors: the edges from it down to
+// the furthest leaf of its subtree. DominantShare is Kueue's fair-sharing DRS:
 // GPUs borrowed over what the parent's tree could lend, in thousandths,
 // divided by the weight; 0 when not borrowing; +Inf for a weight-0 borrower.
 //

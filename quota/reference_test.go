@@ -119,7 +119,7 @@ func (r *reference) potential(name string, f int) int64 {
 }
 
 // fits returns the mode and, when borrowing, the node lent from and its
-// height above the queue.
+// height as Kueue counts it (down to the furthest leaf of its subtree).
 func (r *reference) fits(name string, f int, gpus int64) (quota.Mode, string, int) {
 	if _, ok := r.quota(name, f); !ok || gpus > max(0, r.available(name, f)) {
 		return quota.NoFit, "", 0
@@ -128,15 +128,31 @@ func (r *reference) fits(name string, f int, gpus int64) (quota.Mode, string, in
 		return quota.FitsNominal, name, 0
 	}
 	rest := gpus - max(0, r.local(name, f)-r.use(name, f))
-	from, h := name, 0
+	from := name
 	for p := r.node(name).Parent; p != ""; p = r.node(p).Parent {
-		from, h = p, h+1
+		from = p
 		if r.use(p, f)+rest <= r.subtree(p, f) {
 			break
 		}
 		rest -= max(0, r.local(p, f)-r.use(p, f))
 	}
-	return quota.FitsBorrowing, from, h
+	return quota.FitsBorrowing, from, r.height(from)
+}
+
+// height is Kueue's getNodeHeight: a cohort with any child is at least
+// 1, and one more than its highest child cohort.
+func (r *reference) height(name string) int {
+	h := 0
+	for _, n := range r.spec.Nodes {
+		if n.Parent != name {
+			continue
+		}
+		h = max(h, 1)
+		if n.Kind == quota.Cohort {
+			h = max(h, r.height(n.Name)+1)
+		}
+	}
+	return h
 }
 
 func (r *reference) share(name string) quota.Share {

@@ -69,6 +69,7 @@ type shape struct {
 	depth     []int32
 	end       []NodeID // subtree of n is [n, end[n])
 	children  [][]NodeID
+	height    []int32 // Kueue's height: edges down to the furthest leaf (a cohort with children: at least 1)
 	queues    []NodeID
 	roots     []NodeID
 	specOrder []NodeID // Spec position -> ID
@@ -230,6 +231,16 @@ func New(spec Spec) (*Tree, error) {
 				c := s.col(int(f), s.resourceID[rq.Name])
 				t.setCol(me, c, rq.Nominal, rq.BorrowingLimit.encode(), rq.LendingLimit.encode())
 			}
+		}
+	}
+	// Heights: children have larger IDs than their parent (pre-order).
+	s.height = make([]int32, N)
+	for n := NodeID(N - 1); n >= 0; n-- {
+		if s.kind[n] == Cohort && len(s.children[n]) > 0 {
+			s.height[n] = max(s.height[n], 1)
+		}
+		if p := s.parent[n]; p != None && s.kind[n] == Cohort {
+			s.height[p] = max(s.height[p], s.height[n]+1)
 		}
 	}
 	slices.Sort(s.queues)

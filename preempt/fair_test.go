@@ -1,0 +1,181 @@
+package preempt_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
+)
+
+// unitEnv is a fleet of 1-GPU nodes under the given quota tree, so that
+// only quota binds; runN places each workload on fresh nodes.
+type unitEnv struct {
+	*env
+	next int
+}
+
+func newUnitEnv(t *testing.T, qnodes ...quota.NodeSpec) *unitEnv {
+	return &unitEnv{env: newEnv(t, 1, 1, 64, 1, qnodes...)}
+}
+
+func (u *unitEnv) runN(id, q string, prio int32, gpus int) *preempt.Running {
+	nodes, ones := make([]int, gpus), make([]int, gpus)
+	for i := range nodes {
+		nodes[i], ones[i] = u.next, 1
+		u.next++
+	}
+	return u.run(id, q, prio, time.Hour, nodes, ones)
+}
+
+func weighted(n quota.NodeSpec, w float64) quota.NodeSpec {
+	n.Weight = &w
+	return n
+}
+
+var fairRules = quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimAny}
+
+// victims runs a fair-sharing search and returns the victims' IDs and
+// reasons (nil when there is no plan).
+func fairVictims(t *testing.T, u *unitEnv, opt preempt.Options, q string, gpus int) map[string]preempt.Reason {
+	req := u.req("in", q, 0, gpus, 1, "")
+	req.FairSharing = true
+	p, err := preempt.NewSearcher(opt).Victims(u.view(), req, nil)
+	if err != nil {
+		require.ErrorIs(t, err, preempt.ErrNoPlan)
+		require.NotErrorIs(t, err, preempt.ErrInvalid)
+		return nil
+	}
+	out := map[string]preempt.Reason{}
+	for _, v := range p.Victims {
+		out[v.ID] = v.Reason
+	}
+	return out
+}
+
+func threeQueues(nominal int64) []quota.NodeSpec {
+	return []quota.NodeSpec{cohort("all", "", 0), queue("a", "all", nominal, fairRules),
+		queue("b", "all", nominal, fairRules), queue("c", "all", nominal, fairRules)}
+}
+
+// After a's small workload goes, a and b borrow alike: Kueue ranks the
+// queues again and takes b's next, where a share ranked once would keep
+// taking from a.
+func TestFairSharingRanksQueuesAgainAfterEachEviction(t *testing.T) {
+	u := newUnitEnv(t, threeQueues(6)...)
+	u.runN("a1", "a", 0, 1)
+	u.runN("a2", "a", 0, 1)
+	u.runN("a3", "a", 0, 6)
+	u.runN("b1", "b", 0, 1)
+	u.runN("b2", "b", 0, 1)
+	u.runN("b3", "b", 0, 6)
+	require.Equal(t, map[string]preempt.Reason{"a1": preempt.Reclaim, "b1": preempt.Reclaim},
+		fairVictims(t, u, preempt.Options{}, "c", 4))
+}
+
+// No candidate passes S2-a; by default Kueue falls back to S2-b, one
+// candidate per queue; with S2-a alone nothing is evicted.
+func TestFairSharingFallsBackToLessThanInitialShare(t *testing.T) {
+	build := func() *unitEnv {
+		u := newUnitEnv(t, threeQueues(6)...)
+		u.runN("b1", "b", 0, 4)
+		u.runN("b2", "b", 0, 5)
+		u.runN("c1", "c", 0, 4)
+		u.runN("c2", "c", 0, 5)
+		return u
+	}
+	require.Equal(t, map[string]preempt.Reason{"b1": preempt.FairSharing, "c1": preempt.FairSharing},
+		fairVictims(t, build(), preempt.Options{}, "a", 7))
+	s2a := preempt.Options{FairSharingStrategies: []preempt.FairSharingStrategy{preempt.LessThanOrEqualToFinalShare}}
+	require.Nil(t, fairVictims(t, build(), s2a, "a", 7))
+}
+
+// The strategies are configurable: S2-b alone takes the low-priority
+// workload first, S2-a alone only one whose eviction does not pass the
+// imbalance on; a list Kueue refuses makes the search invalid.
+func TestFairSharingStrategiesAsConfigured(t *testing.T) {
+	build := func() *unitEnv {
+		u := newUnitEnv(t, threeQueues(3)...)
+		u.runN("a1", "a", 0, 3)
+		u.runN("b_low", "b", 0, 5)
+		u.runN("b_high", "b", 1, 1)
+		return u
+	}
+	s2b := preempt.Options{FairSharingStrategies: []preempt.FairSharingStrategy{preempt.LessThanInitialShare}}
+	require.Equal(t, map[string]preempt.Reason{"b_low": preempt.FairSharing}, fairVictims(t, build(), s2b, "a", 1))
+	s2a := preempt.Options{FairSharingStrategies: []preempt.FairSharingStrategy{preempt.LessThanOrEqualToFinalShare}}
+	require.Equal(t, map[string]preempt.Reason{"b_high": preempt.FairSharing}, fairVictims(t, build(), s2a, "a", 1))
+
+	u := build()
+	req := u.req("in", "a", 0, 1, 1, "")
+	req.FairSharing = true
+	bad := preempt.Options{FairSharingStrategies: []preempt.FairSharingStrategy{preempt.LessThanInitialShare, preempt.LessThanOrEqualToFinalShare}}
+	_, err := preempt.NewSearcher(bad).Victims(u.view(), req, nil)
+	require.ErrorIs(t, err, preempt.ErrInvalid)
+}
+
+// The preemptor's own queue competes in the ranking by its share with the
+// request: when it borrows the most, its own lower-priority work goes
+// first, and that alone makes room.
+func TestFairSharingPreemptorQueueCompetesByItsShare(t *testing.T) {
+	u := newUnitEnv(t, cohort("all", "", 0), queue("a", "all", 3, fairRules),
+		queue("b", "all", 3, fairRules), queue("c", "all", 4, fairRules))
+	u.runN("a_low", "a", -1, 1)
+	u.runN("a1", "a", 0, 4)
+	u.runN("b1", "b", 0, 1)
+	u.runN("b2", "b", 0, 4)
+	require.Equal(t, map[string]preempt.Reason{"a_low": preempt.InQueue}, fairVictims(t, u, preempt.Options{}, "a", 1))
+}
+
+// Under fair sharing, work reclaimed while the preemptor stays within its
+// nominal quota is labelled Reclaim (Kueue's InCohortReclamation), not
+// FairSharing.
+func TestFairSharingReclaimWithinNominalIsLabelledReclaim(t *testing.T) {
+	u := newUnitEnv(t, threeQueues(3)...)
+	for _, id := range []string{"a1", "a2", "a3"} {
+		u.runN(id, "a", 0, 1)
+	}
+	for _, id := range []string{"b1", "b2", "b3", "b4", "b5"} {
+		u.runN(id, "b", 0, 1)
+	}
+	u.runN("c1", "c", 0, 1)
+	require.Equal(t, map[string]preempt.Reason{"b1": preempt.Reclaim}, fairVictims(t, u, preempt.Options{}, "c", 1))
+}
+
+// Kueue labels a victim by its variant: work borrowWithinCohort lets the
+// preemptor take while borrowing is ReclaimWhileBorrowing even when the
+// plan ends within the preemptor's quota.
+func TestReclaimWhileBorrowingLabelsTheCandidateVariant(t *testing.T) {
+	rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimAny,
+		BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority}}
+	u := newUnitEnv(t, cohort("all", "", 0), queue("a", "all", 4, rules), queue("b", "all", 4, quota.Rules{}))
+	u.runN("a_low", "a", -1, 2)
+	u.runN("b_low", "b", -1, 2)
+	u.runN("b_high", "b", 5, 4)
+	p, err := preempt.NewSearcher(preempt.Options{}).Victims(u.view(), u.req("in", "a", 0, 4, 1, ""), nil)
+	require.NoError(t, err)
+	got := map[string]preempt.Reason{}
+	for _, v := range p.Victims {
+		got[v.ID] = v.Reason
+	}
+	require.False(t, p.Borrowing)
+	require.Equal(t, map[string]preempt.Reason{"a_low": preempt.InQueue, "b_low": preempt.ReclaimWhileBorrowing}, got)
+}
+
+// LowerOrNewerEqualPriority compares queue-order times (Running.Submitted),
+// not start times: the workload queued after the preemptor goes, though
+// it started first.
+func TestLowerOrNewerEqualPriorityComparesQueueOrderTime(t *testing.T) {
+	u := newUnitEnv(t, queue("a", "", 2, quota.Rules{WithinQueue: quota.WithinQueueLowerOrNewerEqualPriority}))
+	early := u.runN("started-first-queued-later", "a", 0, 1)
+	early.Started, early.Submitted = t0.Add(-time.Hour), t0.Add(-time.Minute)
+	late := u.runN("started-later-queued-first", "a", 0, 1)
+	late.Started, late.Submitted = t0.Add(-time.Minute), t0.Add(-time.Hour)
+	req := u.req("in", "a", 0, 1, 1, "")
+	req.Submitted = t0.Add(-10 * time.Minute)
+	p, err := preempt.NewSearcher(preempt.Options{}).Victims(u.view(), req, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"started-first-queued-later"}, ids(p))
+}
