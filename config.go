@@ -46,6 +46,10 @@ type Policy struct {
 	// FairSharing orders equal-priority work by the queues' dominant
 	// share and enables fair-sharing preemption.
 	FairSharing bool
+	// FairSharingStrategies are Kueue's fair-sharing preemption strategies,
+	// in the order tried; nil means both (LessThanOrEqualToFinalShare,
+	// then LessThanInitialShare), as in Kueue.
+	FairSharingStrategies []preempt.FairSharingStrategy
 	// NoPreemption turns preemption off entirely.
 	NoPreemption bool
 	// NoReservation turns off holding a domain for the highest-priority

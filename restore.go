@@ -72,6 +72,7 @@ func (s *Scheduler) restore(snap Snapshot) error {
 		if err != nil {
 			return bad(v.ID, "%v", err)
 		}
+		rec.Submitted = v.Submitted
 		if err := s.books.Admit(v.ID, a, v.Started); err != nil {
 			return &Error{Op: "restore", Workload: v.ID, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
@@ -92,6 +93,7 @@ func (s *Scheduler) restore(snap Snapshot) error {
 		if err != nil {
 			return bad(v.ID, "%v", err)
 		}
+		rec.Submitted = v.Submitted
 		e.rec, e.submitted, e.seq = rec, v.Submitted, v.Seq
 		s.work[v.ID] = e
 		s.queued[v.ID] = e

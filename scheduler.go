@@ -120,7 +120,8 @@ func New(cfg Config) (*Scheduler, error) {
 		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true}),
 		work:      map[string]*entry{}, queued: map[string]*entry{},
 		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead, Cost: cfg.Policy.Cost,
-			Placement: placement.Options{Scorer: cfg.Policy.Scorer}}),
+			FairSharingStrategies: cfg.Policy.FairSharingStrategies,
+			Placement:             placement.Options{Scorer: cfg.Policy.Scorer}}),
 	}, nil
 }
 
@@ -303,6 +304,7 @@ func (s *Scheduler) track(e *entry, now time.Time) {
 	}
 	s.seq++
 	e.rec, e.submitted, e.seq = rec, now, s.seq
+	rec.Submitted = now
 	s.work[e.w.ID] = e
 	s.queued[e.w.ID] = e
 }
@@ -537,6 +539,7 @@ func (s *Scheduler) Adopt(now time.Time, w gang.Workload, started time.Time, pod
 	if err != nil {
 		panic("fleet: a resolved workload refused by the ledger: " + err.Error())
 	}
+	rec.Submitted = started
 	if err := s.books.Admit(w.ID, a, started); err != nil {
 		s.books.Forget(w.ID)
 		return &Error{Op: "adopt", Workload: w.ID, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}

@@ -184,7 +184,7 @@ func (r *Record) indexHidden() bool { return r.Drain != nil && r.Drain.Promised(
 
 func (l *Ledger) running(r *Record) preempt.Running {
 	return preempt.Running{
-		W: r.W, Queue: r.Queue, Flavor: r.Flavor, Nodes: r.Nodes, Started: r.Started,
+		W: r.W, Queue: r.Queue, Flavor: r.Flavor, Nodes: r.Nodes, Started: r.Started, Submitted: r.Submitted,
 		Draining:    r.State == gang.Draining && !r.indexHidden(),
 		Preemptible: r.Policy.Preemptible,
 		MinRuntime:  r.Policy.MinRuntime,

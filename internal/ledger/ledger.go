@@ -67,6 +67,10 @@ type Record struct {
 	// may be a victim, how long it is protected after start, its grace.
 	Policy Policy
 
+	// Submitted is its queue-order time (submission, or adoption), which
+	// LowerOrNewerEqualPriority compares.
+	Submitted time.Time
+
 	// Holding GPUs (Admitted or Draining).
 	Assign    placement.Assignment
 	Nodes     []placement.NodeGPUs // GPUs per node, from Assign
