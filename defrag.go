@@ -376,14 +376,7 @@ func (s *Scheduler) defragFor(now time.Time, e *entry, d *Decisions) bool {
 	for _, m := range plan.Moves {
 		cost[m.ID] = m.LostGPUSeconds
 	}
-	for _, r := range got.Drained {
-		dr := Drain{ID: r.W.ID, Deadline: r.Drain.Deadline, Reason: r.Drain.Reason,
-			Beneficiaries: slices.Clone(r.Drain.Beneficiaries), LostGPUSeconds: cost[r.W.ID]}
-		d.Drain = append(d.Drain, dr)
-		ev := s.event(EventDrainStarted, now, s.work[r.W.ID])
-		ev.Reason, ev.Beneficiaries, ev.Deadline, ev.LostGPUSeconds = dr.Reason.String(), dr.Beneficiaries, dr.Deadline, dr.LostGPUSeconds
-		s.emit(ev)
-	}
+	s.reportDrains(now, got, cost, d)
 	s.defragSpent = append(s.defragSpent, defragCost{at: now, gpuSeconds: plan.LostGPUSeconds})
 	e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
 	return true

@@ -174,6 +174,19 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 	if err != nil {
 		return false, true
 	}
+	s.reportDrains(now, got, lost, d)
+	for _, x := range run {
+		x.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
+	}
+	for _, v := range plan.Victims {
+		taken[v.ID] = true
+	}
+	return true, true
+}
+
+// reportDrains hands the victims a nomination newly drained to the host
+// and the event stream, with the work each loses.
+func (s *Scheduler) reportDrains(now time.Time, got ledger.Nominated, lost map[string]float64, d *Decisions) {
 	for _, r := range got.Drained {
 		dr := Drain{ID: r.W.ID, Deadline: r.Drain.Deadline, Reason: r.Drain.Reason,
 			Beneficiaries: slices.Clone(r.Drain.Beneficiaries), LostGPUSeconds: lost[r.W.ID]}
@@ -182,13 +195,6 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 		ev.Reason, ev.Beneficiaries, ev.Deadline, ev.LostGPUSeconds = dr.Reason.String(), dr.Beneficiaries, dr.Deadline, dr.LostGPUSeconds
 		s.emit(ev)
 	}
-	for _, x := range run {
-		x.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
-	}
-	for _, v := range plan.Victims {
-		taken[v.ID] = true
-	}
-	return true, true
 }
 
 // drainReason names preempt's rule as the host sees it.
