@@ -45,6 +45,14 @@
 //	snap := s.Snapshot()                     // a deep copy for metrics, dashboards and restarts
 //	s, err = fleet.Restore(cfg, snap)        // after a restart: drains, nominations, checkpoints intact
 //
+//	// Levers: bookings of future blocks (Propose, Approve, CancelBooking),
+//	// live quota edits and schedules (SetQueue, SetQuotaSchedule), nodes in
+//	// and out of service (RemoveNode, AddNode), host drains (RequestDrain),
+//	// idle reclaim (ReportUsage), defragmentation (PlanDefrag, Defragment),
+//	// and Fork for what-if questions. Decisions also carry Replace and
+//	// Failed (hot-swap of lost nodes) and Overflow (inference short of its
+//	// guarantee).
+//
 // A Journal wraps a Scheduler and records every call as a JSON line;
 // Replay of a journal gives the same decisions, byte for byte, so a bug
 // report is a journal.
