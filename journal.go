@@ -3,6 +3,7 @@ package fleet
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -165,10 +166,21 @@ func (j *Journal) Schedule(now time.Time) Decisions {
 
 func (j *Journal) call(c Call) error {
 	if err := j.enc.Encode(c); err != nil {
-		return err
+		return encodeError(c.Op, err)
 	}
 	_, err := apply(j.s, c)
 	return err
+}
+
+// encodeError says a call could not be recorded: a time JSON cannot hold
+// (a year past 9999) is the caller's error, a failed write the writer's.
+// The call is not made.
+func encodeError(op string, err error) error {
+	var je *json.MarshalerError
+	if errors.As(err, &je) {
+		return &Error{Op: op, Detail: "journal: cannot record the call", Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+	}
+	return &Error{Op: op, Detail: "journal: cannot record the call", Err: err}
 }
 
 // apply makes one recorded call.

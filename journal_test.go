@@ -64,3 +64,16 @@ func TestJournalReplaysByteForByte(t *testing.T) {
 	_, err = fleet.Replay(fleet.ReferenceConfig(), bytes.NewReader([]byte("{not json\n")), nil)
 	assert.ErrorIs(t, err, fleet.ErrInvalid)
 }
+
+// A call the journal cannot record (a time JSON cannot hold) is refused
+// as invalid input, and not made.
+func TestJournalRefusesACallItCannotRecord(t *testing.T) {
+	s := newRef(t)
+	var buf bytes.Buffer
+	j := fleet.NewJournal(s, &buf)
+	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	err := j.Submit(far, replica("r", 1))
+	require.ErrorIs(t, err, fleet.ErrInvalid)
+	assert.Empty(t, s.Snapshot().Pending)
+	assert.Zero(t, buf.Len())
+}

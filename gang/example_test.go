@@ -9,7 +9,9 @@ import (
 )
 
 // A 512-GPU training gang and an inference replica, checked against the
-// reference fleet (spine > leaf > node, 8 GPUs per node).
+// reference fleet (spine > leaf > node, 8 GPUs per node). They set
+// Priority directly; a scheduler with priority classes would name a
+// PriorityClass instead, whose value then replaces Priority.
 func Example() {
 	levels := []string{"spine", "leaf", "node"}
 	const gpusPerNode = 8

@@ -19,10 +19,12 @@ type Workload struct {
 	ID string `json:"id"`
 	// Queue is the leaf queue of the quota tree it is charged to.
 	Queue string `json:"queue"`
-	// Priority orders workloads; higher wins.
+	// Priority orders workloads; higher wins. When PriorityClass is set,
+	// the scheduler replaces it with the class's value: the class wins.
 	Priority int32 `json:"priority"`
-	// PriorityClass names the class whose defaults apply (such as the drain
-	// grace period). The scheduler owns the classes; "" is its default.
+	// PriorityClass names the class whose priority and defaults apply
+	// (such as the drain grace period). The scheduler owns the classes;
+	// "" keeps Priority as given.
 	PriorityClass string `json:"priorityClass,omitempty"`
 	// Shape is inference, training or batch.
 	Shape Shape `json:"shape,omitempty"`
