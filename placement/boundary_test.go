@@ -128,3 +128,49 @@ func mixed(w *gang.Workload, ps gang.PodSet) *gang.Workload {
 	w.PodSets = append(w.PodSets, ps)
 	return w
 }
+
+// A gang of sub-node pods inside a leaf fills its nodes best fit first:
+// the fewest free GPUs that hold a pod, lowest ID on ties, as many pods
+// per node as fit; never the emptiest node first.
+func TestSubNodeGangFillsTheTightestNodesFirst(t *testing.T) {
+	tests := []struct {
+		name  string
+		free  [3]int
+		count int
+		gpus  int
+		nodes []string
+	}{
+		{"partly used nodes before the empty one", [3]int{8, 2, 4}, 3, 2, []string{"node-0-0-1=2", "node-0-0-2=4"}},
+		{"equal nodes: lowest ID", [3]int{4, 4, 8}, 2, 2, []string{"node-0-0-0=4"}},
+		{"a node below the pod size is skipped", [3]int{1, 8, 3}, 2, 2, []string{"node-0-0-1=2", "node-0-0-2=2"}},
+		{"the tightest node takes all it holds", [3]int{6, 8, 7}, 3, 2, []string{"node-0-0-0=6"}},
+		{"3-GPU pods: 5 free hold one, 6 hold two", [3]int{8, 5, 6}, 3, 3, []string{"node-0-0-1=3", "node-0-0-2=6"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := freeLeaves(t, [][3]int{tt.free})
+			a, err := placement.Place(f, work("w", tt.count, tt.gpus, "leaf", "leaf"), placement.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, tt.nodes, nodesOf(f, a))
+		})
+	}
+}
+
+// The first and last domain IDs are in range for PlaceWithin and
+// PlaceAvoiding: only IDs outside [0, NumDomains) are refused.
+func TestPlaceDomainIDBoundaries(t *testing.T) {
+	f := fleet(t, 1, 2, 2)
+	p := placement.NewPlacer(placement.Options{})
+	a, err := p.PlaceWithin(f, work("w", 1, 8, "", ""), topology.Root)
+	require.NoError(t, err, "the fleet itself")
+	assert.Equal(t, "node-0-0-0=8", nodesOf(f, a)[0])
+	last := topology.DomainID(f.NumDomains() - 1)
+	a, err = p.PlaceWithin(f, work("w", 1, 8, "", ""), last)
+	require.NoError(t, err, "the last domain")
+	assert.Equal(t, []string{"node-0-1-1=8"}, nodesOf(f, a))
+	a, err = p.PlaceAvoiding(f, work("w", 1, 8, "", ""), last)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"node-0-0-0=8"}, nodesOf(f, a))
+	_, err = p.PlaceAvoiding(f, work("w", 1, 8, "", ""), topology.Root)
+	assert.ErrorIs(t, err, placement.ErrNoFit, "avoiding the fleet leaves nothing")
+}
