@@ -62,8 +62,16 @@ func TestMaxAmountIsTheLastAcceptedAmount(t *testing.T) {
 	assert.ErrorIs(t, f.tree.RemoveUsage(b, h, 1), quota.ErrUsageUnderflow, "and not one more")
 
 	require.NoError(t, f.tree.SetQuota(b, q("H100", 1)), "nominal sum back at the bound")
+	require.NoError(t, f.tree.SetQuota(b, q("H100", 1)), "the same quota again: its old value leaves the sum")
 	assert.ErrorIs(t, f.tree.SetQuota(b, q("H100", 2)), quota.ErrAmountTooLarge)
 	assert.Equal(t, int64(1), f.tree.Nominal(b, h), "the refused edit left the tree unchanged")
+
+	// A request in thousandths of a GPU is judged the same way.
+	g := build(t, []string{"H100"}, cohort("root", ""), queue("a", "root", q("H100", 2)))
+	v = g.tree.FitsRequest(g.n("a"), g.fl("H100"), quota.Request{MilliGPUs: 2500})
+	require.Equal(t, quota.NoFit, v.Mode, v.String())
+	assert.Equal(t, int64(500), v.Reason.ShortBy, "short by half a GPU, in thousandths")
+	assert.True(t, g.tree.FitsRequest(g.n("a"), g.fl("H100"), quota.Request{MilliGPUs: 2000}).Fits())
 }
 
 // When a queue's borrowing limit allows exactly what its cohort has left,
@@ -94,6 +102,10 @@ func TestBorrowingLimitTiedWithCohortRemainder(t *testing.T) {
 			assert.Equal(t, c.shortBy, v.Reason.ShortBy)
 			assert.Equal(t, int64(6), v.Reason.Potential, "4 own + 2 borrowed, with the tree idle")
 			assert.Equal(t, quota.FitsBorrowing, f.fits("a", "H100", 7-c.shortBy).Mode)
+			assert.Contains(t, v.String(), "never fits", "6 is the most a can ever take")
+			if six := f.fits("a", "H100", 6); !six.Fits() {
+				assert.NotContains(t, six.String(), "never fits", "6 fit in a tree left idle")
+			}
 		})
 	}
 }
@@ -174,6 +186,7 @@ func TestIDBoundariesInFitsAndUsage(t *testing.T) {
 	assert.ErrorIs(t, f.tree.AddUsage(f.n("a"), lastF, 1), quota.ErrFlavorNotServed)
 	assert.ErrorIs(t, f.tree.AddUsage(0, 0, 1), quota.ErrNotQueue)
 	require.NoError(t, f.tree.SetQuota(last, q("A100", 5)))
+	require.NoError(t, f.tree.SetQuota(0, q("H100", 1)), "node 0, the root")
 	assert.ErrorIs(t, f.tree.SetQuota(last+1, q("A100", 5)), quota.ErrUnknownNode)
 	assert.ErrorIs(t, f.tree.SetQuota(-1, q("A100", 5)), quota.ErrUnknownNode)
 }
