@@ -147,6 +147,8 @@ func TestShareWeightZeroAndEdges(t *testing.T) {
 		{"weight 0 after any weighted share", z1, w, 1},
 		{"weighted before weight 0", w, z1, -1},
 		{"a weight-0 node not borrowing is share 0", idle, w, -1},
+		{"a weight-0 node not borrowing is share 0, reversed", w, idle, 1},
+		{"weight-0 borrowers of a tree that lends nothing: ratio 0", quota.Share{Borrowed: 1}, z1, -1},
 		{"equal weighted shares", w, w, 0},
 	} {
 		assert.Equal(t, c.want, c.a.Compare(c.b), c.name)

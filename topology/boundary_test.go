@@ -152,3 +152,22 @@ func TestQueryEdges(t *testing.T) {
 	assert.Equal(t, Level(1), f.Span([]NodeID{0, 3}))
 	assert.Equal(t, Level(0), f.Span([]NodeID{0, 7}))
 }
+
+// Release frees the highest whole-held GPUs of its own node, never a
+// neighbour's, and Allocate the lowest free ones.
+func TestReleaseAndAllocateStayOnTheirNode(t *testing.T) {
+	f, err := New(small())
+	require.NoError(t, err)
+	for n := range NodeID(3) {
+		require.NoError(t, f.Allocate(n, 8))
+	}
+	require.NoError(t, f.Release(1, 2))
+	assert.Equal(t, uint64(0b11000000), f.FreeMask(1), "the two highest GPUs of node 1")
+	assert.Zero(t, f.FreeMask(0))
+	assert.Zero(t, f.FreeMask(2))
+	assert.Equal(t, []int{8, 6, 8}, []int{f.Allocated(0), f.Allocated(1), f.Allocated(2)})
+	require.NoError(t, f.Release(2, 8))
+	require.NoError(t, f.Allocate(2, 1))
+	assert.Equal(t, uint64(0b11111110), f.FreeMask(2), "the lowest GPU")
+	assert.Equal(t, uint64(0b11000000), f.FreeMask(1))
+}
