@@ -171,3 +171,25 @@ func TestReleaseAndAllocateStayOnTheirNode(t *testing.T) {
 	assert.Equal(t, uint64(0b11111110), f.FreeMask(2), "the lowest GPU")
 	assert.Equal(t, uint64(0b11000000), f.FreeMask(1))
 }
+
+// With several groups each domain keeps one set of figures per group
+// and one for all: Stats reads the right one.
+func TestStatsPerGroup(t *testing.T) {
+	s := small()
+	for i := range s.Nodes {
+		if i%4 == 3 {
+			s.Nodes[i].Pool = "inference"
+		}
+	}
+	f, err := New(s)
+	require.NoError(t, err)
+	require.NoError(t, f.Allocate(3, 2))
+	inf, ok := f.Group("H100", "inference")
+	require.True(t, ok)
+	leaf, _ := f.Domain(2, "leaf-0-1")
+	assert.Equal(t, Stats{Nodes: 1, HealthyNodes: 1, GPUs: 8, HealthyGPUs: 8, FreeGPUs: 6, Allocated: 2, Stranded: 6}, f.Stats(leaf, inf))
+	assert.Equal(t, Stats{Nodes: 1, HealthyNodes: 1, FreeNodes: 1, GPUs: 8, HealthyGPUs: 8, FreeGPUs: 8}, f.Stats(leaf, 0))
+	assert.Equal(t, 14, f.Stats(leaf, AllGroups).FreeGPUs)
+	assert.Equal(t, 62, f.Stats(Root, AllGroups).FreeGPUs)
+	assert.Equal(t, 14, f.Stats(Root, inf).FreeGPUs)
+}
