@@ -75,6 +75,7 @@ type Placer struct {
 	caps    []int
 	cands   []candidate
 	doms    []topology.DomainID // candidate domains, when trials mutate
+	byPods  []domPods           // candidate domains with the pods they hold
 	nodes   []candidate         // candidate nodes, when trials mutate
 	groups  []topology.GroupID
 	order   []int
@@ -248,16 +249,21 @@ func (p *Placer) avoided(n topology.NodeID) bool {
 //     node level when none is set) up to the required level (the whole
 //     fleet when none is set); the first level where one domain holds the
 //     whole gang wins.
-//  3. Best fit among the domains of that level: the one with the fewest
-//     free whole nodes (whole-node gangs) or free GPUs (others) that
-//     still holds the gang, lowest ID on ties. Big holes stay for big gangs.
+//  3. Best fit among the domains of that level: of those that hold the
+//     gang, the one with the fewest free whole nodes (whole-node gangs),
+//     or else the fewest pods of the gang's largest size that its free
+//     GPUs still hold, then the fewest free GPUs; lowest ID on ties. Big
+//     holes stay for big gangs, and leftovers smaller than a pod count
+//     as waste, not as room (pods of 1 GPU: pods are free GPUs).
 //  4. Inside the domain, as few child domains as possible: if one child
 //     holds what remains, the best-fitting such child takes it; otherwise
 //     the child that holds the most takes all it can, and so on down.
 //     A 24-node gang takes 3 whole leaves, not 5 partial ones.
 //  5. On a leaf's nodes, best fit by free GPUs: sub-node pods fill partly
 //     used nodes first so whole nodes stay whole for training; whole-node
-//     pods take free nodes in ID order. Scorer breaks ties.
+//     pods take free nodes in ID order. Scorer breaks ties. (On one node
+//     the pods that fit grow with its free GPUs, so this is also the
+//     fewest pods that fit.)
 //  6. Segments are placed as units of Size pods, each unit inside one
 //     domain of the segment level, by the same fewest-domains rule at
 //     every level down to the segment level.
@@ -562,9 +568,12 @@ func (p *Placer) tryLevelGroups(l topology.Level) (topology.DomainID, bool) {
 			return true
 		}
 	}
-	if p.wholeNodes() {
+	switch k := p.w.PodSets[p.order[0]].GPUsPerPod; {
+	case p.wholeNodes():
 		f.AscendDomainsByFreeNodes(l, p.g, p.w.Pods(), try)
-	} else {
+	case k > 1:
+		return p.tryLevelByPods(l, need, k)
+	default:
 		f.AscendDomainsByFreeGPUs(l, p.g, need, try)
 	}
 	if p.trialsMutate() {
@@ -575,6 +584,67 @@ func (p *Placer) tryLevelGroups(l topology.Level) (topology.DomainID, bool) {
 		}
 	}
 	return found, ok
+}
+
+// domPods is a candidate domain and how many pods of the gang's largest
+// size its free GPUs hold.
+type domPods struct {
+	d    topology.DomainID
+	pods int
+}
+
+// tryLevelByPods is the best fit of level l for a gang whose largest pods
+// take k > 1 GPUs: among the domains that hold the gang, the one whose
+// free GPUs hold the fewest pods of k GPUs, then the fewest free GPUs,
+// then the lowest ID. Counting pods instead of GPUs keeps the domain
+// whose leftovers are larger blocks (leftovers smaller than a pod are
+// waste), as Kueue's topology-aware scheduling counts pods that fit.
+//
+// The walk goes by free GPUs, so it cannot stop at the first domain that
+// holds the gang. A domain of F free GPUs holds at least (F - waste) / k
+// pods, where waste = (k-1) x the most nodes a domain of l has (each node
+// wastes at most k-1): once that bound reaches the best count found, no
+// later domain does better and the walk stops.
+func (p *Placer) tryLevelByPods(l topology.Level, need, k int) (topology.DomainID, bool) {
+	f := p.f
+	if p.trialsMutate() {
+		// No trial inside the index walk (see tryLevelGroups): list every
+		// candidate, order it by pods (the walk's order breaks ties by
+		// free GPUs, then ID) and try them in that order.
+		p.byPods = p.byPods[:0]
+		f.AscendDomainsByFreeGPUs(l, p.g, need, func(d topology.DomainID, _ int) bool {
+			p.byPods = append(p.byPods, domPods{d, f.PodsThatFit(d, p.g, k)})
+			return true
+		})
+		slices.SortStableFunc(p.byPods, func(a, b domPods) int { return cmp.Compare(a.pods, b.pods) })
+		for _, c := range p.byPods {
+			if p.tryDomain(c.d) {
+				return c.d, true
+			}
+		}
+		return 0, false
+	}
+	waste := (k - 1) * f.MaxNodesIn(l)
+	mark := len(p.pods)
+	best, bestPods, found := topology.DomainID(0), 0, false
+	f.AscendDomainsByFreeGPUs(l, p.g, need, func(d topology.DomainID, free int) bool {
+		if found && free-waste >= k*bestPods {
+			return false
+		}
+		pods := f.PodsThatFit(d, p.g, k)
+		if found && pods >= bestPods {
+			return true // as many pods and no fewer free GPUs: not better
+		}
+		end := len(p.pods)
+		if !p.tryDomain(d) {
+			return true
+		}
+		// Keep only the best trial's pods.
+		p.pods = append(p.pods[:mark], p.pods[end:]...)
+		best, bestPods, found = d, pods, true
+		return true
+	})
+	return best, found
 }
 
 // trialsMutate reports whether tryDomain allocates on the fleet for its

@@ -142,9 +142,12 @@ func (n naive) placeRanked() (topology.Level, topology.DomainID, topology.GroupI
 			}
 			for n.relax = 0; n.relax <= preferred; n.relax++ {
 				lo, hi := f.DomainsAt(l)
+				// Best fit: whole-node gangs by free whole nodes; others
+				// by the pods of k GPUs that still fit, then free GPUs;
+				// then the lowest ID.
 				type cand struct {
-					key int
-					d   topology.DomainID
+					pods, free int
+					d          topology.DomainID
 				}
 				var cs []cand
 				for d := lo; d < hi; d++ {
@@ -152,16 +155,19 @@ func (n naive) placeRanked() (topology.Level, topology.DomainID, topology.GroupI
 					if st.Nodes == 0 || !n.fits(d, g) {
 						continue
 					}
-					key := st.FreeGPUs
+					c := cand{n.domainCap(d, g, k), st.FreeGPUs, d}
 					if whole && l > 0 && l < topology.Level(f.Depth()) {
-						key = st.FreeNodes
+						c.pods, c.free = st.FreeNodes, 0
 					}
-					cs = append(cs, cand{key, d})
+					cs = append(cs, c)
 				}
 				if len(cs) > 0 {
 					slices.SortFunc(cs, func(a, b cand) int {
-						if a.key != b.key {
-							return a.key - b.key
+						if a.pods != b.pods {
+							return a.pods - b.pods
+						}
+						if a.free != b.free {
+							return a.free - b.free
 						}
 						return int(a.d - b.d)
 					})
@@ -204,7 +210,7 @@ func genFleet(t *rapid.T) *topology.Fleet {
 }
 
 func genWork(t *rapid.T, f *topology.Fleet) *gang.Workload {
-	k := rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(t, "gpus")
+	k := rapid.SampledFrom([]int{1, 2, 3, 4, 8}).Draw(t, "gpus")
 	count := rapid.IntRange(1, 12).Draw(t, "count")
 	w := &gang.Workload{ID: "w", Queue: "q", Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: count, GPUsPerPod: k}}}
 	lv := f.Levels()

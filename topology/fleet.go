@@ -96,6 +96,7 @@ type Fleet struct {
 
 	dom      []domain
 	levelLo  []DomainID // levelLo[l] is the first domain of level l; len depth+2
+	maxNodes []int32    // maxNodes[l] is the most nodes one domain of level l holds
 	byName   []map[string]DomainID
 	nodeBase DomainID
 
@@ -342,6 +343,11 @@ func (f *Fleet) build() {
 		}
 		dd := &f.dom[d]
 		dd.nodeLo, dd.nodeHi = f.dom[dd.childLo].nodeLo, f.dom[dd.childHi-1].nodeHi
+	}
+	f.maxNodes = make([]int32, depth+1)
+	for d := range f.dom {
+		dd := &f.dom[d]
+		f.maxNodes[dd.level] = max(f.maxNodes[dd.level], int32(dd.nodeHi-dd.nodeLo))
 	}
 
 	f.slots, f.allSlot = 1, 0

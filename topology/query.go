@@ -121,6 +121,15 @@ func (f *Fleet) Nodes(d DomainID) (lo, hi NodeID) { return f.dom[d].nodeLo, f.do
 // DomainsAt returns the range [lo, hi) of the domain IDs of level l.
 func (f *Fleet) DomainsAt(l Level) (lo, hi DomainID) { return f.levelLo[l], f.levelLo[l+1] }
 
+// MaxNodesIn is the most nodes that one domain of level l holds, whatever
+// their health or group: 1 at the node level, every node at level 0.
+func (f *Fleet) MaxNodesIn(l Level) int {
+	if l < 0 || int(l) > f.depth {
+		return 0
+	}
+	return int(f.maxNodes[l])
+}
+
 // NodeDomain is node n's own domain (at the node level).
 func (f *Fleet) NodeDomain(n NodeID) DomainID { return f.nodeBase + DomainID(n) }
 

@@ -29,3 +29,21 @@ func TestAscendDomainsNegativeMinimum(t *testing.T) {
 		require.Equal(t, 3, count(f.AscendDomainsByFreeGPUs, min), "by free GPUs, min %d", min)
 	}
 }
+
+// MaxNodesIn is the largest domain of each level in nodes, whatever their
+// health; out-of-range levels hold none.
+func TestMaxNodesIn(t *testing.T) {
+	n := func(name string, path ...string) NodeSpec {
+		return NodeSpec{Name: name, Path: path, GPUs: 8, Flavor: "H100"}
+	}
+	f, err := New(Spec{Levels: []string{"spine", "leaf", "node"}, Nodes: []NodeSpec{
+		n("a", "s0", "l0"), n("b", "s0", "l0"), n("c", "s0", "l1"),
+		n("d", "s1", "l2"), n("e", "s1", "l3"), n("f", "s1", "l4"), n("g", "s1", "l4"), n("h", "s1", "l4")}})
+	require.NoError(t, err)
+	require.NoError(t, f.SetHealth(6, Down))
+	for l, want := range []int{8, 5, 3, 1} {
+		require.Equal(t, want, f.MaxNodesIn(Level(l)), "level %d", l)
+	}
+	require.Zero(t, f.MaxNodesIn(-1))
+	require.Zero(t, f.MaxNodesIn(4))
+}

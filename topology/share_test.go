@@ -76,3 +76,18 @@ func TestClaimsShareAndSlice(t *testing.T) {
 	require.ErrorIs(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 2, MIG: "1g.10gb", Slice: 0}), topology.ErrOverAlloc)
 	require.Equal(t, int64(600+p.Share+571), f.MilliAllocated(topology.Root, topology.AllGroups))
 }
+
+// A whole GPU of a MIG node (the fleet's first MIG model) has every
+// slice taken: no slice claim lands on it, and releasing it frees them.
+func TestWholeGPUOnMIGNodeTakesEverySlice(t *testing.T) {
+	f := sharedFleet(t)
+	h, _ := f.Node("h")
+	require.NoError(t, f.Allocate(h, 1))
+	_, slices := f.GPUUsed(h, 0)
+	require.Equal(t, uint8(0xFF), slices)
+	require.ErrorIs(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 0, MIG: "4g.40gb", Slice: 0}), topology.ErrOverAlloc)
+	require.NoError(t, f.Release(h, 1))
+	_, slices = f.GPUUsed(h, 0)
+	require.Zero(t, slices)
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 0, MIG: "4g.40gb", Slice: 0}))
+}
