@@ -20,9 +20,9 @@ import (
 //   - Booked: new work that would still run at the drain is kept off the
 //     blocks (placed around them); preemptible work and work expected to
 //     end before the drain (ExpectedRuntime) may still use them.
-//   - Draining (the start minus the booking's grace): every other
-//     workload in the blocks is drained with its contract, deadline the
-//     start, so the blocks are whole at the start.
+//   - Draining (the start minus the booking's grace, and KillLead): every
+//     other workload in the blocks is drained with its contract, deadline
+//     KillLead before the start, so the blocks are whole at the start.
 //   - Active (the window): the booking's workloads (gang.Workload.Booking)
 //     start inside the blocks, charged to the booking's queue but not
 //     refused by its quota (the calendar promised the capacity), and
@@ -144,12 +144,20 @@ func (s *Scheduler) loadHolds(now time.Time) {
 // whole at the start.
 func (s *Scheduler) drainBooked(now time.Time, d *Decisions) {
 	for _, h := range s.held.list {
-		if h.Phase != calendar.Draining {
+		// The drain starts KillLead ahead of the calendar's, with the
+		// deadline KillLead before the start: a victim that overstays is
+		// killed, and gone, before the start, not at it.
+		if h.Phase == calendar.Active || now.Before(h.DrainAt.Add(-KillLead)) {
 			continue
 		}
-		s.drainBlock(now, h, h.Start, d)
+		s.drainBlock(now, h, h.Start.Add(-KillLead), d)
 	}
 }
+
+// KillLead is how long before a booking's start its blocks' drain
+// deadlines fall, so that work killed at its deadline has left when the
+// block starts.
+const KillLead = time.Minute
 
 // drainBlock drains the other work in hold h's domain by deadline (at the
 // latest; a workload's own grace may end earlier).
@@ -194,7 +202,8 @@ func (s *Scheduler) holdsAgainst(now time.Time, e *entry) []topology.DomainID {
 		preemptible := e.rec.Policy.Preemptible
 		switch h.Phase {
 		case calendar.Booked:
-			if preemptible || e.w.ExpectedRuntime > 0 && !now.Add(e.w.ExpectedRuntime).After(h.DrainAt) {
+			closing := !now.Before(h.DrainAt.Add(-KillLead)) // the block's drain has begun
+			if !closing && (preemptible || e.w.ExpectedRuntime > 0 && !now.Add(e.w.ExpectedRuntime).After(h.DrainAt.Add(-KillLead))) {
 				continue
 			}
 		case calendar.Active:
