@@ -138,3 +138,13 @@ func TestSharedPodSetsOfSeveralPods(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, a.Pods, 3)
 }
+
+// A Scorer only breaks ties among equally tight nodes, also when the
+// tightest node is node 0.
+func TestScorerNeverOverridesBestFitOnNodeZero(t *testing.T) {
+	f := fleet(t, 1, 1, 3)
+	alloc(t, f, map[string]int{"node-0-0-0": 4})
+	a, err := placement.Place(f, work("r", 1, 2, "", ""), placement.Options{Scorer: preferNode("node-0-0-1")})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"node-0-0-0=2"}, nodesOf(f, a))
+}
