@@ -118,6 +118,20 @@ func TestSpreadPerNodeLevelDomain(t *testing.T) {
 	a, err = placement.Place(f, w, placement.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"node-0-0-1=4"}, nodesOf(f, a), "the smaller of the two limits")
+	w = work("w", 3, 2, "", "leaf")
+	w.Spread = gang.Spread{MaxPerDomain: 2, Level: "node", MaxPerNode: 3}
+	a, err = placement.Place(f, w, placement.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"node-0-0-0=2", "node-0-0-1=4"}, nodesOf(f, a), "2 per node, not 3")
+}
+
+// A pod set of no pods is refused as invalid, not placed as nothing.
+func TestEmptyPodSetIsInvalid(t *testing.T) {
+	f := fleet(t, 1, 1, 2)
+	w := work("w", 1, 2, "", "")
+	w.PodSets = append(w.PodSets, gang.PodSet{Name: "none", Count: 0, GPUsPerPod: 1})
+	_, err := placement.Place(f, w, placement.Options{})
+	assert.ErrorIs(t, err, placement.ErrInvalid)
 }
 
 // Whole-node gangs count free whole nodes only: free GPUs on partly used
