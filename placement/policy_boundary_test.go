@@ -118,11 +118,12 @@ func TestSpreadPerNodeLevelDomain(t *testing.T) {
 	a, err = placement.Place(f, w, placement.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"node-0-0-1=4"}, nodesOf(f, a), "the smaller of the two limits")
+	f = fleet(t, 1, 1, 3)
 	w = work("w", 3, 2, "", "leaf")
 	w.Spread = gang.Spread{MaxPerDomain: 2, Level: "node", MaxPerNode: 3}
 	a, err = placement.Place(f, w, placement.Options{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"node-0-0-0=2", "node-0-0-1=4"}, nodesOf(f, a), "2 per node, not 3")
+	assert.Equal(t, []string{"node-0-0-0=4", "node-0-0-1=2"}, nodesOf(f, a), "2 per node, not 3")
 }
 
 // A pod set of no pods is refused as invalid, not placed as nothing.
