@@ -16,8 +16,9 @@ import (
 // BenchmarkPlace times one placement decision on the "fragmented"
 // reference shape (every spine but the last holds one random 0-8 GPU
 // workload per node; the last spine is empty) at each fleet size:
-// a 1-GPU replica, 64 x 1 GPU preferring a leaf, 8 x 8 GPUs requiring a
-// leaf, and 64 x 8 GPUs requiring one spine (only the empty spine holds it),
+// a 1-GPU replica, 64 x 1 GPU preferring a leaf, 16 x 3 GPUs preferring
+// a leaf (best fit counts pods, not GPUs), 8 x 8 GPUs requiring a leaf,
+// and 64 x 8 GPUs requiring one spine (only the empty spine holds it),
 // also in rank groups of 8 per leaf.
 func BenchmarkPlace(b *testing.B) {
 	reqs := []struct {
@@ -26,6 +27,7 @@ func BenchmarkPlace(b *testing.B) {
 	}{
 		{"replica=1gpu", work("r", 1, 1, "", "")},
 		{"gang=64x1gpu", work("g", 64, 1, "", "leaf")},
+		{"gang=16x3gpu", work("g", 16, 3, "", "leaf")},
 		{"gang=8x8gpu", work("g", 8, 8, "leaf", "")},
 		{"gang=64x8gpu", work("g", 64, 8, "spine", "leaf")},
 		{"gang=64x8gpu-rank8leaf", ranked(work("g", 64, 8, "spine", "leaf"), gang.RankGroup{Size: 8, Level: "leaf", Required: true})},

@@ -192,3 +192,18 @@ func TestIDBoundariesInFitsAndUsage(t *testing.T) {
 	assert.ErrorIs(t, f.tree.SetQuota(last+1, q("A100", 5)), quota.ErrUnknownNode)
 	assert.ErrorIs(t, f.tree.SetQuota(-1, q("A100", 5)), quota.ErrUnknownNode)
 }
+
+// With named resources the tree keeps more columns than flavors: a
+// flavor ID just past the last flavor is still a bad request, never read
+// as a resource column.
+func TestFlavorPastTheEndWithResources(t *testing.T) {
+	tr, err := quota.New(quota.Spec{Flavors: []string{"H100"}, Resources: []string{"cpu"}, Nodes: []quota.NodeSpec{
+		cohort("root", ""),
+		{Name: "a", Parent: "root", Kind: quota.Queue, Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 8,
+			Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: 64000}}}}}}})
+	require.NoError(t, err)
+	a, _ := tr.Node("a")
+	v := tr.Fits(a, 1, 1)
+	assert.Equal(t, quota.ReasonBadRequest, v.Reason.Kind, v.String())
+	assert.Equal(t, quota.FitsNominal, tr.Fits(a, 0, 8).Mode)
+}

@@ -192,4 +192,11 @@ func TestStatsPerGroup(t *testing.T) {
 	assert.Equal(t, 14, f.Stats(leaf, AllGroups).FreeGPUs)
 	assert.Equal(t, 62, f.Stats(Root, AllGroups).FreeGPUs)
 	assert.Equal(t, 14, f.Stats(Root, inf).FreeGPUs)
+	for _, d := range []DomainID{Root, leaf, f.NodeDomain(3), f.NodeDomain(7)} {
+		for _, g := range []GroupID{0, inf, AllGroups} {
+			s := f.Stats(d, g)
+			assert.Equal(t, s.FreeGPUs, f.FreeGPUs(d, g), "%s group %d", f.DomainName(d), g)
+			assert.Equal(t, s.FreeNodes, f.FreeNodes(d, g), "%s group %d", f.DomainName(d), g)
+		}
+	}
 }
