@@ -118,6 +118,8 @@ func TestQueryEdges(t *testing.T) {
 	d, ok := f.Domain(Level(f.Depth()), "node-0-0-0")
 	assert.True(t, ok)
 	assert.Equal(t, f.NodeDomain(0), d)
+	assert.Equal(t, "node-1-1-1", f.DomainName(f.NodeDomain(7)))
+	assert.Equal(t, NodeID(7), NodeID(f.NodeDomain(7)-f.NodeDomain(0)))
 	d, ok = f.Domain(0, "")
 	assert.True(t, ok)
 	assert.Equal(t, Root, d)

@@ -91,3 +91,24 @@ func TestWholeGPUOnMIGNodeTakesEverySlice(t *testing.T) {
 	require.Zero(t, slices)
 	require.NoError(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 0, MIG: "4g.40gb", Slice: 0}))
 }
+
+// A node that leaves service takes its partly shared GPUs out of the
+// index, and brings them back when it is healthy again.
+func TestHealthChangeReindexesSharedGPUs(t *testing.T) {
+	f := sharedFleet(t)
+	l, _ := f.Node("l")
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: l, GPU: 1, Share: 600}))
+	shared := func() []int {
+		var seen []int
+		f.AscendSharedGPUs(f.NodeGroup(l), 300, func(_ topology.NodeID, gpu, left int) bool {
+			seen = append(seen, gpu, left)
+			return true
+		})
+		return seen
+	}
+	require.Equal(t, []int{1, 400}, shared())
+	require.NoError(t, f.SetHealth(l, topology.Cordoned))
+	require.Empty(t, shared())
+	require.NoError(t, f.SetHealth(l, topology.Healthy))
+	require.Equal(t, []int{1, 400}, shared())
+}
