@@ -101,23 +101,8 @@ func (sm *sim) place(i int32, pods []fleet.PodAssignment) {
 		sm.nodeUsed[n] += p.GPUs
 		j.pods = append(j.pods, pod{node: n, gpus: p.GPUs})
 	}
-	switch j.w.Shape {
-	case gang.Training:
-		j.activity = 0.80 + 0.15*sm.rng.Float64()
-		j.mfu = 0.35 + 0.10*sm.rng.Float64()
-	case gang.Batch:
-		j.activity = 0.60 + 0.30*sm.rng.Float64()
-		j.mfu = 0.45 * j.activity
-	}
-	sm.account(j, 1)
-	j.live = len(sm.live)
-	sm.live = append(sm.live, i)
-	if j.work > 0 {
-		sm.push(event{at: j.work, kind: evFinish, job: i, gen: j.gen})
-		if iv := j.w.Drain.CheckpointInterval; iv > 0 {
-			sm.push(event{at: int64(iv), kind: evCheckpoint, job: i, gen: j.gen})
-		}
-	}
+	j.runStart, j.done = 0, 0 // the run is counted from the simulation's start
+	sm.running(i, j)
 }
 
 // splitID splits "svc-tp8-0-17" into "svc-tp8-0" and 17; ok is false

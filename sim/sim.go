@@ -504,6 +504,13 @@ func (sm *sim) admit(a fleet.Admission) {
 	if j.restart {
 		j.runStart += int64(sm.cfg.RestartOverhead)
 	}
+	sm.running(i, j)
+}
+
+// running counts job i as running from j.runStart with j.done of its work
+// behind it: its use is drawn, and its finish and first checkpoint are
+// scheduled.
+func (sm *sim) running(i int32, j *job) {
 	switch j.w.Shape {
 	case gang.Training:
 		j.activity = 0.80 + 0.15*sm.rng.Float64()
