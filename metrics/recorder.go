@@ -287,16 +287,18 @@ func (r *Recorder) apply(e *fleet.Event) {
 }
 
 // overflowed integrates a queue's overflow: the GPUs it was short since
-// its previous overflow event, charged to the bucket of this one (cycles
-// come minutes apart); a 0 ends it.
+// its previous overflow event, spread over the buckets between; a 0 ends
+// it.
 func (r *Recorder) overflowed(e *fleet.Event, t int64) {
 	team := r.teams.id(e.Queue)
 	if r.overflow == nil {
 		r.overflow = map[int32]overflowState{}
 	}
 	if o, ok := r.overflow[team]; ok && t > o.since {
-		c := r.st.point(t).cell(r.cellID(team, gang.Inference, r.flavorID(e.Flavor)))
-		c.Overflow += o.gpus * float64(t-o.since) / 1e9
+		cell := r.cellID(team, gang.Inference, r.flavorID(e.Flavor))
+		r.st.spread(o.since, t, func(bk *bucket, secs float64) {
+			bk.cell(cell).Overflow += o.gpus * secs
+		})
 	}
 	if e.GPUs == 0 {
 		delete(r.overflow, team)
@@ -488,31 +490,27 @@ func (r *Recorder) integrate(st *store, w *workload, t int64) {
 // closeLow ends w's busy-but-inefficient stretch at t, booking it if it
 // outlasted Config.MFUWindow.
 func (r *Recorder) closeLow(st *store, w *workload, t int64) {
-	if w.lowSince == noIdle {
-		return
-	}
-	if t-w.lowSince > int64(r.cfg.MFUWindow) {
-		st.spread(w.lowSince, t, func(bk *bucket, secs float64) {
-			bk.cell(w.cell).LowMFU += w.gpus * secs
-		})
-	}
-	if st == &r.st {
-		w.lowSince = noIdle
-	}
+	r.closeStretch(st, w, &w.lowSince, int64(r.cfg.MFUWindow), t, func(c *sums, g float64) { c.LowMFU += g })
 }
 
 // closeIdle ends w's idle stretch at t, booking it if it outlasted the
 // window. The Report's overlay books a stretch still open without ending it.
 func (r *Recorder) closeIdle(st *store, w *workload, t int64) {
-	if w.idleSince == noIdle {
+	r.closeStretch(st, w, &w.idleSince, int64(r.cfg.IdleWindow), t, func(c *sums, g float64) { c.Idle += g })
+}
+
+// closeStretch books w's stretch from *since to t, GPU-seconds added by
+// add, if it outlasted window, and ends it (on the live store only).
+func (r *Recorder) closeStretch(st *store, w *workload, since *int64, window, t int64, add func(c *sums, gpuSeconds float64)) {
+	if *since == noIdle {
 		return
 	}
-	if t-w.idleSince > int64(r.cfg.IdleWindow) {
-		st.spread(w.idleSince, t, func(bk *bucket, secs float64) {
-			bk.cell(w.cell).Idle += w.gpus * secs
+	if t-*since > window {
+		st.spread(*since, t, func(bk *bucket, secs float64) {
+			add(bk.cell(w.cell), w.gpus*secs)
 		})
 	}
 	if st == &r.st {
-		w.idleSince = noIdle
+		*since = noIdle
 	}
 }
