@@ -179,6 +179,9 @@ func (b *bytesOf) read(t *quota.Tree) {
 func TestVictimsAgainstBruteForce(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		e, req, _ := instance(t, true)
+		// Fair sharing on a queue without a cohort takes its own work in
+		// the same order.
+		req.FairSharing = rapid.Bool().Draw(t, "fair")
 		var allowed []*preempt.Running
 		for i := range e.running {
 			r := &e.running[i]
