@@ -125,6 +125,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	}
 	clear(pending) // the buffer must not keep ended workloads alive
 	s.overflow(now, &d)
+	d.Broken = s.cal.Offers(now)
 	s.lastEvents = len(s.events)
 	d.Events, s.events = s.events, nil
 	d.EventsDropped, s.dropped = s.dropped, 0

@@ -161,6 +161,9 @@ func (s *Scheduler) Explain(id string) (Explanation, error) {
 		}
 		msg = s.explainWait(e, &x)
 	}
+	if note, ok := s.brokenNote(e.w.Booking); ok {
+		msg = append(msg, note)
+	}
 	x.Message = id + ": " + strings.Join(msg, "; ")
 	return x, nil
 }

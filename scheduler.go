@@ -506,6 +506,7 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	if err := s.books.SetHealth(n, h); err != nil {
 		panic(fmt.Sprintf("fleet: health of a known node refused: %v", err))
 	}
+	s.bookedHealth(now, n, h)
 	kind := EventNodeUp
 	if h != topology.Healthy {
 		kind = EventNodeDown
