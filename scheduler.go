@@ -506,12 +506,12 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	if err := s.books.SetHealth(n, h); err != nil {
 		panic(fmt.Sprintf("fleet: health of a known node refused: %v", err))
 	}
-	s.bookedHealth(now, n, h)
 	kind := EventNodeUp
 	if h != topology.Healthy {
 		kind = EventNodeDown
 	}
 	s.emit(Event{Kind: kind, Time: now, Node: node, Affected: slices.Clone(affected), Reason: h.String()})
+	s.bookedHealth(now, n, h)
 	return affected, nil
 }
 
