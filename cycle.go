@@ -74,6 +74,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	blocked := map[quota.NodeID]string{} // StrictFIFO queue -> its blocked head
 	taken := map[string]bool{}
 	failed := map[failKey]int{}
+	clear(s.refused)
 	// The run of identical replicas the current workload belongs to is
 	// found once (runEnd), and a run that found no joint plan asks for
 	// its members one by one: a spike costs one scan and one search.

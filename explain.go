@@ -73,6 +73,9 @@ type waitVerdict struct {
 	noFit  *placement.NoFit
 	noPlan *preempt.NoPlan
 	behind string
+	// refusedPlan: the cycle's victim search found a plan it could not
+	// take (see Scheduler.refused).
+	refusedPlan bool
 }
 
 // Explanation says why a workload is where it is, as data with a rendered

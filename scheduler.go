@@ -51,6 +51,9 @@ type Scheduler struct {
 	cycles     uint64 // Schedule calls so far
 	events     []Event
 	reserve    *reservation
+	// refused remembers, for one cycle, the plans found but refused
+	// (preemption.go): an identical request would find them again.
+	refused map[failKey]refusal
 	searcher   *preempt.Searcher
 	lastEvents int      // events of the last cycle, to size the next
 	dropped    int      // events not kept since the last cycle (MaxEvents)
