@@ -40,6 +40,16 @@ func (s *Scheduler) Propose(now time.Time, req calendar.Request) ([]calendar.Opt
 	if err := s.tick("propose", now); err != nil {
 		return nil, err
 	}
+	opts, err := s.cal.Propose(now, req, s.running())
+	if err != nil {
+		return nil, &Error{Op: "propose", Detail: req.ID, Err: err}
+	}
+	s.advance(now)
+	return opts, nil
+}
+
+// running is the calendar's view of the work holding GPUs now.
+func (s *Scheduler) running() []calendar.Running {
 	var running []calendar.Running
 	s.books.Holders(func(r *ledger.Record) bool {
 		x := calendar.Running{ID: r.W.ID, Queue: r.W.Queue, Priority: r.W.Priority, Preemptible: r.Policy.Preemptible,
@@ -50,12 +60,7 @@ func (s *Scheduler) Propose(now time.Time, req calendar.Request) ([]calendar.Opt
 		running = append(running, x)
 		return true
 	})
-	opts, err := s.cal.Propose(now, req, running)
-	if err != nil {
-		return nil, &Error{Op: "propose", Detail: req.ID, Err: err}
-	}
-	s.advance(now)
-	return opts, nil
+	return running
 }
 
 // Approve binds option of proposal id: who decided, and when, is
@@ -150,7 +155,13 @@ func (s *Scheduler) drainBooked(now time.Time, d *Decisions) {
 		if h.Phase == calendar.Active || now.Before(h.DrainAt.Add(-KillLead)) {
 			continue
 		}
-		s.drainBlock(now, h, h.Start.Add(-KillLead), d)
+		deadline := h.Start.Add(-KillLead)
+		if deadline.Before(now) {
+			// A block that joined the booking late (relocated after a
+			// node failure) still gives its work the drain contract.
+			deadline = now.Add(s.cal.Grace())
+		}
+		s.drainBlock(now, h, deadline, d)
 	}
 }
 

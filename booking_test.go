@@ -274,3 +274,53 @@ func TestQuotaScheduleShiftsBatchOffPeak(t *testing.T) {
 		assert.Equal(t, gang.DrainReclaim, x.Reason)
 	}
 }
+
+// Replicas that fit only in a booked spine wait behind the booking: the
+// first one's victim search finds a plan there, which is refused, and the
+// identical replicas after it in the cycle are told the same without
+// searching again. A replica that may enter the spine (expected to end
+// before its drain) still starts there.
+func TestReplicasBehindABookingWaitAlike(t *testing.T) {
+	s := newRef(t)
+	// Research fills spines 1-3 with work it keeps (not preemptible).
+	for i := range 24 {
+		w := training(fmt.Sprintf("own-%d", i), 8, fleet.ClassReservedResearch, "research")
+		w.Topology, w.Drain.Preemptible = gang.TopologyRequest{Required: "leaf"}, false
+		if i < 8 {
+			w.Queue, w.PriorityClass = "prod-inference", fleet.ClassProdInference
+		}
+		require.NoError(t, s.Submit(t0, w))
+	}
+	_, err := s.Propose(t0, calendar.Request{ID: "eval", Queue: "prod-inference", Flavor: "H100", GPUs: 512, Level: "spine",
+		Start: t0.Add(4 * time.Hour), Duration: time.Hour})
+	require.NoError(t, err)
+	b, err := s.Approve(t0, "eval", 0, "council")
+	require.NoError(t, err)
+	d := s.Schedule(t0)
+	require.Len(t, d.Admit, 24)
+	for _, a := range d.Admit {
+		assert.NotEqual(t, b.Domains[0], "spine-"+a.Pods[0].Node[5:6], "%s in the booked spine", a.ID)
+	}
+
+	now := t0.Add(time.Minute)
+	for i := range 5 {
+		require.NoError(t, s.Submit(now, replica(fmt.Sprintf("r-%d", i), 8)))
+	}
+	short := replica("short", 8)
+	short.ExpectedRuntime = time.Hour
+	require.NoError(t, s.Submit(now, short))
+	d = s.Schedule(now)
+	require.Len(t, d.Admit, 1, "%v", d)
+	assert.Equal(t, "short", d.Admit[0].ID)
+	assert.Empty(t, d.Drain)
+	first, err := s.Explain("r-0")
+	require.NoError(t, err)
+	for i := 1; i < 5; i++ {
+		x, err := s.Explain(fmt.Sprintf("r-%d", i))
+		require.NoError(t, err)
+		assert.Equal(t, first.Waiting, x.Waiting, x.Message)
+		assert.Equal(t, first.Behind, x.Behind, x.Message)
+		assert.NotEqual(t, fleet.WaitMemo, x.Waiting, x.Message)
+	}
+	t.Log(first.Message)
+}

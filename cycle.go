@@ -74,6 +74,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	blocked := map[quota.NodeID]string{} // StrictFIFO queue -> its blocked head
 	taken := map[string]bool{}
 	failed := map[failKey]int{}
+	clear(s.refused)
 	// The run of identical replicas the current workload belongs to is
 	// found once (runEnd), and a run that found no joint plan asks for
 	// its members one by one: a spike costs one scan and one search.
@@ -125,6 +126,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	}
 	clear(pending) // the buffer must not keep ended workloads alive
 	s.overflow(now, &d)
+	d.Broken = s.cal.Offers(now)
 	s.lastEvents = len(s.events)
 	d.Events, s.events = s.events, nil
 	d.EventsDropped, s.dropped = s.dropped, 0

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
 )
 
@@ -36,6 +37,12 @@ type Decisions struct {
 	// and the calendar: the host may send that much traffic to an external
 	// provider until a later cycle stops listing the queue.
 	Overflow []Overflow
+	// Broken lists, every cycle until it is settled, the approved bookings
+	// with a node down in their blocks and what the calendar offers for
+	// each (keep the block, move to a replacement, or none). A Move offer
+	// binds only when the host accepts it with RelocateBooking; until then
+	// the booking holds its broken block.
+	Broken []calendar.Offer
 	// Events records what happened in this cycle and in the calls since the
 	// previous cycle, in order: the feed for metrics and audit logs. At
 	// most MaxEvents are kept between two cycles; EventsDropped counts the
@@ -134,10 +141,13 @@ const (
 	EventNodeRemoved  // RemoveNode took Node out of service
 	EventNodeAdded    // AddNode brought Node into service
 	EventOverflow     // a guaranteed inference queue is short (GPUs; 0 when it no longer is)
+	EventBlockBroken  // Node went down in Booking's blocks; Reason the remedy, NewNode the replacements offered
+	EventBlockWhole   // Node came back and Booking's blocks are whole again: the offer is withdrawn
+	EventRelocated    // the host moved Booking's broken blocks (Node) to the calendar's replacements (NewNode)
 )
 
 // Valid reports whether k is one of the event kinds.
-func (k EventKind) Valid() bool { return k >= EventSubmitted && k <= EventOverflow }
+func (k EventKind) Valid() bool { return k >= EventSubmitted && k <= EventRelocated }
 
 func (k EventKind) String() string {
 	switch k {
@@ -173,6 +183,12 @@ func (k EventKind) String() string {
 		return "overflow"
 	case EventNodeAdded:
 		return "node-added"
+	case EventBlockBroken:
+		return "block-broken"
+	case EventBlockWhole:
+		return "block-whole"
+	case EventRelocated:
+		return "relocated"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -220,4 +236,8 @@ type Event struct {
 	Affected []string
 	LostGPUs int
 	NewNode  string
+
+	// Booking events: the booking whose blocks a node failure broke,
+	// was repaired in, or moved.
+	Booking string
 }

@@ -73,6 +73,9 @@ type waitVerdict struct {
 	noFit  *placement.NoFit
 	noPlan *preempt.NoPlan
 	behind string
+	// refusedPlan: the cycle's victim search found a plan it could not
+	// take (see Scheduler.refused).
+	refusedPlan bool
 }
 
 // Explanation says why a workload is where it is, as data with a rendered
@@ -160,6 +163,9 @@ func (s *Scheduler) Explain(id string) (Explanation, error) {
 			break
 		}
 		msg = s.explainWait(e, &x)
+	}
+	if note, ok := s.brokenNote(e.w.Booking); ok {
+		msg = append(msg, note)
 	}
 	x.Message = id + ": " + strings.Join(msg, "; ")
 	return x, nil

@@ -131,6 +131,14 @@ func (j *Journal) ShortenBooking(now time.Time, id string, end time.Time, who, r
 	return j.call(Call{Op: "shorten-booking", Time: now, ID: id, End: end, Who: who, Why: reason})
 }
 
+// RelocateBooking records and forwards Scheduler.RelocateBooking.
+func (j *Journal) RelocateBooking(now time.Time, id, who string) (calendar.Booking, error) {
+	if err := j.enc.Encode(Call{Op: "relocate-booking", Time: now, ID: id, Who: who}); err != nil {
+		return calendar.Booking{}, encodeError("relocate-booking", err)
+	}
+	return j.s.RelocateBooking(now, id, who)
+}
+
 // SetQuotaSchedule records and forwards Scheduler.SetQuotaSchedule. A
 // replay reads the schedule's location by name (time.LoadLocation).
 func (j *Journal) SetQuotaSchedule(now time.Time, sched *quota.Schedule) error {
@@ -218,6 +226,9 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 		return nil, s.CancelBooking(c.Time, c.ID, c.Who, c.Why)
 	case "shorten-booking":
 		return nil, s.ShortenBooking(c.Time, c.ID, c.End, c.Who, c.Why)
+	case "relocate-booking":
+		_, err := s.RelocateBooking(c.Time, c.ID, c.Who)
+		return nil, err
 	case "health":
 		_, err := s.SetNodeHealth(c.Time, c.Node, c.Health)
 		return nil, err
@@ -247,7 +258,7 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 func knownOp(op string) bool {
 	switch op {
 	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule",
-		"propose", "approve", "reject", "cancel-booking", "shorten-booking",
+		"propose", "approve", "reject", "cancel-booking", "shorten-booking", "relocate-booking",
 		"set-queue", "remove-node", "add-node", "usage", "quota-schedule":
 		return true
 	}

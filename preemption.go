@@ -63,6 +63,13 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 			run[0].wait.reason = WaitMemo // a no larger gang of its class found no plan this cycle
 			return false, false
 		}
+		if r, ok := s.refused[key]; ok && r.matches(s, run[0]) {
+			// An identical request found a plan this cycle that could not
+			// be taken (into a booked block, a held domain, or onto free
+			// GPUs it may not use): it would find the same plan again.
+			run[0].wait.reason, run[0].wait.behind = r.reason, r.behind
+			return false, len(run) > 1
+		}
 	}
 	if len(run) > 1 {
 		if ok, _ := s.preemptFor(now, run, taken, d); ok {
@@ -74,6 +81,12 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	if ok {
 		return true, jointFailed
 	}
+	if keyed && found && run[0].wait.refusedPlan {
+		if s.refused == nil {
+			s.refused = map[failKey]refusal{}
+		}
+		s.refused[key] = s.refusalOf(run[0])
+	}
 	// Only a search that found no plan says anything of larger gangs of
 	// the class: a plan refused for a reservation, or one that needs no
 	// victim, does not.
@@ -83,6 +96,40 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 		}
 	}
 	return false, jointFailed
+}
+
+// refusal is a plan found for a workload but refused, as the cycle
+// remembers it for identical requests after it: what besides its failKey
+// decides the search and the refusal (its pods, preferred level, expected
+// run time, whether it is preemptible, its queue-order time when its
+// queue's rules read it, the reservation in force), and the wait verdict
+// it left.
+type refusal struct {
+	pods        int
+	preferred   string
+	runtime     time.Duration
+	preemptible bool
+	submitted   time.Time
+	reserve     *reservation
+	reason      WaitReason
+	behind      string
+}
+
+func (s *Scheduler) refusalOf(e *entry) refusal {
+	r := refusal{pods: e.w.Pods(), preferred: e.w.Topology.Preferred, runtime: e.w.ExpectedRuntime,
+		preemptible: e.w.Drain.Preemptible, reserve: s.reserve, reason: e.wait.reason, behind: e.wait.behind}
+	if s.tree.Rules(e.queue).WithinQueue == quota.WithinQueueLowerOrNewerEqualPriority {
+		r.submitted = e.submitted
+	}
+	return r
+}
+
+// matches reports whether e is a request identical to the refused one
+// for the search and the refusal.
+func (r refusal) matches(s *Scheduler, e *entry) bool {
+	x := s.refusalOf(e)
+	x.reason, x.behind = r.reason, r.behind
+	return x == r
 }
 
 // failKey is a class of pending workloads for which a failed victim search
@@ -152,12 +199,14 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 	// claims; one that fits on free GPUs alone waits instead (tryAdmit
 	// refused it for their quota, or for a reservation).
 	if len(plan.Victims) == 0 && !s.onHeldGPUs(plan.Target) || s.blockedByReservation(now, e, plan.Target) {
+		e.wait.refusedPlan = len(run) == 1
 		return false, true
 	}
 	if booked := s.holdsAgainst(now, e); s.touches(plan.Target, booked) {
 		// The search does not know the calendar: a plan into a booked
 		// block is refused, and the workload waits behind the booking.
 		e.wait.reason, e.wait.behind = WaitBooking, s.bookingAt(plan.Target, booked)
+		e.wait.refusedPlan = len(run) == 1
 		return false, true
 	}
 	lp := ledger.Plan{Victims: make([]ledger.Victim, len(plan.Victims)), Targets: make([]ledger.Target, len(run))}

@@ -7,7 +7,8 @@ import (
 )
 
 // String renders the decisions one per line, in the order the host acts on
-// them (kill, drain, admit), for logs, tests and bug reports. Times are
+// them (kill, drain, admit), then the bookings broken by a node failure,
+// for logs, tests and bug reports. Times are
 // shown as clock times; events are not included.
 func (d Decisions) String() string {
 	var b strings.Builder
@@ -19,7 +20,12 @@ func (d Decisions) String() string {
 		b.WriteString(")\n")
 	}
 	for _, x := range d.Drain {
-		fmt.Fprintf(&b, "drain %s for %s by %s (%s, lost %.0f GPU-s)\n", x.ID, strings.Join(x.Beneficiaries, ","), x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		fmt.Fprintf(&b, "drain %s", x.ID)
+		if len(x.Beneficiaries) > 0 {
+			// A booked block's drain has no beneficiary yet: it frees the block.
+			fmt.Fprintf(&b, " for %s", strings.Join(x.Beneficiaries, ","))
+		}
+		fmt.Fprintf(&b, " by %s (%s, lost %.0f GPU-s)\n", x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
 	}
 	for _, id := range d.Failed {
 		fmt.Fprintf(&b, "failed %s (no replacement node in time)\n", id)
@@ -49,6 +55,16 @@ func (d Decisions) String() string {
 			for _, n := range order {
 				fmt.Fprintf(&b, " %s=%d", n, per[n])
 			}
+		}
+		b.WriteByte('\n')
+	}
+	for _, o := range d.Broken {
+		fmt.Fprintf(&b, "broken booking %s: %s down in %s, %s", o.Booking, strings.Join(o.Down, ","), strings.Join(o.Broken, ","), o.Remedy)
+		if len(o.Replacements) > 0 {
+			fmt.Fprintf(&b, " to %s", strings.Join(o.Replacements, ","))
+		}
+		if o.Short > 0 {
+			fmt.Fprintf(&b, " (short %d GPUs)", o.Short)
 		}
 		b.WriteByte('\n')
 	}
@@ -82,6 +98,15 @@ func (e Event) String() string {
 		fmt.Fprintf(&b, " new=%s after=%s", e.NewNode, e.Wait)
 	case EventNominationDissolved:
 		fmt.Fprintf(&b, " reason=%q", e.Reason)
+	case EventBlockBroken:
+		fmt.Fprintf(&b, " booking=%s remedy=%s", e.Booking, e.Reason)
+		if e.NewNode != "" {
+			fmt.Fprintf(&b, " to=%s", e.NewNode)
+		}
+	case EventBlockWhole:
+		fmt.Fprintf(&b, " booking=%s", e.Booking)
+	case EventRelocated:
+		fmt.Fprintf(&b, " booking=%s to=%s", e.Booking, e.NewNode)
 	}
 	return b.String()
 }

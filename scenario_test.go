@@ -17,7 +17,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of scenar
 // (the situations the design names: an inference spike while training
 // borrows, a failed drain, a node failure in a gang, the gang deadlock,
 // starvation of a large gang, a cancelled beneficiary, fragmentation,
-// allocation that is not use) and compares each command's output.
+// allocation that is not use, a booking's life from proposal to end and a
+// node failure in a booked block) and compares each command's output.
 // go test -run Scenarios -rewrite regenerates the expected output.
 func TestScenarios(t *testing.T) {
 	names := script.Scenarios()

@@ -51,6 +51,9 @@ type Scheduler struct {
 	cycles     uint64 // Schedule calls so far
 	events     []Event
 	reserve    *reservation
+	// refused remembers, for one cycle, the plans found but refused
+	// (preemption.go): an identical request would find them again.
+	refused map[failKey]refusal
 	searcher   *preempt.Searcher
 	lastEvents int      // events of the last cycle, to size the next
 	dropped    int      // events not kept since the last cycle (MaxEvents)
@@ -511,6 +514,7 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 		kind = EventNodeDown
 	}
 	s.emit(Event{Kind: kind, Time: now, Node: node, Affected: slices.Clone(affected), Reason: h.String()})
+	s.bookedHealth(now, n, h)
 	return affected, nil
 }
 

@@ -51,6 +51,9 @@ type Calendar struct {
 
 	bookings  map[string]*Booking
 	proposals map[string]*Proposal
+	// offers are the answers to nodes down in approved bookings' blocks
+	// (fault.go), by booking ID.
+	offers map[string]Offer
 	// Interval indexes, keyed by start then ID. own[d] holds the bookings
 	// of domain d itself, which never overlap each other; under[d] those
 	// of the domains below d; byFlavor[f] every booking of quota flavor f;
@@ -105,6 +108,7 @@ func New(now time.Time, cfg Config) (*Calendar, error) {
 		tree:      cfg.Quota,
 		bookings:  map[string]*Booking{},
 		proposals: map[string]*Proposal{},
+		offers:    map[string]Offer{},
 		own:       make([]*btree.BTreeG[slot], cfg.Fleet.NumDomains()),
 		under:     make([]*btree.BTreeG[slot], cfg.Fleet.NumDomains()),
 		underMax:  make([]time.Duration, cfg.Fleet.NumDomains()),

@@ -148,6 +148,7 @@ func (c *Calendar) Cancel(now time.Time, id, who, reason string) error {
 		return refuse("cancel", id, ErrEnded, "it ended at %s", b.End.Format(time.RFC3339))
 	}
 	c.remove(b)
+	delete(c.offers, id)
 	c.record(Decision{At: now, Who: who, Kind: Cancel, Booking: id, Reason: reason})
 	return nil
 }

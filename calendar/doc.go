@@ -52,8 +52,11 @@
 // keeping the promise with the ledger it owns. It does not watch running
 // work (the caller passes it to Propose) and does not know which workloads
 // belong to a booking. A node failure inside a booked domain breaks the
-// block; the calendar reports the domain's unhealthy GPUs in options but
-// does not move approved bookings.
+// block: NodeDown answers it with an Offer (keep the block when its other
+// nodes still hold the booking, move to a whole healthy domain of the same
+// level free for the rest of the window, or none), kept until a repair
+// withdraws it (NodeUp) or the host accepts the move (Relocate, a
+// journaled decision). The calendar never moves a booking by itself.
 //
 // # What the scheduler must do
 //

@@ -27,6 +27,9 @@ var (
 	ErrBadEnd          = errors.New("calendar: invalid new end")
 	ErrNoDecider       = errors.New("calendar: decision names nobody")
 	ErrInvalidLog      = errors.New("calendar: invalid decision log")
+	// ErrNoOffer: no replacement block is offered for the booking (no node
+	// of its blocks is down, or none can replace them).
+	ErrNoOffer = errors.New("calendar: no replacement offered")
 	// ErrConflict: the block overlaps an approved booking of the same
 	// domain, or of a domain above or below it, in time.
 	ErrConflict = errors.New("calendar: overlaps an approved booking")

@@ -138,6 +138,7 @@ func (c *Calendar) Prune(now time.Time) int {
 	})
 	for _, b := range gone {
 		c.remove(b)
+		delete(c.offers, b.ID)
 	}
 	return len(gone)
 }

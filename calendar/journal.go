@@ -2,6 +2,7 @@ package calendar
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -17,12 +18,15 @@ const (
 	Cancel
 	// Shorten moved a booking's end earlier.
 	Shorten
+	// Relocate replaced blocks of a booking broken by a node failure by
+	// the blocks the calendar offered.
+	Relocate
 )
 
-func kindNames() []string { return []string{"", "approve", "reject", "cancel", "shorten"} }
+func kindNames() []string { return []string{"", "approve", "reject", "cancel", "shorten", "relocate"} }
 
 // Valid reports whether k is one of the kinds.
-func (k Kind) Valid() bool { return k >= Approve && k <= Shorten }
+func (k Kind) Valid() bool { return k >= Approve && k <= Relocate }
 
 func (k Kind) String() string {
 	if k.Valid() {
@@ -65,6 +69,10 @@ type Decision struct {
 	Approved *Booking `json:"approved,omitempty"`
 	// End is the new end, for Shorten.
 	End time.Time `json:"end,omitzero"`
+	// From and To are the blocks replaced and their replacements, one for
+	// one, for Relocate.
+	From []string `json:"from,omitempty"`
+	To   []string `json:"to,omitempty"`
 	// Reason is the decider's note, if any.
 	Reason string `json:"reason,omitempty"`
 }
@@ -74,6 +82,7 @@ func (d Decision) clone() Decision {
 		b := d.Approved.plain()
 		d.Approved = &b
 	}
+	d.From, d.To = slices.Clone(d.From), slices.Clone(d.To)
 	return d
 }
 
@@ -137,6 +146,11 @@ func (c *Calendar) apply(d Decision) error {
 		return c.Cancel(d.At, d.Booking, d.Who, d.Reason)
 	case Shorten:
 		return c.Shorten(d.At, d.Booking, d.End, d.Who, d.Reason)
+	case Relocate:
+		if d.Who == "" {
+			return refuse("relocate", d.Booking, ErrNoDecider, "")
+		}
+		return c.relocate(d.clone())
 	}
 	return refuse("replay", d.Booking, ErrInvalidLog, "kind %v", d.Kind)
 }

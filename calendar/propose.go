@@ -2,6 +2,7 @@ package calendar
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -167,54 +168,10 @@ func (c *Calendar) Propose(now time.Time, req Request, running []Running) ([]Opt
 		return nil, err
 	}
 	start, end := req.Start, req.End()
-	drainAt := start.Add(-r.grace)
-	lo, hi := c.fleet.DomainsAt(r.level)
-	cands := make([]candidate, hi-lo)
-	for i := range cands {
-		cands[i].d = lo + topology.DomainID(i)
+	ranked, err := c.rank(r.level, r.groups, start.Add(-r.grace), start, end, running, "")
+	if err != nil {
+		return nil, refuse("propose", req.ID, ErrInvalidRequest, "%v", err)
 	}
-	for i := range running {
-		w := &running[i]
-		for _, ng := range w.Nodes {
-			if ng.Node < 0 || int(ng.Node) >= c.fleet.NumNodes() {
-				return nil, refuse("propose", req.ID, ErrInvalidRequest, "running %q is on node #%d, not in the fleet", w.ID, ng.Node)
-			}
-			cd := &cands[c.fleet.DomainOf(ng.Node, r.level)-lo]
-			if !w.End.IsZero() && !w.End.After(drainAt) {
-				if w.End.After(cd.freeBy) {
-					cd.freeBy = w.End
-				}
-				continue
-			}
-			x := &cd.displaced
-			switch {
-			case !w.Preemptible:
-				x.Blocking += ng.GPUs
-			case w.Borrowing:
-				x.Borrowed += ng.GPUs
-			default:
-				x.Guaranteed += ng.GPUs
-			}
-			if n := len(x.Workloads); n == 0 || x.Workloads[n-1] != w.ID {
-				x.Workloads = append(x.Workloads, w.ID)
-			}
-		}
-	}
-	ranked := cands[:0]
-	for i := range cands {
-		cd := &cands[i]
-		if cd.gpus = c.gpusOf(cd.d, r.groups); cd.gpus == 0 {
-			continue
-		}
-		healthy := 0
-		for _, g := range r.groups {
-			healthy += c.fleet.Stats(cd.d, g).HealthyGPUs
-		}
-		cd.unhealthy = cd.gpus - healthy
-		cd.conflict = c.hasConflict(cd.d, start, end)
-		ranked = append(ranked, *cd)
-	}
-	slices.SortFunc(ranked, func(a, b candidate) int { return better(&a, &b) })
 
 	var options []Option
 	var group []candidate
@@ -246,6 +203,66 @@ func (c *Calendar) Propose(now time.Time, req Request, running []Running) ([]Opt
 		out[i] = o.clone()
 	}
 	return out, nil
+}
+
+// rank returns the domains of level l holding GPUs of the groups, best
+// first by better, each with the running work it would displace from
+// drainAt and whether it overlaps an approved booking (other than except)
+// in [start, end). A running workload on a node outside the fleet is an
+// error naming it.
+func (c *Calendar) rank(l topology.Level, groups []topology.GroupID, drainAt, start, end time.Time, running []Running, except string) ([]candidate, error) {
+	lo, hi := c.fleet.DomainsAt(l)
+	cands := make([]candidate, hi-lo)
+	for i := range cands {
+		cands[i].d = lo + topology.DomainID(i)
+	}
+	for i := range running {
+		w := &running[i]
+		for _, ng := range w.Nodes {
+			if ng.Node < 0 || int(ng.Node) >= c.fleet.NumNodes() {
+				return nil, fmt.Errorf("running %q is on node #%d, not in the fleet", w.ID, ng.Node)
+			}
+			cd := &cands[c.fleet.DomainOf(ng.Node, l)-lo]
+			if !w.End.IsZero() && !w.End.After(drainAt) {
+				if w.End.After(cd.freeBy) {
+					cd.freeBy = w.End
+				}
+				continue
+			}
+			x := &cd.displaced
+			switch {
+			case !w.Preemptible:
+				x.Blocking += ng.GPUs
+			case w.Borrowing:
+				x.Borrowed += ng.GPUs
+			default:
+				x.Guaranteed += ng.GPUs
+			}
+			if n := len(x.Workloads); n == 0 || x.Workloads[n-1] != w.ID {
+				x.Workloads = append(x.Workloads, w.ID)
+			}
+		}
+	}
+	ranked := cands[:0]
+	for i := range cands {
+		cd := &cands[i]
+		if cd.gpus = c.gpusOf(cd.d, groups); cd.gpus == 0 {
+			continue
+		}
+		healthy := 0
+		for _, g := range groups {
+			healthy += c.fleet.Stats(cd.d, g).HealthyGPUs
+		}
+		cd.unhealthy = cd.gpus - healthy
+		if except == "" {
+			cd.conflict = c.hasConflict(cd.d, start, end)
+		} else {
+			cd.conflict = len(c.conflicts([]topology.DomainID{cd.d}, start, end, except)) > 0
+		}
+		ranked = append(ranked, *cd)
+	}
+	slices.SortFunc(ranked, func(a, b candidate) int { return better(&a, &b) })
+	return ranked, nil
 }
 
 // option builds the option of a group of ranked blocks.
@@ -285,14 +302,27 @@ func (c *Calendar) podsFit(group []candidate, groups []topology.GroupID, req Req
 	}
 	var free []int
 	for _, cd := range group {
-		lo, hi := c.fleet.Nodes(cd.d)
-		for n := lo; n < hi; n++ {
-			if slices.Contains(groups, c.fleet.NodeGroup(n)) {
-				free = append(free, c.fleet.Capacity(n))
-			}
+		free = c.nodeGPUs(free, cd.d, groups, false)
+	}
+	return fitPods(free, req.PodSets)
+}
+
+// nodeGPUs appends the GPUs of domain d's nodes of the groups to free,
+// leaving out nodes that are down when up is set.
+func (c *Calendar) nodeGPUs(free []int, d topology.DomainID, groups []topology.GroupID, up bool) []int {
+	lo, hi := c.fleet.Nodes(d)
+	for n := lo; n < hi; n++ {
+		if slices.Contains(groups, c.fleet.NodeGroup(n)) && !(up && c.fleet.Health(n) == topology.Down) {
+			free = append(free, c.fleet.Capacity(n))
 		}
 	}
-	sets := slices.Clone(req.PodSets)
+	return free
+}
+
+// fitPods reports whether the pod sets fit nodes with free GPUs each, by
+// first fit in decreasing pod size. It uses up free.
+func fitPods(free []int, podSets []gang.PodSet) bool {
+	sets := slices.Clone(podSets)
 	slices.SortStableFunc(sets, func(a, b gang.PodSet) int { return cmp.Compare(b.GPUsPerPod, a.GPUsPerPod) })
 	for _, p := range sets {
 		left := p.Count

@@ -15,11 +15,20 @@ type State struct {
 	Bookings  []Booking  `json:"bookings,omitempty"`
 	Proposals []Proposal `json:"proposals,omitempty"`
 	Log       []Decision `json:"log,omitempty"`
+	// Offers are the answers to node failures in booked blocks awaiting
+	// the host.
+	Offers []Offer `json:"offers,omitempty"`
 }
 
 // Snapshot returns the Calendar's state. The caller owns it.
 func (c *Calendar) Snapshot() State {
-	return State{Time: c.now, Bookings: c.Bookings(), Proposals: c.Proposals(), Log: c.Log()}
+	st := State{Time: c.now, Bookings: c.Bookings(), Proposals: c.Proposals(), Log: c.Log()}
+	for _, id := range sortedKeys(c.offers) {
+		if c.bookings[id] != nil {
+			st.Offers = append(st.Offers, c.offers[id].clone())
+		}
+	}
+	return st
 }
 
 // Restore builds a Calendar from cfg and a snapshot. It checks the state
@@ -77,6 +86,13 @@ func Restore(cfg Config, st State) (*Calendar, error) {
 			}
 		}
 		c.proposals[p.Request.ID] = &p
+	}
+	for _, o := range st.Offers {
+		if c.bookings[o.Booking] == nil || !o.Remedy.Valid() || c.offers[o.Booking].Booking != "" ||
+			o.Remedy == Move && len(o.Replacements) != len(o.Broken) {
+			return nil, refuse("restore", o.Booking, ErrNoOffer, "offer for booking %q", o.Booking)
+		}
+		c.offers[o.Booking] = o.clone()
 	}
 	c.now = st.Time
 	return c, nil

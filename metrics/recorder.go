@@ -207,7 +207,8 @@ func (r *Recorder) checkEvent(e *fleet.Event, clock int64, began bool) *InputErr
 		return bad("lost GPU-seconds %v", e.LostGPUSeconds)
 	}
 	switch e.Kind {
-	case fleet.EventNodeDown, fleet.EventNodeUp, fleet.EventQueueChanged, fleet.EventNodeRemoved, fleet.EventNodeAdded, fleet.EventOverflow:
+	case fleet.EventNodeDown, fleet.EventNodeUp, fleet.EventQueueChanged, fleet.EventNodeRemoved, fleet.EventNodeAdded, fleet.EventOverflow,
+		fleet.EventBlockBroken, fleet.EventBlockWhole, fleet.EventRelocated:
 	default:
 		if e.Workload == "" {
 			return bad("%s without a workload", e.Kind)

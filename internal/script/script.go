@@ -248,14 +248,22 @@ func (r *Runner) Exec(line string) (string, error) {
 		}
 		return result(r.S.Exited(r.Now, id, reason))
 	case "exit-many":
-		// exit-many prefix=old from=0 n=8 exits prefix-from..prefix-(from+n-1).
+		// exit-many prefix=old from=0 n=8 [how=drained] exits
+		// prefix-from..prefix-(from+n-1), finished unless how says.
 		n, err1 := strconv.Atoi(kv["n"])
 		from, _ := strconv.Atoi(kv["from"])
 		if err1 != nil {
 			return "", fmt.Errorf("exit-many: n: %w", err1)
 		}
+		how := gang.ExitFinished
+		if kv["how"] != "" {
+			var ok bool
+			if how, ok = exitReason(kv["how"]); !ok {
+				return "", fmt.Errorf("exit-many: unknown reason %q", kv["how"])
+			}
+		}
 		for i := from; i < from+n; i++ {
-			if err := r.S.Exited(r.Now, fmt.Sprintf("%s-%d", kv["prefix"], i), gang.ExitFinished); err != nil {
+			if err := r.S.Exited(r.Now, fmt.Sprintf("%s-%d", kv["prefix"], i), how); err != nil {
 				return result(err)
 			}
 		}
@@ -315,6 +323,9 @@ func (r *Runner) Exec(line string) (string, error) {
 		return r.observe(pos, kv)
 	case "review":
 		return r.review()
+	}
+	if run, ok := bookingCommand(cmd); ok {
+		return run(r, pos, kv)
 	}
 	return "", fmt.Errorf("unknown command %q", cmd)
 }
@@ -404,9 +415,9 @@ func (r *Runner) review() (string, error) {
 }
 
 // parseWorkload reads id= queue= class= shape= pods=NxG[,NxG] required=
-// preferred= preemptible=true ckpt= grace= runtime= priority=.
+// preferred= preemptible=true ckpt= grace= runtime= priority= booking=.
 func parseWorkload(kv map[string]string) (gang.Workload, error) {
-	w := gang.Workload{ID: kv["id"], Queue: kv["queue"], PriorityClass: kv["class"]}
+	w := gang.Workload{ID: kv["id"], Queue: kv["queue"], PriorityClass: kv["class"], Booking: kv["booking"]}
 	if err := w.Shape.UnmarshalText([]byte(kv["shape"])); err != nil {
 		return w, err
 	}
