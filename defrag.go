@@ -204,7 +204,7 @@ func (s *Scheduler) clearable(now time.Time, d topology.DomainID, g topology.Gro
 			e := s.work[id]
 			r := e.rec
 			if id == forID || r.State != gang.Admitted || !r.Policy.Preemptible || e.w.Drain.CheckpointInterval <= 0 ||
-				e.w.Booking != "" || e.priority > priority || len(r.Lost) > 0 {
+				e.w.Booking != "" || e.priority > priority || len(r.Lost) > 0 || r.HasClaims() {
 				movable = false
 				break
 			}
