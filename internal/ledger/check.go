@@ -27,7 +27,7 @@ func (l *Ledger) CheckInvariants() error {
 	f, t := l.fleet, l.tree
 	held := make([]int, f.NumNodes())
 	claimed := map[string]map[topology.NodeID]int{} // beneficiary -> node -> GPUs promised by victims
-	usage := map[[2]int]int64{} // queue, flavor -> thousandths of GPU charged
+	usage := map[[2]int]int64{}                     // queue, flavor -> thousandths of GPU charged
 	holders, indexed := 0, 0
 	for id, r := range l.recs {
 		if r.W.ID != id {
