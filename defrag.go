@@ -314,7 +314,7 @@ func (s *Scheduler) moveCost(e *entry, now time.Time) float64 {
 // policy's budget: its movers drain and the domain's GPUs are nominated
 // for it. It reports whether it did.
 func (s *Scheduler) defragFor(now time.Time, e *entry, d *Decisions) bool {
-	if s.cfg.Policy.DefragBudget <= 0 || e.w.Topology.Required == "" || e.wait.noFit == nil ||
+	if s.cfg.Policy.DefragBudget <= 0 || e.sharing() || e.w.Topology.Required == "" || e.wait.noFit == nil ||
 		e.wait.noFit.Cause != placement.CauseFragmented || len(e.w.PodSets) != 1 {
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
@@ -183,3 +184,18 @@ func (r *Record) Charged() quota.Request {
 
 // wholeRequest is the charge of a workload of whole GPUs only.
 func wholeRequest(gpus int) quota.Request { return quota.Request{MilliGPUs: int64(gpus) * 1000} }
+
+// SetFlavor changes the flavor a pending workload without a nomination
+// is charged for: a workload that accepts several GPU models is charged
+// for the one it lands on.
+func (l *Ledger) SetFlavor(id string, f quota.FlavorID) error {
+	r, ok := l.recs[id]
+	switch {
+	case !ok || r.State != gang.Pending || l.noms[id] != nil:
+		return fmt.Errorf("ledger: set the flavor of %q: not a pending workload without a nomination", id)
+	case f < 0 || int(f) >= l.tree.NumFlavors() || !l.tree.Serves(r.Queue, f):
+		return fmt.Errorf("ledger: set the flavor of %q: its queue does not serve flavor %d", id, f)
+	}
+	r.Flavor = f
+	return nil
+}

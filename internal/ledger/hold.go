@@ -51,7 +51,7 @@ func (l *Ledger) hold(r *Record, a placement.Assignment, nodes []placement.NodeG
 		panic("ledger: workload started twice: " + r.W.ID)
 	}
 	l.listNodes(r, 1)
-	l.indexAdd(r)
+	l.indexUpdate(r) // work holding no whole GPU stays out of the victim index
 }
 
 // Exit ends a workload with the state how records. A holder's GPUs are
