@@ -105,11 +105,7 @@ func (l *Ledger) CheckInvariants() error {
 	}
 	pairs := 0
 	l.holders.Ascend(func(r *Record) bool {
-		for j, p := range r.Assign.Pods {
-			if j == 0 || r.Assign.Pods[j-1].Node != p.Node {
-				pairs++
-			}
-		}
+		pairs += len(r.podNodes())
 		return true
 	})
 	if listed != pairs {

@@ -26,8 +26,8 @@ func (l *Ledger) checkCharge(r *Record) error {
 // named resources and every queue's resource usage from the holders'
 // pods, and compares them with the fleet, its mirror and the quota tree:
 //
-//   - no MIG slice is held twice, no GPU holds more than 1000
-//     thousandths, and no share or slice sits on a GPU held whole;
+//   - no MIG slice is held twice, no time-sliced GPU holds more than
+//     1000 thousandths, and no share or slice sits on a GPU held whole;
 //   - per GPU, the fleet's thousandths and slices in use equal the
 //     holders' shares and slices there, and a node's GPUs in use are its
 //     GPUs held whole plus its partly used ones;
@@ -93,7 +93,9 @@ func (l *Ledger) checkClaims() error {
 			} else {
 				g.milli += p.Share
 			}
-			if g.milli > topology.MilliGPU {
+			// Slices bound a MIG GPU (their rounded shares may add up to
+			// 1001); thousandths bound a time-sliced one.
+			if p.MIG == "" && g.milli > topology.MilliGPU {
 				return fmt.Errorf("GPU %d of %s: %d thousandths booked", p.GPU, f.NodeName(p.Node), g.milli)
 			}
 		}

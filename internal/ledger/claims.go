@@ -199,3 +199,13 @@ func (l *Ledger) SetFlavor(id string, f quota.FlavorID) error {
 	r.Flavor = f
 	return nil
 }
+
+// podNodes lists, in order and once each, the nodes of r's pods.
+func (r *Record) podNodes() []topology.NodeID {
+	out := make([]topology.NodeID, 0, len(r.Assign.Pods))
+	for i := range r.Assign.Pods {
+		out = append(out, r.Assign.Pods[i].Node)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
