@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/fleetsched/fleet/gang"
@@ -87,17 +88,80 @@ func (l *Ledger) place(a placement.Assignment, nodes []placement.NodeGPUs, take 
 	if !hasClaims(a) {
 		return l.placeWhole(a, nodes, take)
 	}
+	var moved []move
+	if take {
+		moved = clearNamed(l.fleet, a.Pods)
+	}
 	if err := claimPods(l.fleet, a.Pods, take); err != nil {
+		undoMoves(l.fleet, moved)
 		return err
 	}
 	if err := l.placeWhole(a, nodes, take); err != nil {
 		if uerr := claimPods(l.fleet, a.Pods, !take); uerr != nil {
 			panic("ledger: undoing claims: " + uerr.Error())
 		}
+		undoMoves(l.fleet, moved)
 		return err
+	}
+	// The mirror counts the same whole GPUs per node, but a search that
+	// released and took them back may hold them at other indexes.
+	if take {
+		clearNamed(l.scratch, a.Pods)
 	}
 	mirror(claimPods(l.scratch, a.Pods, take))
 	return nil
+}
+
+// move is a whole GPU held by count moved from one index of a node to
+// another.
+type move struct {
+	node     topology.NodeID
+	from, to int
+}
+
+// clearNamed frees the GPUs that pods name for a share or a slice but
+// that some holder's whole GPUs, counted per node, happen to occupy:
+// whole GPUs are interchangeable in the books, so each moves to a
+// whole-free GPU of its node that no pod names. This is what lets work
+// be adopted or restored in any order. It returns the moves, for undo.
+func clearNamed(f *topology.Fleet, pods []placement.Pod) []move {
+	var moved []move
+	for i := range pods {
+		p := &pods[i]
+		if p.Share == 0 && p.MIG == "" || p.GPU < 0 || p.GPU >= min(f.Capacity(p.Node), 64) || !f.GPUWhole(p.Node, p.GPU) {
+			continue
+		}
+		named := uint64(0)
+		for j := range pods {
+			if q := &pods[j]; q.Node == p.Node && (q.Share != 0 || q.MIG != "") && q.GPU >= 0 && q.GPU < 64 {
+				named |= 1 << q.GPU
+			}
+		}
+		spare := f.FreeMask(p.Node) &^ named
+		if spare == 0 {
+			continue // the claim is refused as it stands
+		}
+		m := move{node: p.Node, from: p.GPU, to: bits.TrailingZeros64(spare)}
+		moveWhole(f, m)
+		moved = append(moved, m)
+	}
+	return moved
+}
+
+func moveWhole(f *topology.Fleet, m move) {
+	if err := f.AllocateClaim(topology.Claim{Node: m.node, Whole: 1 << m.to}); err != nil {
+		panic("ledger: moving a whole GPU: " + err.Error())
+	}
+	if err := f.ReleaseClaim(topology.Claim{Node: m.node, Whole: 1 << m.from}); err != nil {
+		panic("ledger: moving a whole GPU: " + err.Error())
+	}
+}
+
+func undoMoves(f *topology.Fleet, moved []move) {
+	for i := len(moved) - 1; i >= 0; i-- {
+		m := moved[i]
+		moveWhole(f, move{node: m.node, from: m.to, to: m.from})
+	}
 }
 
 // placeWhole writes the whole GPUs of nodes on the fleet and its mirror,

@@ -329,3 +329,54 @@ func recount(t *rapid.T, l *ledger.Ledger, held map[string]placement.Assignment)
 		require.Equal(t, usage[q][1], tr.UsageOf(q, 0, qcpu), "cpu usage of %s", tr.Name(q))
 	}
 }
+
+// Whole GPUs are counted per node, so a search that releases and takes
+// them back on the mirror may leave them at other indexes than on the
+// live fleet; a share then named on a GPU the mirror holds whole still
+// goes on both. Adoption in any order works the same way on the live
+// fleet: a share named on a GPU some counted whole GPU happens to occupy
+// moves that whole GPU aside.
+func TestClaimsOnGPUsHeldWholeByCount(t *testing.T) {
+	l, qa, _ := sharedBooks(t)
+	track := func(id string, ps gang.PodSet) {
+		_, err := l.Track(&gang.Workload{ID: id, PodSets: []gang.PodSet{ps}}, qa, 0, ledger.Policy{})
+		require.NoError(t, err)
+	}
+	share := func(id string, gpu int) placement.Assignment {
+		return placement.Assignment{Workload: id, Pods: []placement.Pod{{Node: 0, GPU: gpu, Share: 500}}}
+	}
+	track("x", gang.PodSet{Name: "p", Count: 1, GPUsPerPod: 1})
+	require.NoError(t, l.Admit("x", on("x", 1, 0), t0)) // GPU 0
+	track("s", gang.PodSet{Name: "p", Count: 1, GPUShare: 500})
+	require.NoError(t, l.Admit("s", share("s", 1), t0))
+	track("y", gang.PodSet{Name: "p", Count: 1, GPUsPerPod: 1})
+	require.NoError(t, l.Admit("y", on("y", 1, 0), t0)) // GPU 2
+	_, _, err := l.Exit("s", gang.ExitFinished)
+	require.NoError(t, err)
+	// A search's release and give-back: the mirror now holds GPUs 0 and 1.
+	require.NoError(t, l.Scratch().Release(0, 1))
+	require.NoError(t, l.Scratch().Allocate(0, 1))
+	assert.True(t, l.Scratch().GPUWhole(0, 1))
+	assert.False(t, l.Fleet().GPUWhole(0, 1))
+
+	track("t", gang.PodSet{Name: "p", Count: 1, GPUShare: 500})
+	require.NoError(t, l.Admit("t", share("t", 1), t0))
+	require.NoError(t, l.CheckInvariants())
+
+	// On the live fleet: GPU 0 is held whole by x; a share adopted there
+	// moves x's GPU to a free one.
+	track("u", gang.PodSet{Name: "p", Count: 1, GPUShare: 500})
+	require.NoError(t, l.Admit("u", share("u", 0), t0))
+	require.NoError(t, l.CheckInvariants())
+	assert.Equal(t, 2, l.Fleet().WholeHeld(0))
+	m, _ := l.Fleet().GPUUsed(0, 0)
+	assert.Equal(t, 500, m)
+
+	// With no whole-free GPU left to move to, the claim is refused and
+	// nothing changes.
+	track("v", gang.PodSet{Name: "p", Count: 1, GPUShare: 500})
+	before := fingerprint(l)
+	require.Error(t, l.Admit("v", share("v", 2), t0))
+	assert.Equal(t, before, fingerprint(l))
+	require.NoError(t, l.CheckInvariants())
+}
