@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -293,4 +294,50 @@ func TestSharedWorkSurvivesRestart(t *testing.T) {
 	got, _ := json.Marshal(replayed.Snapshot())
 	want, _ := json.Marshal(snap)
 	assert.Equal(t, string(want), string(got))
+}
+
+// TestPreemptionFreesOnlyWholeGPUs: a whole-GPU beneficiary is given
+// only GPUs its victims hold whole; a GPU a share sits on is never
+// counted free, so a plan that would need it is not made.
+func TestPreemptionFreesOnlyWholeGPUs(t *testing.T) {
+	cfg := fleet.ReferenceConfig()
+	cfg.Topology = topology.Spec{Levels: []string{"leaf", "node"}, Nodes: []topology.NodeSpec{
+		{Name: "n0", Path: []string{"l0"}, GPUs: 4, Flavor: "H100"},
+		{Name: "n1", Path: []string{"l0"}, GPUs: 4, Flavor: "H100"}}}
+	cfg.Quota.Nodes[1].Quotas[0].Nominal, cfg.Quota.Nodes[1].Quotas[0].LendingLimit = 8, quota.Limit{}
+	cfg.Quota.Nodes[2].Quotas[0].Nominal = 0
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	_, err = s.SetNodeHealth(t0, "n1", topology.Cordoned)
+	require.NoError(t, err)
+	for i := range 3 {
+		require.NoError(t, s.Submit(t0, gang.Workload{ID: fmt.Sprintf("b%d", i), Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch,
+			Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}, Drain: gang.DrainContract{Preemptible: true}}))
+	}
+	inference := func(id string, ps gang.PodSet) gang.Workload {
+		ps.Name = "p"
+		return gang.Workload{ID: id, Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference, PodSets: []gang.PodSet{ps}}
+	}
+	require.NoError(t, s.Submit(t0, inference("half", gang.PodSet{Count: 1, GPUShare: 500})))
+	require.Len(t, s.Schedule(t0).Admit, 4)
+
+	now := t0.Add(10 * time.Minute)
+	require.NoError(t, s.Submit(now, inference("four", gang.PodSet{Count: 1, GPUsPerPod: 4})))
+	d := s.Schedule(now)
+	assert.Empty(t, d.Drain, "three victims free three whole GPUs: four cannot be had on n0")
+	assert.Empty(t, d.Admit)
+	require.NoError(t, s.CheckInvariants())
+	require.NoError(t, s.Cancel(now, "four"))
+
+	require.NoError(t, s.Submit(now, inference("three", gang.PodSet{Count: 1, GPUsPerPod: 3})))
+	d = s.Schedule(now)
+	require.Len(t, d.Drain, 3)
+	require.NoError(t, s.CheckInvariants())
+	for _, x := range d.Drain {
+		require.NoError(t, s.Exited(now, x.ID, gang.ExitDrained))
+	}
+	d = s.Schedule(now.Add(time.Second))
+	require.Len(t, d.Admit, 1)
+	assert.Equal(t, "three", d.Admit[0].ID)
+	require.NoError(t, s.CheckInvariants())
 }
