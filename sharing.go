@@ -35,6 +35,13 @@ func (s *Scheduler) checkSharing(op string, e *entry) error {
 	never := func(err error, format string, args ...any) error {
 		return &Error{Op: op, Workload: w.ID, Detail: fmt.Sprintf(format, args...), Err: fmt.Errorf("%w: %w", ErrNeverFits, err)}
 	}
+	// Shares add up: more than the queue could ever reach never fits.
+	if op != "restore" && len(w.Flavors) < 2 {
+		if need := (w.MilliGPUs() + gang.MilliGPU - 1) / gang.MilliGPU; need > s.tree.Potential(e.queue, e.flavor) {
+			return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
+				Detail: fmt.Sprintf("needs %d GPUs of shares, queue %q can reach at most %d", need, w.Queue, s.tree.Potential(e.queue, e.flavor))}
+		}
+	}
 	for i := range w.PodSets {
 		ps := &w.PodSets[i]
 		if ps.MIG != "" && !slices.ContainsFunc(s.acceptedNodes(w), func(n topology.NodeID) bool {

@@ -146,6 +146,7 @@ func TestSharedBadInput(t *testing.T) {
 			errs: []error{fleet.ErrNeverFits, placement.ErrUnknownResource}},
 		{name: "resource amount zero", ps: gang.PodSet{Count: 1, Resources: []gang.Resource{{Name: "cpu", Amount: 0}}},
 			errs: []error{fleet.ErrInvalid, gang.ErrBadResource}},
+		{name: "shares beyond the queue's reach", ps: gang.PodSet{Count: 40, GPUShare: 500}, errs: []error{fleet.ErrNeverFits}},
 		{name: "min above count", ps: gang.PodSet{Count: 2, MinCount: 3, GPUShare: 500}, errs: []error{fleet.ErrInvalid, gang.ErrBadMinCount}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -339,5 +340,30 @@ func TestPreemptionFreesOnlyWholeGPUs(t *testing.T) {
 	d = s.Schedule(now.Add(time.Second))
 	require.Len(t, d.Admit, 1)
 	assert.Equal(t, "three", d.Admit[0].ID)
+	require.NoError(t, s.CheckInvariants())
+}
+
+// TestSharedQuotaExplained: work waiting for quota of cores or of GPU
+// shares is told so in the resource's own unit.
+func TestSharedQuotaExplained(t *testing.T) {
+	s, err := fleet.New(shareConfig())
+	require.NoError(t, err)
+	cores := func(n int64) []gang.Resource { return []gang.Resource{{Name: "cpu", Amount: n}} }
+	require.NoError(t, s.Submit(t0, sharedWork("cores", gang.PodSet{Count: 8, Resources: cores(8000)})))
+	require.NoError(t, s.Submit(t0, sharedWork("whole", gang.PodSet{Count: 3, GPUsPerPod: 5})))
+	require.NoError(t, s.Submit(t0, sharedWork("share", gang.PodSet{Count: 1, GPUShare: 600})))
+	require.Len(t, s.Schedule(t0).Admit, 3)
+	require.NoError(t, s.Submit(t0, sharedWork("more-cores", gang.PodSet{Count: 6, Resources: cores(8000)})))
+	require.NoError(t, s.Submit(t0, sharedWork("more-share", gang.PodSet{Count: 1, GPUShare: 600})))
+	assert.Empty(t, s.Schedule(t0).Admit)
+	for id, want := range map[string]string{
+		"more-cores": `queue "team": 48000 cpu of H100 do not fit, 32000 available`,
+		"more-share": `queue "team": 0.6 H100 GPUs do not fit, 0.4 available`,
+	} {
+		x, err := s.Explain(id)
+		require.NoError(t, err)
+		assert.Equal(t, fleet.WaitQuota, x.Waiting)
+		assert.Contains(t, x.Message, want)
+	}
 	require.NoError(t, s.CheckInvariants())
 }
