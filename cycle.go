@@ -263,6 +263,9 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	if e.w.Booking != "" {
 		return s.admitBooked(now, e, d)
 	}
+	if e.sharing() {
+		return s.tryAdmitShared(now, e, d)
+	}
 	v := s.tree.Fits(e.queue, e.flavor, int64(e.gpus()))
 	e.wait.quota = v
 	if !v.Fits() {
@@ -319,7 +322,7 @@ func (s *Scheduler) admitted(now time.Time, e *entry, d *Decisions) {
 	a := r.Assign
 	adm := Admission{ID: e.w.ID, Queue: e.w.Queue, Wait: now.Sub(e.submitted), Span: s.fleet.LevelName(a.Span), Borrowing: r.Borrowing}
 	for _, p := range a.Pods {
-		adm.Pods = append(adm.Pods, PodAssignment{PodSet: e.w.PodSets[p.PodSet].Name, Index: p.Index, Node: s.fleet.NodeName(p.Node), GPUs: p.GPUs})
+		adm.Pods = append(adm.Pods, s.podView(e, p))
 	}
 	d.Admit = append(d.Admit, adm)
 	ev := s.event(EventAdmitted, now, e)
@@ -343,7 +346,7 @@ func (s *Scheduler) admitted(now time.Time, e *entry, d *Decisions) {
 // While held, lower-priority work that cannot be evicted enters the
 // domain only if it is expected to end before the planned start.
 func (s *Scheduler) reserveFor(e *entry) {
-	if e.w.Topology.Required == "" || e.w.Pods() < 2 {
+	if e.w.Topology.Required == "" || e.w.Pods() < 2 || e.sharing() {
 		return
 	}
 	l, ok := s.fleet.Level(e.w.Topology.Required)

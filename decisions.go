@@ -72,7 +72,14 @@ type PodAssignment struct {
 	PodSet string
 	Index  int
 	Node   string
-	GPUs   int
+	GPUs   int // whole GPUs; the node's GPUs held whole are interchangeable
+	// GPU is the index, on Node, of the GPU holding the pod's share of one
+	// GPU (Share, in thousandths) or its MIG slice (profile MIG, starting
+	// at memory slice Slice); all zero for pods of whole GPUs or none.
+	GPU   int    `json:",omitempty"`
+	Share int    `json:",omitempty"`
+	MIG   string `json:",omitempty"`
+	Slice int    `json:",omitempty"`
 }
 
 // Drain asks the host to stop a victim gracefully.

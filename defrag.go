@@ -204,7 +204,7 @@ func (s *Scheduler) clearable(now time.Time, d topology.DomainID, g topology.Gro
 			e := s.work[id]
 			r := e.rec
 			if id == forID || r.State != gang.Admitted || !r.Policy.Preemptible || e.w.Drain.CheckpointInterval <= 0 ||
-				e.w.Booking != "" || e.priority > priority || len(r.Lost) > 0 {
+				e.w.Booking != "" || e.priority > priority || len(r.Lost) > 0 || r.HasClaims() {
 				movable = false
 				break
 			}
@@ -314,7 +314,7 @@ func (s *Scheduler) moveCost(e *entry, now time.Time) float64 {
 // policy's budget: its movers drain and the domain's GPUs are nominated
 // for it. It reports whether it did.
 func (s *Scheduler) defragFor(now time.Time, e *entry, d *Decisions) bool {
-	if s.cfg.Policy.DefragBudget <= 0 || e.w.Topology.Required == "" || e.wait.noFit == nil ||
+	if s.cfg.Policy.DefragBudget <= 0 || e.sharing() || e.w.Topology.Required == "" || e.wait.noFit == nil ||
 		e.wait.noFit.Cause != placement.CauseFragmented || len(e.w.PodSets) != 1 {
 		return false
 	}

@@ -54,8 +54,8 @@ func replicable(e *entry) bool {
 // jointFailed reports that a run of several replicas found no joint plan:
 // the caller then asks for its remaining members one by one.
 func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]bool, failed map[failKey]int, d *Decisions) (ok, jointFailed bool) {
-	if s.cfg.Policy.NoPreemption {
-		return false, false
+	if s.cfg.Policy.NoPreemption || run[0].sharing() {
+		return false, false // work beyond whole GPUs of one model waits for room
 	}
 	key, keyed := failureKey(run[0])
 	if keyed {

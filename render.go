@@ -39,7 +39,8 @@ func (d Decisions) String() string {
 			b.WriteString(" borrowing")
 		}
 		b.WriteString(":")
-		// Pods per node, in the order placed.
+		// Whole GPUs per node, in the order placed, then each share and
+		// MIG slice on its GPU ("server[0]@h0/gpu3:500m", "1g.10gb#2").
 		var order []string
 		per := map[string]int{}
 		for _, p := range a.Pods {
@@ -54,6 +55,14 @@ func (d Decisions) String() string {
 		} else {
 			for _, n := range order {
 				fmt.Fprintf(&b, " %s=%d", n, per[n])
+			}
+			for _, p := range a.Pods {
+				switch {
+				case p.MIG != "":
+					fmt.Fprintf(&b, " %s[%d]@%s/gpu%d:%s#%d", p.PodSet, p.Index, p.Node, p.GPU, p.MIG, p.Slice)
+				case p.Share > 0:
+					fmt.Fprintf(&b, " %s[%d]@%s/gpu%d:%dm", p.PodSet, p.Index, p.Node, p.GPU, p.Share)
+				}
 			}
 		}
 		b.WriteByte('\n')

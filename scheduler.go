@@ -221,7 +221,14 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	// The flavor it is charged for: its own, or the first flavor its queue
 	// serves that the fleet has.
 	flavor := w.Flavor
-	if flavor == "" {
+	for _, m := range w.Flavors {
+		// A model set is charged, until placed, for its first model that
+		// its queue serves and the fleet has.
+		if f, ok := s.tree.Flavor(m); flavor == "" && ok && s.tree.Serves(q, f) && s.hasFlavor(m) {
+			flavor = m
+		}
+	}
+	if flavor == "" && len(w.Flavors) == 0 {
 		for f := range quota.FlavorID(s.tree.NumFlavors()) {
 			if s.tree.Serves(q, f) && s.hasFlavor(s.tree.FlavorName(f)) {
 				flavor = s.tree.FlavorName(f)
@@ -248,7 +255,7 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	// the quota its queue could ever reach, can never run.
 	// Restored work was accepted before: a quota edited since may make it
 	// wait, never refuse it.
-	if op != "restore" && int64(w.GPUs()) > s.tree.Potential(q, f) {
+	if op != "restore" && len(w.Flavors) < 2 && int64(w.GPUs()) > s.tree.Potential(q, f) {
 		return nil, refuse(op, w.ID, ErrNeverFits, "needs %d GPUs, queue %q can reach at most %d", w.GPUs(), w.Queue, s.tree.Potential(q, f))
 	}
 	// The largest domain of the required level (the fleet when none is
@@ -260,7 +267,7 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	largest := 0
 	lo, hi := s.fleet.DomainsAt(level)
 	for g := range topology.GroupID(s.fleet.NumGroups()) {
-		if s.fleet.GroupFlavor(g) != flavor || (len(w.Pools) > 0 && !slices.Contains(w.Pools, s.fleet.GroupPool(g))) {
+		if _, ok := e.w.Accepts(s.fleet.GroupFlavor(g)); !ok || (len(w.Pools) > 0 && !slices.Contains(w.Pools, s.fleet.GroupPool(g))) {
 			continue
 		}
 		for d := lo; d < hi; d++ {
@@ -269,6 +276,9 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	}
 	if w.GPUs() > largest {
 		return nil, refuse(op, w.ID, ErrNeverFits, "needs %d GPUs, the largest eligible %s has %d", w.GPUs(), s.fleet.LevelName(level), largest)
+	}
+	if err := s.checkSharing(op, e); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
@@ -475,7 +485,7 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	if h == topology.Down {
 		for _, id := range s.books.OnNode(n) {
 			e := s.work[id]
-			if e.w.Drain.SurvivesNodeLoss && e.state() == gang.Admitted {
+			if e.w.Drain.SurvivesNodeLoss && e.state() == gang.Admitted && !e.rec.HasClaims() {
 				// Hot-swap: the gang runs on; its pods there wait for a
 				// replacement node (see Schedule).
 				lost, err := s.books.LosePods(id, n, now)
@@ -576,12 +586,16 @@ func (s *Scheduler) assignment(op string, e *entry, pods []PodAssignment) (place
 			return a, refuse(op, w.ID, ErrInvalid, "node %q is not of flavor %q or of its pools", p.Node, w.Flavor)
 		}
 		ps, ok := byName[p.PodSet]
-		if !ok || p.GPUs != w.PodSets[ps].GPUsPerPod || p.Index < 0 || p.Index >= w.PodSets[ps].Count ||
-			seen[[2]int{ps, p.Index}] {
+		var pod placement.Pod
+		if ok {
+			pod, ok = s.hostPod(&w.PodSets[ps], p, n)
+		}
+		if !ok || p.Index < 0 || p.Index >= w.PodSets[ps].Count || seen[[2]int{ps, p.Index}] {
 			return a, refuse(op, w.ID, ErrInvalid, "pod %s[%d] does not match the spec", p.PodSet, p.Index)
 		}
 		seen[[2]int{ps, p.Index}] = true
-		a.Pods = append(a.Pods, placement.Pod{PodSet: ps, Index: p.Index, Node: n, GPUs: p.GPUs})
+		pod.PodSet = ps
+		a.Pods = append(a.Pods, pod)
 	}
 	if len(a.Pods) != w.Pods() {
 		return a, refuse(op, w.ID, ErrInvalid, "%d pods given, the spec has %d", len(a.Pods), w.Pods())

@@ -51,7 +51,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 		case r.State.HoldsGPUs():
 			runningBy[e.queue]++
 			v := RunningView{ID: id, Queue: e.w.Queue, Shape: e.w.Shape, Class: e.class.Name, Priority: e.priority,
-				Flavor: e.w.Flavor, GPUs: e.gpus(), Started: r.Started, Draining: r.State == gang.Draining,
+				Flavor: e.w.Flavor, GPUs: e.gpus(), MilliGPUs: r.Charged().MilliGPUs, Started: r.Started, Draining: r.State == gang.Draining,
 				Span: f.LevelName(r.Assign.Span), Borrowing: r.Borrowing, LastCheckpoint: r.LastCheckpoint(),
 				Submitted: e.submitted, Seq: e.seq, Spec: e.w.Clone(), Pods: s.podViews(e, r.Assign),
 				Nodes: s.nodeViews(r.Nodes)}
@@ -106,7 +106,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 func (s *Scheduler) podViews(e *entry, a placement.Assignment) []PodAssignment {
 	out := make([]PodAssignment, len(a.Pods))
 	for i, p := range a.Pods {
-		out[i] = PodAssignment{PodSet: e.w.PodSets[p.PodSet].Name, Index: p.Index, Node: s.fleet.NodeName(p.Node), GPUs: p.GPUs}
+		out[i] = s.podView(e, p)
 	}
 	return out
 }

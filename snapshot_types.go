@@ -92,13 +92,17 @@ type FlavorView struct {
 
 // RunningView is one admitted workload.
 type RunningView struct {
-	ID        string
-	Queue     string
-	Shape     gang.Shape
-	Class     string
-	Priority  int32
-	Flavor    string
-	GPUs      int
+	ID       string
+	Queue    string
+	Shape    gang.Shape
+	Class    string
+	Priority int32
+	Flavor   string
+	GPUs     int
+	// MilliGPUs is what its quota is charged of GPUs, in thousandths:
+	// whole GPUs, shares, and MIG slices at their profile's share on the
+	// model it runs on.
+	MilliGPUs int64
 	Started   time.Time
 	Draining  bool
 	Deadline  time.Time // when draining

@@ -9,12 +9,27 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/quota"
 )
 
-// machineConfig is smallConfig with batch reclaimed after 20 minutes idle.
+// machineConfig is smallConfig with batch reclaimed after 20 minutes
+// idle, 32 cores per node, the last two nodes MIG-partitioned, and quotas
+// of cores beside GPUs (batch borrows all of its cores).
 func machineConfig() fleet.Config {
 	cfg := smallConfig()
 	cfg.Policy.IdleReclaim = []fleet.IdleRule{{Class: fleet.ClassPreemptibleBatch, After: 20 * time.Minute}}
+	for i := range cfg.Topology.Nodes {
+		cfg.Topology.Nodes[i].Resources = map[string]int64{"cpu": 32000}
+		cfg.Topology.Nodes[i].MIG = i >= len(cfg.Topology.Nodes)-2
+	}
+	cfg.Quota.Resources = []string{"cpu"}
+	cores := map[string]int64{"prod-inference": 128000, "research": 128000}
+	for i := range cfg.Quota.Nodes {
+		n := &cfg.Quota.Nodes[i]
+		for j := range n.Quotas {
+			n.Quotas[j].Resources = []quota.ResourceQuota{{Name: "cpu", Nominal: cores[n.Name]}}
+		}
+	}
 	return cfg
 }
 

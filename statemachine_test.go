@@ -79,6 +79,20 @@ func (m *machine) Submit(t *rapid.T) {
 	if rapid.Bool().Draw(t, "topo") {
 		w.Topology.Required = rapid.SampledFrom([]string{"spine", "leaf"}).Draw(t, "required")
 	}
+	// A quarter of the work shares GPUs, takes MIG slices or runs on
+	// cores only, with or without cores beside its GPUs.
+	ps := &w.PodSets[0]
+	switch rapid.IntRange(0, 7).Draw(t, "sharing") {
+	case 0:
+		ps.GPUsPerPod, ps.GPUShare = 0, rapid.SampledFrom([]int{250, 500, 1000}).Draw(t, "share")
+	case 1:
+		ps.GPUsPerPod, ps.MIG = 0, rapid.SampledFrom([]string{"1g.10gb", "3g.40gb", "7g.80gb"}).Draw(t, "mig")
+	case 2:
+		ps.GPUsPerPod = 0
+		ps.Resources = []gang.Resource{{Name: "cpu", Amount: int64(rapid.IntRange(1, 16).Draw(t, "cores")) * 1000}}
+	case 3:
+		ps.Resources = []gang.Resource{{Name: "cpu", Amount: int64(rapid.IntRange(1, 4).Draw(t, "cores")) * 1000}}
+	}
 	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Submit(m.now, w) })
 	if err == nil {
 		m.h.specs[w.ID] = w
@@ -239,7 +253,8 @@ func (m *machine) Check(t *rapid.T) {
 		cap[n.Name] = n.GPUs
 	}
 	perNode := map[string]int{}
-	perQueue := map[string]int{}
+	perQueue := map[string]int64{} // thousandths of GPU
+	shared := sharedGPUs(t, snap)
 	for _, r := range snap.Running {
 		spec, ok := m.h.specs[r.ID]
 		require.True(t, ok, "running workload %s unknown to the host", r.ID)
@@ -254,7 +269,7 @@ func (m *machine) Check(t *rapid.T) {
 		}
 		require.Equal(t, spec.GPUs(), total, "partial gang %s", r.ID)
 		require.Equal(t, spec.GPUs(), r.GPUs)
-		perQueue[r.Queue] += r.GPUs
+		perQueue[r.Queue] += r.MilliGPUs
 		if req := spec.Topology.Required; req != "" {
 			order := map[string]int{"fleet": 0, "spine": 1, "leaf": 2, "node": 3}
 			require.GreaterOrEqual(t, order[r.Span], order[req], "%s spans %s, required %s", r.ID, r.Span, req)
@@ -270,7 +285,7 @@ func (m *machine) Check(t *rapid.T) {
 	for _, g := range perNode {
 		allocated += g
 	}
-	require.Equal(t, allocated+snap.Nominated, snap.Fleet.AllocatedGPUs, "allocated GPUs = running + nominated")
+	require.Equal(t, allocated+snap.Nominated+shared, snap.Fleet.AllocatedGPUs, "allocated GPUs = running + nominated + shared")
 	nominated := map[string]int{}
 	for _, p := range snap.Pending {
 		if p.Nominated {
@@ -279,7 +294,8 @@ func (m *machine) Check(t *rapid.T) {
 	}
 	for _, q := range snap.Queues {
 		if q.IsQueue {
-			require.EqualValues(t, perQueue[q.Name]+nominated[q.Name], q.Flavors[0].InUse, "quota usage of %s", q.Name)
+			milli := perQueue[q.Name] + int64(nominated[q.Name])*1000
+			require.EqualValues(t, (milli+999)/1000, q.Flavors[0].InUse, "quota usage of %s", q.Name)
 		}
 	}
 	require.Len(t, m.h.running, len(snap.Running))
@@ -328,6 +344,13 @@ func (m *machine) checkGuarantee(t *rapid.T, d fleet.Decisions) {
 	if snap.Fleet.HealthyNodes != snap.Fleet.Nodes {
 		return
 	}
+	// Work on shares, slices or cores only is not preempted: shares left
+	// on many GPUs can keep a whole GPU from inference within its quota.
+	for _, r := range snap.Running {
+		if r.Spec.Shared() {
+			return
+		}
+	}
 	minRun := map[string]time.Duration{"research": 5 * time.Minute, "batch": time.Minute}
 	for id, started := range m.h.started {
 		if _, runs := m.h.running[id]; runs && m.now.Sub(started) < minRun[m.h.specs[id].Queue] {
@@ -347,4 +370,40 @@ func (m *machine) checkGuarantee(t *rapid.T, d fleet.Decisions) {
 		}
 		require.Greater(t, inUse+1, nominal, "replica %s pending while inference uses %d of %d", p.ID, inUse, nominal)
 	}
+}
+
+// sharedGPUs recounts, from the pods the scheduler reports, the GPUs
+// holding shares or MIG slices: none holds more than one GPU of shares,
+// no slice is held twice, and every pod gets what its spec asks. It
+// returns how many GPUs are partly used.
+func sharedGPUs(t *rapid.T, snap fleet.Snapshot) int {
+	milli := map[string]int{}
+	slices := map[string]uint8{}
+	profiles := map[string]topology.MIGProfile{}
+	for _, p := range topology.MIGProfiles("H100") {
+		profiles[p.Name] = p
+	}
+	for _, r := range snap.Running {
+		for _, p := range r.Pods {
+			ps := r.Spec.PodSets[0]
+			require.Equal(t, ps.GPUShare, p.Share, "%s: share", r.ID)
+			require.Equal(t, ps.MIG, p.MIG, "%s: MIG profile", r.ID)
+			k := fmt.Sprintf("%s/%d", p.Node, p.GPU)
+			switch {
+			case p.MIG != "":
+				prof := profiles[p.MIG]
+				span := uint8(0xFF)
+				if prof.Slices < topology.MIGSlices {
+					span = uint8(1<<prof.Slices-1) << p.Slice
+				}
+				require.Zero(t, slices[k]&span, "MIG slices of GPU %s booked twice", k)
+				slices[k] |= span
+				milli[k] += prof.Share
+			case p.Share > 0:
+				milli[k] += p.Share
+				require.LessOrEqual(t, milli[k], topology.MilliGPU, "GPU %s holds more than one GPU of shares", k)
+			}
+		}
+	}
+	return len(milli)
 }

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -298,6 +299,10 @@ type Verdict struct {
 	Reason Reason // set when Mode is NoFit
 
 	queueName, flavorName, fromName string
+	// request: from FitsRequest, whose amounts are in the resource's unit
+	// (thousandths for GPUs); resourceName names a named resource.
+	request      bool
+	resourceName string
 }
 
 // Fits reports whether queue q could take gpus more GPUs of flavor f now,
@@ -373,9 +378,9 @@ func (v Verdict) String() string {
 	var b strings.Builder
 	switch v.Mode {
 	case FitsNominal:
-		fmt.Fprintf(&b, "queue %q: %d %s GPUs fit within its nominal quota", v.queueName, v.GPUs, v.flavorName)
+		fmt.Fprintf(&b, "queue %q: %s fit within its nominal quota", v.queueName, v.what(v.GPUs))
 	case FitsBorrowing:
-		fmt.Fprintf(&b, "queue %q: %d %s GPUs fit by borrowing from cohort %q, %d level(s) up", v.queueName, v.GPUs, v.flavorName, v.fromName, v.Height)
+		fmt.Fprintf(&b, "queue %q: %s fit by borrowing from cohort %q, %d level(s) up", v.queueName, v.what(v.GPUs), v.fromName, v.Height)
 	default:
 		r := v.Reason
 		switch r.Kind {
@@ -384,15 +389,33 @@ func (v Verdict) String() string {
 		case ReasonNotServed:
 			fmt.Fprintf(&b, "queue %q does not serve %s GPUs", v.queueName, v.flavorName)
 		case ReasonBorrowingLimit:
-			fmt.Fprintf(&b, "queue %q: %d %s GPUs do not fit, %d available: the borrowing limit %d of %q bites, short by %d",
-				v.queueName, v.GPUs, v.flavorName, v.Available, r.Limit, r.nodeName, r.ShortBy)
+			fmt.Fprintf(&b, "queue %q: %s do not fit, %s available: the borrowing limit %s of %q bites, short by %s",
+				v.queueName, v.what(v.GPUs), v.num(v.Available), v.num(r.Limit), r.nodeName, v.num(r.ShortBy))
 		default:
-			fmt.Fprintf(&b, "queue %q: %d %s GPUs do not fit, %d available: the quota of %q (%d) is used up, short by %d",
-				v.queueName, v.GPUs, v.flavorName, v.Available, r.nodeName, r.Limit, r.ShortBy)
+			fmt.Fprintf(&b, "queue %q: %s do not fit, %s available: the quota of %q (%s) is used up, short by %s",
+				v.queueName, v.what(v.GPUs), v.num(v.Available), r.nodeName, v.num(r.Limit), v.num(r.ShortBy))
 		}
 		if r.Kind >= ReasonBorrowingLimit && v.GPUs > r.Potential {
-			fmt.Fprintf(&b, " (never fits: at most %d even with the tree idle)", r.Potential)
+			fmt.Fprintf(&b, " (never fits: at most %s even with the tree idle)", v.num(r.Potential))
 		}
 	}
 	return b.String()
+}
+
+// what names an amount of the verdict's resource: "8 H100 GPUs", "0.5
+// H100 GPUs" for a request in thousandths, "4000 cpu of H100".
+func (v Verdict) what(x int64) string {
+	if v.resourceName != "" {
+		return fmt.Sprintf("%d %s of %s", x, v.resourceName, v.flavorName)
+	}
+	return fmt.Sprintf("%s %s GPUs", v.num(x), v.flavorName)
+}
+
+// num renders an amount in the unit people read: whole GPUs, or GPUs
+// with up to three decimals for a request's thousandths.
+func (v Verdict) num(x int64) string {
+	if v.request && v.resourceName == "" {
+		return strconv.FormatFloat(float64(x)/float64(milli), 'f', -1, 64)
+	}
+	return strconv.FormatInt(x, 10)
 }

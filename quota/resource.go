@@ -189,7 +189,7 @@ func (req Request) each(fn func(r ResourceID, v int64) bool) {
 // GPU for GPU). A request with no amount fits within nominal. It costs
 // O(resources x depth) and does not allocate.
 func (t *Tree) FitsRequest(q NodeID, f FlavorID, req Request) Verdict {
-	out := Verdict{Mode: FitsNominal, Queue: q, Flavor: f, From: q}
+	out := Verdict{Mode: FitsNominal, Queue: q, Flavor: f, From: q, request: true}
 	if q < 0 || int(q) >= len(t.s.names) || t.s.kind[q] != Queue {
 		return Verdict{Queue: q, Flavor: f, From: None, Reason: Reason{Kind: ReasonBadRequest, Node: None}}
 	}
@@ -203,7 +203,10 @@ func (t *Tree) FitsRequest(q NodeID, f FlavorID, req Request) Verdict {
 			return false
 		}
 		v1 := t.fitsCol(q, t.s.col(int(f), r), v)
-		v1.Flavor, v1.Resource, v1.flavorName = f, r, t.s.flavors[f]
+		v1.Flavor, v1.Resource, v1.flavorName, v1.request = f, r, t.s.flavors[f], true
+		if r != GPU {
+			v1.resourceName = t.s.resources[r-1]
+		}
 		if !v1.Fits() {
 			out = v1
 			return false

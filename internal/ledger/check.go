@@ -27,7 +27,7 @@ func (l *Ledger) CheckInvariants() error {
 	f, t := l.fleet, l.tree
 	held := make([]int, f.NumNodes())
 	claimed := map[string]map[topology.NodeID]int{} // beneficiary -> node -> GPUs promised by victims
-	usage := map[[2]int]int64{}
+	usage := map[[2]int]int64{}                     // queue, flavor -> thousandths of GPU charged
 	holders, indexed := 0, 0
 	for id, r := range l.recs {
 		if r.W.ID != id {
@@ -70,7 +70,10 @@ func (l *Ledger) CheckInvariants() error {
 		if total+r.lostGPUs() != r.GPUs() {
 			return fmt.Errorf("%s: holds %d GPUs and waits for %d, its spec asks for %d", id, total, r.lostGPUs(), r.GPUs())
 		}
-		usage[[2]int{int(r.Queue), int(r.Flavor)}] += int64(r.GPUs())
+		usage[[2]int{int(r.Queue), int(r.Flavor)}] += r.charged.MilliGPUs
+		if err := l.checkCharge(r); err != nil {
+			return err
+		}
 		if r.Drain == nil {
 			continue
 		}
@@ -102,11 +105,7 @@ func (l *Ledger) CheckInvariants() error {
 	}
 	pairs := 0
 	l.holders.Ascend(func(r *Record) bool {
-		for j, x := range r.Nodes {
-			if j == 0 || r.Nodes[j-1].Node != x.Node {
-				pairs++
-			}
-		}
+		pairs += len(r.podNodes())
 		return true
 	})
 	if listed != pairs {
@@ -121,7 +120,7 @@ func (l *Ledger) CheckInvariants() error {
 		if !ok || r.State != gang.Pending {
 			return fmt.Errorf("nomination of %q, which is not pending", b)
 		}
-		usage[[2]int{int(r.Queue), int(r.Flavor)}] += int64(r.GPUs())
+		usage[[2]int{int(r.Queue), int(r.Flavor)}] += wholeRequest(r.GPUs()).MilliGPUs
 		got := map[topology.NodeID]int{}
 		for _, x := range n.reserved {
 			reserved[x.Node] += x.GPUs
@@ -155,10 +154,10 @@ func (l *Ledger) CheckInvariants() error {
 		if reserved[n] != l.reserved[n] {
 			return fmt.Errorf("node %s: %d GPUs reserved in the books, nominations hold %d", f.NodeName(n), l.reserved[n], reserved[n])
 		}
-		if got := held[n] + reserved[n]; got != f.Allocated(n) {
-			return fmt.Errorf("node %s: allocated %d, holders %d + reserved %d", f.NodeName(n), f.Allocated(n), held[n], reserved[n])
+		if got := held[n] + reserved[n]; got != f.WholeHeld(n) {
+			return fmt.Errorf("node %s: %d GPUs held whole, holders %d + reserved %d", f.NodeName(n), f.WholeHeld(n), held[n], reserved[n])
 		}
-		if l.scratch.Allocated(n) != f.Allocated(n) || l.scratch.Health(n) != f.Health(n) {
+		if l.scratch.Allocated(n) != f.Allocated(n) || l.scratch.Health(n) != f.Health(n) || l.scratch.MilliUsed(n) != f.MilliUsed(n) {
 			return fmt.Errorf("node %s: the mirror has %d allocated (%s), the fleet %d (%s)", f.NodeName(n),
 				l.scratch.Allocated(n), l.scratch.Health(n), f.Allocated(n), f.Health(n))
 		}
@@ -171,10 +170,10 @@ func (l *Ledger) CheckInvariants() error {
 			continue
 		}
 		for fl := range quota.FlavorID(t.NumFlavors()) {
-			if got, want := t.Usage(q, fl), usage[[2]int{int(q), int(fl)}]; got != want {
-				return fmt.Errorf("queue %s flavor %s: usage %d, holders and nominations %d", t.Name(q), t.FlavorName(fl), got, want)
+			if got, want := t.UsageOf(q, fl, quota.GPU), usage[[2]int{int(q), int(fl)}]; got != want {
+				return fmt.Errorf("queue %s flavor %s: usage %d thousandths of GPU, holders and nominations %d", t.Name(q), t.FlavorName(fl), got, want)
 			}
 		}
 	}
-	return nil
+	return l.checkClaims()
 }

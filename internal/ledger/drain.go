@@ -175,6 +175,8 @@ func (l *Ledger) checkPlan(plan Plan) error {
 			return fmt.Errorf("ledger: nominate %q: named twice", t.Beneficiary)
 		case l.noms[t.Beneficiary] != nil:
 			return fmt.Errorf("ledger: nominate %q: already nominated", t.Beneficiary)
+		case r.HasClaims():
+			return fmt.Errorf("ledger: nominate %q: GPU shares, MIG slices and named resources are not nominated", t.Beneficiary)
 		case t.Assign.GPUs() != r.GPUs():
 			return fmt.Errorf("ledger: nominate %q: target has %d GPUs, it needs %d", t.Beneficiary, t.Assign.GPUs(), r.GPUs())
 		}
@@ -327,6 +329,7 @@ func (l *Ledger) Start(b string, now time.Time) (*Record, error) {
 	}
 	delete(l.noms, b)
 	r := l.recs[b]
+	r.charged = wholeRequest(r.GPUs()) // what Nominate charged
 	l.hold(r, n.Target, n.Target.NodeGPUs(), now)
 	return r, nil
 }

@@ -28,12 +28,14 @@ func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) err
 	if err := l.place(a, nodes, true); err != nil {
 		return err
 	}
-	if err := l.tree.AddUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
+	req := l.requestOf(a)
+	if err := l.tree.AddRequest(r.Queue, r.Flavor, req); err != nil {
 		if uerr := l.place(a, nodes, false); uerr != nil {
 			panic("ledger: undoing a fresh allocation: " + uerr.Error())
 		}
 		return err
 	}
+	r.charged = req
 	l.hold(r, a, nodes, started)
 	return nil
 }
@@ -49,7 +51,7 @@ func (l *Ledger) hold(r *Record, a placement.Assignment, nodes []placement.NodeG
 		panic("ledger: workload started twice: " + r.W.ID)
 	}
 	l.listNodes(r, 1)
-	l.indexAdd(r)
+	l.indexUpdate(r) // work holding no whole GPU stays out of the victim index
 }
 
 // Exit ends a workload with the state how records. A holder's GPUs are
@@ -88,9 +90,10 @@ func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, err
 // release returns a holder's GPUs and quota. GPUs that nominations claim
 // stay allocated: they are reserved for those nominations from now on.
 func (l *Ledger) releaseHolder(r *Record) {
-	if err := l.tree.RemoveUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
+	if err := l.tree.RemoveRequest(r.Queue, r.Flavor, r.charged); err != nil {
 		panic(fmt.Sprintf("ledger: quota usage of %q lost: %v", r.W.ID, err))
 	}
+	l.releaseClaims(r)
 	var claims []claim
 	if r.Drain != nil {
 		claims = r.Drain.claims
@@ -162,18 +165,21 @@ func (l *Ledger) OnNodes(lo, hi topology.NodeID) []string {
 
 // listNodes files r under the nodes it holds GPUs on (sign 1) or takes it
 // off them (sign -1).
+// Every pod counts, those holding only a share, a slice or named
+// resources included.
 func (l *Ledger) listNodes(r *Record, sign int) {
-	for j, x := range r.Nodes {
-		if j > 0 && r.Nodes[j-1].Node == x.Node {
+	for j := range r.Assign.Pods {
+		n := r.Assign.Pods[j].Node
+		if j > 0 && r.Assign.Pods[j-1].Node == n {
 			continue
 		}
-		list := l.byNode[x.Node]
+		list := l.byNode[n]
 		i, found := slices.BinarySearch(list, r.W.ID)
 		switch {
 		case sign > 0 && !found:
-			l.byNode[x.Node] = slices.Insert(list, i, r.W.ID)
+			l.byNode[n] = slices.Insert(list, i, r.W.ID)
 		case sign < 0 && found:
-			l.byNode[x.Node] = slices.Delete(list, i, i+1)
+			l.byNode[n] = slices.Delete(list, i, i+1)
 		}
 	}
 }

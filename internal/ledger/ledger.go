@@ -76,6 +76,8 @@ type Record struct {
 	Nodes     []placement.NodeGPUs // GPUs per node, from Assign
 	Started   time.Time
 	Borrowing bool // its queue borrowed once its usage was charged
+	// charged is what its quota usage holds for it (see requestOf).
+	charged quota.Request
 
 	// Drain is set while it drains.
 	Drain *Drain
@@ -106,8 +108,8 @@ func (r *Record) LastCheckpoint() time.Time { return r.W.Drain.LastCheckpoint }
 
 // OnNode reports whether one of its pods runs on node n.
 func (r *Record) OnNode(n topology.NodeID) bool {
-	for _, x := range r.Nodes {
-		if x.Node == n {
+	for i := range r.Assign.Pods {
+		if r.Assign.Pods[i].Node == n {
 			return true
 		}
 	}
@@ -252,22 +254,6 @@ func (l *Ledger) count(n topology.NodeID, g int, take bool) error {
 		return err
 	}
 	mirror(write(l.scratch, n, g))
-	return nil
-}
-
-// place applies (take) or unapplies an assignment whose GPUs per node
-// are nodes (a.NodeGPUs()).
-func (l *Ledger) place(a placement.Assignment, nodes []placement.NodeGPUs, take bool) error {
-	write, mirrored := placement.Unapply, (*topology.Fleet).Release
-	if take {
-		write, mirrored = placement.Apply, (*topology.Fleet).Allocate
-	}
-	if err := write(l.fleet, a); err != nil {
-		return err
-	}
-	for _, x := range nodes {
-		mirror(mirrored(l.scratch, x.Node, x.GPUs))
-	}
 	return nil
 }
 

@@ -1,0 +1,230 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Work beyond whole GPUs of one model: pods that take a share of one GPU
+// (GPUShare, in thousandths), a MIG slice, no GPU at all, or named
+// resources (cpu, memory), and workloads that accept a set of GPU models.
+// They are admitted by tryAdmitShared: quota is checked for every accepted
+// model with every resource, placement picks the best fit across the
+// models whose quota fits, and the workload is charged for the model it
+// lands on, its MIG slices at their profile's share. Such work does not
+// preempt (it waits for room) and is not hot-swapped when a node fails.
+
+// sharing reports whether e takes the path of work beyond whole GPUs of
+// one model.
+func (e *entry) sharing() bool { return e.w.Shared() || len(e.w.Flavors) > 1 }
+
+// checkSharing refuses, whole, what no node of the fleet can ever give e:
+// a MIG profile no accepted GPU model has (placement.ErrUnknownProfile),
+// or a resource no node has (placement.ErrUnknownResource). Shares
+// outside (0, 1000] and a minimum count above the count are refused by
+// the workload's own validation.
+func (s *Scheduler) checkSharing(op string, e *entry) error {
+	w := &e.w
+	never := func(err error, format string, args ...any) error {
+		return &Error{Op: op, Workload: w.ID, Detail: fmt.Sprintf(format, args...), Err: fmt.Errorf("%w: %w", ErrNeverFits, err)}
+	}
+	// Shares add up: more than the queue could ever reach never fits.
+	if op != "restore" && len(w.Flavors) < 2 {
+		if need := (w.MilliGPUs() + gang.MilliGPU - 1) / gang.MilliGPU; need > s.tree.Potential(e.queue, e.flavor) {
+			return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
+				Detail: fmt.Sprintf("needs %d GPUs of shares, queue %q can reach at most %d", need, w.Queue, s.tree.Potential(e.queue, e.flavor))}
+		}
+	}
+	for i := range w.PodSets {
+		ps := &w.PodSets[i]
+		if ps.MIG != "" && !slices.ContainsFunc(s.acceptedNodes(w), func(n topology.NodeID) bool {
+			_, ok := s.fleet.NodeMIGProfile(n, ps.MIG)
+			return ok
+		}) {
+			return never(placement.ErrUnknownProfile, "pod set %q: no accepted GPU model has MIG profile %q", ps.Name, ps.MIG)
+		}
+		for _, r := range ps.Resources {
+			if _, ok := s.fleet.Resource(r.Name); !ok {
+				return never(placement.ErrUnknownResource, "pod set %q: no node has resource %q", ps.Name, r.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// acceptedNodes lists the nodes of the models and pools w accepts.
+func (s *Scheduler) acceptedNodes(w *gang.Workload) []topology.NodeID {
+	var out []topology.NodeID
+	for n := range topology.NodeID(s.fleet.NumNodes()) {
+		g := s.fleet.NodeGroup(n)
+		if _, ok := w.Accepts(s.fleet.GroupFlavor(g)); ok && (len(w.Pools) == 0 || slices.Contains(w.Pools, s.fleet.GroupPool(g))) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// specRequest is what e asks of quota before it is placed: GPUs in
+// thousandths (MIG slices count once placed, at their profile's share)
+// and every named resource the quota tree covers.
+func (s *Scheduler) specRequest(e *entry) quota.Request {
+	req := quota.Request{MilliGPUs: e.w.MilliGPUs()}
+	for i := range e.w.PodSets {
+		ps := &e.w.PodSets[i]
+		for _, r := range ps.Resources {
+			id, ok := s.tree.Resource(r.Name)
+			if !ok {
+				continue
+			}
+			j := slices.IndexFunc(req.Resources, func(x quota.Amount) bool { return x.Resource == id })
+			if j < 0 {
+				req.Resources = append(req.Resources, quota.Amount{Resource: id})
+				j = len(req.Resources) - 1
+			}
+			req.Resources[j].Value += int64(ps.Count) * r.Amount
+		}
+	}
+	return req
+}
+
+// quotaModels returns the workload to place: e's own spec when quota fits
+// for every model it accepts, a copy that accepts only the models whose
+// quota fits otherwise (in e's order), or nil when none fits (e.wait then
+// holds the first model's verdict).
+func (s *Scheduler) quotaModels(e *entry) *gang.Workload {
+	models := e.w.Flavors
+	if len(models) == 0 {
+		models = []string{e.w.Flavor}
+	}
+	req := s.specRequest(e)
+	var fit []string
+	for i, m := range models {
+		f, ok := s.tree.Flavor(m)
+		if !ok || !s.tree.Serves(e.queue, f) {
+			continue
+		}
+		v := s.tree.FitsRequest(e.queue, f, req)
+		if i == 0 || len(fit) == 0 && !v.Fits() {
+			e.wait.quota = v
+		}
+		if v.Fits() {
+			fit = append(fit, m)
+		}
+	}
+	switch {
+	case len(fit) == 0:
+		return nil
+	case len(fit) == len(models):
+		return &e.w
+	}
+	w := e.w.Clone()
+	w.Flavors, w.Flavor = fit, fit[0]
+	return &w
+}
+
+// tryAdmitShared admits e (see sharing) now if quota and a placement
+// allow, and records the verdicts in e.wait otherwise.
+func (s *Scheduler) tryAdmitShared(now time.Time, e *entry, d *Decisions) admitResult {
+	w := s.quotaModels(e)
+	if w == nil {
+		e.wait.reason = WaitQuota
+		return notAdmitted
+	}
+	a, err := s.placer.Place(s.fleet, w)
+	if err != nil {
+		e.wait.reason = WaitTopology
+		var nf *placement.NoFit
+		if _, xerr := s.explainer.Place(s.fleet, w); errors.As(xerr, &nf) {
+			c := *nf
+			e.wait.noFit = &c
+		}
+		return notAdmitted
+	}
+	a = a.Clone()
+	held := s.holdsAgainst(now, e)
+	if s.barredFromReservation(now, e) {
+		held = append(slices.Clone(held), s.reserve.domain)
+	}
+	if s.touches(a, held) {
+		b, err := s.placer.PlaceAvoiding(s.fleet, w, held...)
+		if err != nil {
+			e.wait.reason = WaitBooking
+			if s.reserve != nil && s.touches(a, []topology.DomainID{s.reserve.domain}) {
+				e.wait.reason, e.wait.behind = WaitReservation, s.reserve.id
+			}
+			return notAdmitted
+		}
+		a = b.Clone()
+	}
+	// Charged for the model it landed on, MIG slices at their share there.
+	model := s.fleet.GroupFlavor(a.Group)
+	f, ok := s.tree.Flavor(model)
+	if !ok || !s.tree.Serves(e.queue, f) {
+		panic(fmt.Sprintf("fleet: %s placed on model %q its queue does not serve", e.w.ID, model))
+	}
+	v := s.tree.FitsRequest(e.queue, f, s.books.RequestOf(a))
+	e.wait.quota = v
+	if !v.Fits() {
+		e.wait.reason = WaitQuota
+		return notAdmitted
+	}
+	if err := s.books.SetFlavor(e.w.ID, f); err != nil {
+		panic("fleet: the ledger refused the model of a pending workload: " + err.Error())
+	}
+	e.flavor, e.w.Flavor = f, model
+	if err := s.books.Admit(e.w.ID, a, now); err != nil {
+		panic(fmt.Sprintf("fleet: admitting a fresh placement: %v", err))
+	}
+	delete(s.queued, e.w.ID)
+	s.admitted(now, e, d)
+	return admitted
+}
+
+// podView is how the host sees one placed pod: its node and whole GPUs,
+// and the GPU of its share or MIG slice.
+func (s *Scheduler) podView(e *entry, p placement.Pod) PodAssignment {
+	v := PodAssignment{PodSet: e.w.PodSets[p.PodSet].Name, Index: p.Index, Node: s.fleet.NodeName(p.Node), GPUs: p.GPUs}
+	ps := &e.w.PodSets[p.PodSet]
+	switch {
+	case ps.MIG != "":
+		v.GPU, v.MIG, v.Slice = p.GPU, p.MIG, p.Slice
+	case ps.GPUShare > 0:
+		v.GPU, v.Share = p.GPU, p.Share
+	}
+	return v
+}
+
+// hostPod turns a pod the host names (Adopt, Restore) into a placed pod,
+// checked against its pod set: whole GPUs, the share or the MIG profile
+// of the spec (a slice's share is its profile's on the node's model), and
+// the spec's resources.
+func (s *Scheduler) hostPod(ps *gang.PodSet, p PodAssignment, n topology.NodeID) (placement.Pod, bool) {
+	pod := placement.Pod{Index: p.Index, Node: n, GPUs: p.GPUs, Resources: ps.Resources}
+	switch {
+	case p.GPUs != ps.GPUsPerPod:
+		return pod, false
+	case ps.MIG != "":
+		prof, ok := s.fleet.NodeMIGProfile(n, ps.MIG)
+		if !ok || p.MIG != ps.MIG || p.Share != 0 || p.GPU < 0 || p.GPU >= s.fleet.Capacity(n) {
+			return pod, false
+		}
+		pod.GPU, pod.MIG, pod.Slice, pod.Share = p.GPU, p.MIG, p.Slice, prof.Share
+	case ps.GPUShare > 0:
+		if p.Share != ps.GPUShare || p.MIG != "" || p.GPU < 0 || p.GPU >= s.fleet.Capacity(n) {
+			return pod, false
+		}
+		pod.GPU, pod.Share = p.GPU, p.Share
+	default:
+		if p.GPU != 0 || p.Share != 0 || p.MIG != "" || p.Slice != 0 {
+			return pod, false
+		}
+	}
+	return pod, true
+}
