@@ -49,6 +49,9 @@ func (l *Ledger) CheckInvariants() error {
 			continue
 		}
 		holders++
+		if err := r.checkSize(); err != nil {
+			return err
+		}
 		if (len(r.Lost) > 0) != (l.degraded[id] != nil) {
 			return fmt.Errorf("%s: %d pods lost, listed as degraded %v", id, len(r.Lost), l.degraded[id] != nil)
 		}

@@ -24,11 +24,17 @@ func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) err
 	if _, nominated := l.noms[id]; nominated {
 		return fmt.Errorf("ledger: admit %q: it has a nomination", id)
 	}
+	size, ok := sizeOf(r.W, a.Pods)
+	if !ok {
+		return fmt.Errorf("ledger: admit %q: %d pods, not a size its pod sets allow", id, len(a.Pods))
+	}
 	nodes := a.NodeGPUs()
 	if err := l.place(a, nodes, true); err != nil {
 		return err
 	}
+	r.resize(size)
 	if err := l.tree.AddUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
+		r.size = nil
 		if uerr := l.place(a, nodes, false); uerr != nil {
 			panic("ledger: undoing a fresh allocation: " + uerr.Error())
 		}
@@ -189,5 +195,6 @@ func (l *Ledger) running(r *Record) preempt.Running {
 		Preemptible: r.Policy.Preemptible,
 		MinRuntime:  r.Policy.MinRuntime,
 		Grace:       r.Policy.Grace,
+		Shrinkable:  r.Shrinkable(),
 	}
 }

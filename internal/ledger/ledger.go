@@ -87,6 +87,9 @@ type Record struct {
 	// (a gang that survives the loss of a node). Their GPUs are not in
 	// Assign or Nodes; the quota stays charged for the whole gang.
 	Lost []LostPod
+
+	size    []int  // pods per pod set charged, nil: the spec's counts (elastic.go)
+	splitOf string // the workload a shrink split this pod off
 }
 
 // Policy is what the scheduler's priority classes decide about a holder.
@@ -98,8 +101,9 @@ type Policy struct {
 	Grace       time.Duration
 }
 
-// GPUs is the total the workload asks for.
-func (r *Record) GPUs() int { return r.W.GPUs() }
+// GPUs is the total the workload is charged for: at its running size
+// when it runs (or is nominated) below its count, its spec's otherwise.
+func (r *Record) GPUs() int { return r.sizedGPUs() }
 
 // LastCheckpoint is when it last saved its state (zero: never).
 func (r *Record) LastCheckpoint() time.Time { return r.W.Drain.LastCheckpoint }
