@@ -28,6 +28,9 @@ type Decisions struct {
 	// Replace lists lost pods of running gangs (hot-swap) with their new
 	// node: the host restarts each rank there from its last checkpoint.
 	Replace []Replacement
+	// Grow lists more pods of running elastic workloads to start now, on
+	// GPUs already accounted to them.
+	Grow []Growth
 	// Admit lists workloads to start now, with the node and GPUs of every
 	// pod. The GPUs are already accounted to them.
 	Admit []Admission
@@ -79,6 +82,11 @@ type Drain struct {
 	Beneficiaries []string
 	// LostGPUSeconds estimates the work lost (since the last checkpoint).
 	LostGPUSeconds float64
+	// Of is set when the victim is one pod an elastic workload gives up
+	// (a shrink): the host stops only Pod of workload Of, which runs on
+	// with its other pods, and reports that pod's exit as ID's.
+	Of  string
+	Pod PodAssignment
 }
 
 // Overflow is a guaranteed inference queue short of capacity.
@@ -112,6 +120,10 @@ type Kill struct {
 	Deadline time.Time
 	Overdue  time.Duration // how far past its deadline it is now
 	Reason   gang.DrainReason
+	// Of and Pod name the one pod to kill when the victim is a pod an
+	// elastic workload gives up (see Drain.Of).
+	Of  string
+	Pod PodAssignment
 }
 
 // EventKind names what an Event records.
@@ -134,10 +146,11 @@ const (
 	EventNodeRemoved  // RemoveNode took Node out of service
 	EventNodeAdded    // AddNode brought Node into service
 	EventOverflow     // a guaranteed inference queue is short (GPUs; 0 when it no longer is)
+	EventGrown        // a running elastic workload started LostGPUs more GPUs of pods
 )
 
 // Valid reports whether k is one of the event kinds.
-func (k EventKind) Valid() bool { return k >= EventSubmitted && k <= EventOverflow }
+func (k EventKind) Valid() bool { return k >= EventSubmitted && k <= EventGrown }
 
 func (k EventKind) String() string {
 	switch k {
@@ -173,6 +186,8 @@ func (k EventKind) String() string {
 		return "overflow"
 	case EventNodeAdded:
 		return "node-added"
+	case EventGrown:
+		return "grown"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -220,4 +235,8 @@ type Event struct {
 	Affected []string
 	LostGPUs int
 	NewNode  string
+
+	// Of names the elastic workload a drained pod belongs to (a shrink):
+	// set on the drain, kill and exit of a split pod.
+	Of string
 }

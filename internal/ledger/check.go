@@ -25,6 +25,9 @@ import (
 // It is O(workloads + nodes) and meant for tests.
 func (l *Ledger) CheckInvariants() error {
 	f, t := l.fleet, l.tree
+	if err := l.checkSized(); err != nil {
+		return err
+	}
 	held := make([]int, f.NumNodes())
 	claimed := map[string]map[topology.NodeID]int{} // beneficiary -> node -> GPUs promised by victims
 	usage := map[[2]int]int64{}

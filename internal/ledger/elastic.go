@@ -74,7 +74,7 @@ func elasticPodSet(ps gang.PodSet) bool {
 // sizeOf returns the pods of each pod set in pods, and whether that is a
 // size w may run at: each pod with its pod set's GPUs, between each pod
 // set's minimum and count, and below the count only for elastic pod sets.
-func sizeOf(w *gang.Workload, pods []placement.Pod) ([]int, bool) {
+func SizeOf(w *gang.Workload, pods []placement.Pod) ([]int, bool) {
 	size := make([]int, len(w.PodSets))
 	for _, p := range pods {
 		if p.PodSet < 0 || p.PodSet >= len(size) || p.GPUs != w.PodSets[p.PodSet].GPUsPerPod {
@@ -94,16 +94,20 @@ func sizeOf(w *gang.Workload, pods []placement.Pod) ([]int, bool) {
 	return size, true
 }
 
-// resize sets r's size from the pods it will hold (lost pods included):
+// setSize sets r's size from the pods it will hold (lost pods included):
 // nil when that is the spec's full size, so non-elastic work keeps none.
-func (r *Record) resize(size []int) {
+// The ledger keeps the records with a size apart, so that a cycle finds
+// what may grow in O(those).
+func (l *Ledger) setSize(r *Record, size []int) {
+	r.size = nil
+	delete(l.sized, r.W.ID)
 	for i, ps := range r.W.PodSets {
-		if size[i] != ps.Count {
+		if size != nil && size[i] != ps.Count {
 			r.size = size
+			l.sized[r.W.ID] = r
 			return
 		}
 	}
-	r.size = nil
 }
 
 // SplitID names the record a shrink splits pod index of pod set podSet
@@ -158,7 +162,7 @@ func (l *Ledger) Split(parent string, p placement.Pod, child *gang.Workload) (*R
 		return nil, fmt.Errorf("ledger: shrink %q: it runs no pod %d/%d on node %d", parent, p.PodSet, p.Index, p.Node)
 	}
 	left := slices.Delete(slices.Clone(r.Assign.Pods), i, i+1)
-	size, ok := sizeOf(r.W, left)
+	size, ok := SizeOf(r.W, left)
 	if !ok {
 		return nil, fmt.Errorf("ledger: shrink %q: below the minimum of pod set %d", parent, p.PodSet)
 	}
@@ -170,7 +174,7 @@ func (l *Ledger) Split(parent string, p placement.Pod, child *gang.Workload) (*R
 	r.Assign.Pods = left
 	r.Nodes = r.Assign.NodeGPUs()
 	r.Assign.Span = l.span(r.Assign)
-	r.resize(size)
+	l.setSize(r, size)
 	l.listNodes(r, 1)
 	l.indexUpdate(r)
 
@@ -203,12 +207,12 @@ func (l *Ledger) Unsplit(child string, p placement.Pod) error {
 
 	pods := append(slices.Clone(r.Assign.Pods), p)
 	sortPods(pods)
-	size, _ := sizeOf(r.W, pods)
+	size, _ := SizeOf(r.W, pods)
 	l.listNodes(r, -1)
 	r.Assign.Pods = pods
 	r.Nodes = r.Assign.NodeGPUs()
 	r.Assign.Span = l.span(r.Assign)
-	r.resize(size)
+	l.setSize(r, size)
 	l.listNodes(r, 1)
 	l.indexUpdate(r)
 	return nil
@@ -251,7 +255,7 @@ func (l *Ledger) Grow(id string, pods []placement.Pod) error {
 		all = append(all, p)
 		gpus += p.GPUs
 	}
-	size, ok := sizeOf(r.W, all)
+	size, ok := SizeOf(r.W, all)
 	if !ok {
 		return fmt.Errorf("ledger: grow %q: beyond a pod set's count", id)
 	}
@@ -281,7 +285,7 @@ func (l *Ledger) Grow(id string, pods []placement.Pod) error {
 	r.Assign.Pods = all
 	r.Nodes = r.Assign.NodeGPUs()
 	r.Assign.Span = l.span(r.Assign)
-	r.resize(size)
+	l.setSize(r, size)
 	l.listNodes(r, 1)
 	l.indexUpdate(r)
 	return nil
@@ -305,12 +309,12 @@ func (l *Ledger) GrowIndex(r *Record, ps int) (int, bool) {
 // count of some pod set: those a grow may add pods to.
 func (l *Ledger) Shrunken() []*Record {
 	var out []*Record
-	l.holders.Ascend(func(r *Record) bool {
-		if r.State == gang.Admitted && r.Shrunk() && len(r.Lost) == 0 {
+	for _, r := range l.sized {
+		if r.State == gang.Admitted && len(r.Lost) == 0 {
 			out = append(out, r)
 		}
-		return true
-	})
+	}
+	slices.SortFunc(out, func(a, b *Record) int { return compareString(a.W.ID, b.W.ID) })
 	return out
 }
 
@@ -331,7 +335,7 @@ func (r *Record) checkSize() error {
 	for _, x := range r.Lost {
 		pods = append(pods, x.Pod)
 	}
-	size, ok := sizeOf(r.W, pods)
+	size, ok := SizeOf(r.W, pods)
 	if !ok {
 		return fmt.Errorf("%s: runs %d pods, outside its pod sets' bounds", r.W.ID, len(pods))
 	}
@@ -340,6 +344,26 @@ func (r *Record) checkSize() error {
 	}
 	if r.splitOf != "" && len(pods) != 1 {
 		return fmt.Errorf("%s: a split of %s with %d pods", r.W.ID, r.splitOf, len(pods))
+	}
+	return nil
+}
+
+// NumShrunk is how many workloads are charged below their full size
+// (running, or nominated for their minimum).
+func (l *Ledger) NumShrunk() int { return len(l.sized) }
+
+// checkSized: the records kept apart for their size are exactly those
+// charged below their spec's size.
+func (l *Ledger) checkSized() error {
+	for id, r := range l.sized {
+		if l.recs[id] != r || r.size == nil {
+			return fmt.Errorf("%s: listed as sized, its size is %v", id, r.size)
+		}
+	}
+	for id, r := range l.recs {
+		if r.size != nil && l.sized[id] == nil {
+			return fmt.Errorf("%s: sized %v, not listed", id, r.size)
+		}
 	}
 	return nil
 }

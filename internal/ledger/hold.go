@@ -24,7 +24,7 @@ func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) err
 	if _, nominated := l.noms[id]; nominated {
 		return fmt.Errorf("ledger: admit %q: it has a nomination", id)
 	}
-	size, ok := sizeOf(r.W, a.Pods)
+	size, ok := SizeOf(r.W, a.Pods)
 	if !ok {
 		return fmt.Errorf("ledger: admit %q: %d pods, not a size its pod sets allow", id, len(a.Pods))
 	}
@@ -32,9 +32,9 @@ func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) err
 	if err := l.place(a, nodes, true); err != nil {
 		return err
 	}
-	r.resize(size)
+	l.setSize(r, size)
 	if err := l.tree.AddUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
-		r.size = nil
+		l.setSize(r, nil)
 		if uerr := l.place(a, nodes, false); uerr != nil {
 			panic("ledger: undoing a fresh allocation: " + uerr.Error())
 		}
@@ -88,6 +88,7 @@ func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, err
 	}
 	l.move(r, to)
 	delete(l.recs, id)
+	delete(l.sized, id)
 	return r, dissolved, nil
 }
 

@@ -51,6 +51,7 @@ type Ledger struct {
 	byNode   [][]string                   // per node: the holders with GPUs there, ID order
 	onNode   map[topology.NodeID][]string // promised victims with GPUs on a node, ID order
 	reserved map[topology.NodeID]int      // GPUs allocated on behalf of nominations
+	sized    map[string]*Record           // records charged below their spec's size (elastic.go)
 	nomSeq   uint64                       // order in which nominations were accepted
 
 	holders *btree.BTreeG[*Record] // Admitted and Draining records, by ID
@@ -171,7 +172,7 @@ func New(f *topology.Fleet, t *quota.Tree) *Ledger {
 	return &Ledger{
 		fleet: f, tree: t, scratch: f.Clone(), index: preempt.NewIndex(f, t), byNode: make([][]string, f.NumNodes()),
 		recs: map[string]*Record{}, noms: map[string]*Nomination{}, draining: map[string]*Record{}, degraded: map[string]*Record{},
-		onNode: map[topology.NodeID][]string{}, reserved: map[topology.NodeID]int{},
+		onNode: map[topology.NodeID][]string{}, reserved: map[topology.NodeID]int{}, sized: map[string]*Record{},
 		holders: btree.NewG(16, func(a, b *Record) bool { return a.W.ID < b.W.ID }),
 	}
 }
