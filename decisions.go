@@ -146,7 +146,7 @@ const (
 	EventNodeRemoved  // RemoveNode took Node out of service
 	EventNodeAdded    // AddNode brought Node into service
 	EventOverflow     // a guaranteed inference queue is short (GPUs; 0 when it no longer is)
-	EventGrown        // a running elastic workload started LostGPUs more GPUs of pods
+	EventGrown        // a running elastic workload started more pods: GPUs is its size now, BorrowedGPUs what of them borrows
 )
 
 // Valid reports whether k is one of the event kinds.

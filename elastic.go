@@ -202,10 +202,14 @@ func (s *Scheduler) grow(now time.Time, waiting int32, anyWaiting bool, d *Decis
 		}
 		g.ID = r.W.ID
 		d.Grow = append(d.Grow, g)
+		// GPUs is its size now; BorrowedGPUs what of the pods started
+		// is above its queue's nominal quota.
 		ev := s.event(EventGrown, now, e)
+		grown := 0
 		for _, p := range g.Pods {
-			ev.LostGPUs += p.GPUs
+			grown += p.GPUs
 		}
+		ev.BorrowedGPUs = int(min(s.tree.Borrowed(e.queue, e.flavor), int64(grown)))
 		s.emit(ev)
 	}
 }
