@@ -124,6 +124,10 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 			blocked[e.queue] = e.w.ID
 		}
 	}
+	if s.books.NumShrunk() > 0 {
+		top, waiting := waitingPriority(pending, s.books)
+		s.grow(now, top, waiting, &d)
+	}
 	clear(pending) // the buffer must not keep ended workloads alive
 	s.overflow(now, &d)
 	d.Broken = s.cal.Offers(now)
@@ -141,7 +145,11 @@ func (s *Scheduler) kills(now time.Time, d *Decisions) {
 	}
 	for _, o := range s.books.Due(now) {
 		r := o.Record
-		d.Kill = append(d.Kill, Kill{ID: r.W.ID, Deadline: r.Drain.Deadline, Overdue: o.By, Reason: r.Drain.Reason})
+		k := Kill{ID: r.W.ID, Deadline: r.Drain.Deadline, Overdue: o.By, Reason: r.Drain.Reason}
+		if sp := s.work[r.W.ID].split; sp != nil {
+			k.Of, k.Pod = sp.of, sp.pod
+		}
+		d.Kill = append(d.Kill, k)
 		if o.First {
 			ev := s.event(EventKilled, now, s.work[r.W.ID])
 			ev.Deadline, ev.Reason, ev.Beneficiaries = r.Drain.Deadline, r.Drain.Reason.String(), slices.Clone(r.Drain.Beneficiaries)
@@ -266,13 +274,16 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	if e.sharing() {
 		return s.tryAdmitShared(now, e, d)
 	}
-	v := s.tree.Fits(e.queue, e.flavor, int64(e.gpus()))
+	// An elastic workload that does not fit whole starts at the largest
+	// size that fits.
+	w := s.elasticSize(e)
+	v := s.tree.Fits(e.queue, e.flavor, int64(w.GPUs()))
 	e.wait.quota = v
 	if !v.Fits() {
 		e.wait.reason = WaitQuota
 		return notAdmitted
 	}
-	a, err := s.placer.Place(s.fleet, &e.w)
+	a, err := s.placer.Place(s.fleet, w)
 	if err != nil {
 		e.wait.reason = WaitTopology
 		var nf *placement.NoFit
@@ -293,9 +304,9 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 		if s.barredFromReservation(now, e) {
 			held = append(slices.Clone(booked), s.reserve.domain)
 		}
-		b, err := s.placer.PlaceAvoiding(s.fleet, &e.w, held...)
+		b, err := s.placer.PlaceAvoiding(s.fleet, w, held...)
 		if err != nil && len(held) > len(booked) && e.priority > s.reserve.priority {
-			b, err = s.placer.PlaceAvoiding(s.fleet, &e.w, booked...)
+			b, err = s.placer.PlaceAvoiding(s.fleet, w, booked...)
 		}
 		switch {
 		case err == nil:
@@ -328,6 +339,7 @@ func (s *Scheduler) admitted(now time.Time, e *entry, d *Decisions) {
 	ev := s.event(EventAdmitted, now, e)
 	ev.Wait, ev.Span, ev.Borrowing = adm.Wait, adm.Span, r.Borrowing
 	ev.BorrowedGPUs = int(min(s.tree.Borrowed(e.queue, e.flavor), int64(e.gpus())))
+	ev.GPUs = e.gpus()
 	ev.CrossesSpines = s.fleet.Depth() >= 2 && a.Span == 0
 	s.emit(ev)
 }

@@ -29,6 +29,9 @@ type Decisions struct {
 	// Replace lists lost pods of running gangs (hot-swap) with their new
 	// node: the host restarts each rank there from its last checkpoint.
 	Replace []Replacement
+	// Grow lists more pods of running elastic workloads to start now, on
+	// GPUs already accounted to them.
+	Grow []Growth
 	// Admit lists workloads to start now, with the node and GPUs of every
 	// pod. The GPUs are already accounted to them.
 	Admit []Admission
@@ -93,6 +96,11 @@ type Drain struct {
 	Beneficiaries []string
 	// LostGPUSeconds estimates the work lost (since the last checkpoint).
 	LostGPUSeconds float64
+	// Of is set when the victim is one pod an elastic workload gives up
+	// (a shrink): the host stops only Pod of workload Of, which runs on
+	// with its other pods, and reports that pod's exit as ID's.
+	Of  string
+	Pod PodAssignment
 }
 
 // Overflow is a guaranteed inference queue short of capacity.
@@ -126,6 +134,10 @@ type Kill struct {
 	Deadline time.Time
 	Overdue  time.Duration // how far past its deadline it is now
 	Reason   gang.DrainReason
+	// Of and Pod name the one pod to kill when the victim is a pod an
+	// elastic workload gives up (see Drain.Of).
+	Of  string
+	Pod PodAssignment
 }
 
 // EventKind names what an Event records.
@@ -151,10 +163,11 @@ const (
 	EventBlockBroken  // Node went down in Booking's blocks; Reason the remedy, NewNode the replacements offered
 	EventBlockWhole   // Node came back and Booking's blocks are whole again: the offer is withdrawn
 	EventRelocated    // the host moved Booking's broken blocks (Node) to the calendar's replacements (NewNode)
+	EventGrown        // a running elastic workload started more pods: GPUs is its size now, BorrowedGPUs what of them borrows
 )
 
 // Valid reports whether k is one of the event kinds.
-func (k EventKind) Valid() bool { return k >= EventSubmitted && k <= EventRelocated }
+func (k EventKind) Valid() bool { return k >= EventSubmitted && k <= EventGrown }
 
 func (k EventKind) String() string {
 	switch k {
@@ -196,6 +209,8 @@ func (k EventKind) String() string {
 		return "block-whole"
 	case EventRelocated:
 		return "relocated"
+	case EventGrown:
+		return "grown"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -247,4 +262,8 @@ type Event struct {
 	// Booking events: the booking whose blocks a node failure broke,
 	// was repaired in, or moved.
 	Booking string
+
+	// Of names the elastic workload a drained pod belongs to (a shrink):
+	// set on the drain, kill and exit of a split pod.
+	Of string
 }

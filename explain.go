@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/quota"
@@ -108,7 +109,12 @@ type Explanation struct {
 	Deadline      time.Time
 	Beneficiaries []string
 	Overdue       time.Duration
-	Message       string
+	// Size is the pods of each pod set it runs (or is nominated) with,
+	// in pod set order; Split names the elastic workload a pod given up
+	// by a shrink belongs to.
+	Size    []int
+	Split   string
+	Message string
 }
 
 func (x Explanation) String() string { return x.Message }
@@ -126,11 +132,17 @@ func (s *Scheduler) Explain(id string) (Explanation, error) {
 		return Explanation{}, refuse("explain", id, ErrUnknownID, "")
 	}
 	r := e.rec
-	x := Explanation{ID: id, State: r.State}
+	x := Explanation{ID: id, State: r.State, Size: slices.Clone(r.Size())}
+	if e.split != nil {
+		x.Split = e.split.of
+	}
 	var msg []string
 	switch r.State {
 	case gang.Admitted:
 		msg = append(msg, fmt.Sprintf("running since %s on %s", r.Started.Format(time.TimeOnly), r.Assign.Format(s.fleet)))
+		if ledger.Elastic(&e.w) {
+			msg = append(msg, "elastic, running "+sizeOf(&e.w, r.Size()))
+		}
 		if r.Borrowing {
 			msg = append(msg, "borrowing quota, so reclaimable by preemption")
 		}
@@ -154,6 +166,9 @@ func (s *Scheduler) Explain(id string) (Explanation, error) {
 		}
 		if len(d.Beneficiaries) > 0 {
 			msg = append(msg, "for "+strings.Join(d.Beneficiaries, ", "))
+		}
+		if e.split != nil {
+			msg = append(msg, fmt.Sprintf("pod %s[%d] given up by elastic %s", e.split.pod.PodSet, e.split.pod.Index, e.split.of))
 		}
 	case gang.Pending:
 		if n, ok := s.books.Nomination(id); ok {

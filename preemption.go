@@ -43,7 +43,7 @@ func replicas(pending []*entry) []*entry {
 }
 
 func replicable(e *entry) bool {
-	return len(e.w.PodSets) == 1 && e.w.Topology == (gang.TopologyRequest{}) && e.w.Spread == (gang.Spread{})
+	return len(e.w.PodSets) == 1 && e.w.Topology == (gang.TopologyRequest{}) && e.w.Spread == (gang.Spread{}) && !ledger.Elastic(&e.w)
 }
 
 // tryPreempt asks for a plan that makes run[0] fit, together with the rest
@@ -147,7 +147,7 @@ type failKey struct {
 }
 
 func failureKey(e *entry) (failKey, bool) {
-	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) {
+	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) || ledger.Elastic(&e.w) {
 		return failKey{}, false
 	}
 	return failKey{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
@@ -160,7 +160,8 @@ func failureKey(e *entry) (failKey, bool) {
 // only for the victims on its own nodes.
 func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]bool, d *Decisions) (ok, found bool) {
 	e := run[0]
-	w := &e.w
+	// An elastic workload preempts for its minimum; it grows later.
+	w := minimumSpec(&e.w)
 	if len(run) > 1 {
 		joint := e.w.Clone()
 		joint.PodSets[0].Count *= len(run)
@@ -209,25 +210,50 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 		e.wait.refusedPlan = len(run) == 1
 		return false, true
 	}
-	lp := ledger.Plan{Victims: make([]ledger.Victim, len(plan.Victims)), Targets: make([]ledger.Target, len(run))}
+	lp := ledger.Plan{Victims: make([]ledger.Victim, 0, len(plan.Victims)), Targets: make([]ledger.Target, len(run))}
 	lost := map[string]float64{}
-	for i, v := range plan.Victims {
-		lp.Victims[i] = ledger.Victim{ID: v.ID, Deadline: v.Deadline, Reason: drainReason(v.Reason)}
+	var undo []func()
+	undoSplits := func() {
+		for _, u := range slices.Backward(undo) {
+			u()
+		}
+	}
+	for _, v := range plan.Victims {
+		if v.Shrink() {
+			// Each pod it gives up drains as a workload of its own.
+			ids, u, err := s.splitVictim(v)
+			if err != nil {
+				undoSplits()
+				return false, true
+			}
+			undo = append(undo, u)
+			for _, id := range ids {
+				lp.Victims = append(lp.Victims, ledger.Victim{ID: id, Deadline: v.Deadline, Reason: drainReason(v.Reason)})
+				lost[id] = v.Cost / float64(len(ids))
+			}
+			continue
+		}
+		lp.Victims = append(lp.Victims, ledger.Victim{ID: v.ID, Deadline: v.Deadline, Reason: drainReason(v.Reason)})
 		lost[v.ID] = v.Cost
 	}
-	per := e.w.PodSets[0].Count
-	for i, x := range run {
-		lp.Targets[i] = ledger.Target{Beneficiary: x.w.ID, Assign: s.share(plan.Target, x.w.ID, i*per, per)}
+	if len(run) == 1 {
+		lp.Targets[0] = ledger.Target{Beneficiary: e.w.ID, Assign: plan.Target}
+	} else {
+		per := e.w.PodSets[0].Count
+		for i, x := range run {
+			lp.Targets[i] = ledger.Target{Beneficiary: x.w.ID, Assign: s.share(plan.Target, x.w.ID, i*per, per)}
+		}
 	}
 	got, err := s.books.Nominate(now, lp)
 	if err != nil {
+		undoSplits()
 		return false, true
 	}
 	s.reportDrains(now, got, lost, d)
 	for _, x := range run {
 		x.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
 	}
-	for _, v := range plan.Victims {
+	for _, v := range lp.Victims {
 		taken[v.ID] = true
 	}
 	return true, true
@@ -239,9 +265,14 @@ func (s *Scheduler) reportDrains(now time.Time, got ledger.Nominated, lost map[s
 	for _, r := range got.Drained {
 		dr := Drain{ID: r.W.ID, Deadline: r.Drain.Deadline, Reason: r.Drain.Reason,
 			Beneficiaries: slices.Clone(r.Drain.Beneficiaries), LostGPUSeconds: lost[r.W.ID]}
+		e := s.work[r.W.ID]
+		if e.split != nil {
+			dr.Of, dr.Pod = e.split.of, e.split.pod
+		}
 		d.Drain = append(d.Drain, dr)
-		ev := s.event(EventDrainStarted, now, s.work[r.W.ID])
+		ev := s.event(EventDrainStarted, now, e)
 		ev.Reason, ev.Beneficiaries, ev.Deadline, ev.LostGPUSeconds = dr.Reason.String(), dr.Beneficiaries, dr.Deadline, dr.LostGPUSeconds
+		ev.Of = dr.Of
 		s.emit(ev)
 	}
 }

@@ -77,6 +77,10 @@ func (s *Scheduler) restore(snap Snapshot) error {
 			return &Error{Op: "restore", Workload: v.ID, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
 		s.books.RestoreBorrowing(v.ID, v.Borrowing)
+		if v.SplitOf != "" {
+			s.books.RestoreSplit(v.ID, v.SplitOf)
+			e.split = &splitPod{of: v.SplitOf, pod: v.SplitPod}
+		}
 		e.rec, e.submitted, e.seq = rec, v.Submitted, v.Seq
 		s.work[v.ID] = e
 		entries[v.ID] = e

@@ -74,11 +74,19 @@ type entry struct {
 	seq       uint64
 	view      Pending // what a QueueOrder sees, refreshed each cycle
 	wait      waitVerdict
+	// split is set on a pod a shrink split off an elastic workload.
+	split *splitPod
 }
 
 func (e *entry) state() gang.State { return e.rec.State }
 
-func (e *entry) gpus() int { return e.w.GPUs() }
+// gpus is what it is charged for: its running (or nominated) size.
+func (e *entry) gpus() int {
+	if e.rec != nil {
+		return e.rec.GPUs()
+	}
+	return e.w.GPUs()
+}
 
 // New validates cfg whole and builds an empty scheduler.
 func New(cfg Config) (*Scheduler, error) {
@@ -597,8 +605,8 @@ func (s *Scheduler) assignment(op string, e *entry, pods []PodAssignment) (place
 		pod.PodSet = ps
 		a.Pods = append(a.Pods, pod)
 	}
-	if len(a.Pods) != w.Pods() {
-		return a, refuse(op, w.ID, ErrInvalid, "%d pods given, the spec has %d", len(a.Pods), w.Pods())
+	if _, ok := ledger.SizeOf(w, a.Pods); !ok {
+		return a, refuse(op, w.ID, ErrInvalid, "%d pods given, the spec has %d (elastic pod sets: at least their minimum)", len(a.Pods), w.Pods())
 	}
 	a.Span = s.fleet.Span(podNodes(a))
 	a.Group = s.fleet.NodeGroup(a.Pods[0].Node)

@@ -56,6 +56,9 @@ func (s *Scheduler) Snapshot() Snapshot {
 				Submitted: e.submitted, Seq: e.seq, Spec: e.w.Clone(), Pods: s.podViews(e, r.Assign),
 				Nodes: s.nodeViews(r.Nodes)}
 			v.IdleSince, _ = s.IdleSince(id)
+			if e.split != nil {
+				v.SplitOf, v.SplitPod = e.split.of, e.split.pod
+			}
 			for _, lp := range r.Lost {
 				p := lp.Pod
 				v.Lost = append(v.Lost, LostPodView{Since: lp.Since, Pod: PodAssignment{PodSet: e.w.PodSets[p.PodSet].Name,

@@ -126,6 +126,10 @@ type RunningView struct {
 	// IdleSince is since when the host has reported it idle (zero: busy
 	// or never reported); see Scheduler.ReportUsage.
 	IdleSince time.Time
+	// SplitOf is set on a pod a shrink split off an elastic workload: the
+	// workload, and SplitPod the pod as that workload numbers it.
+	SplitOf  string
+	SplitPod PodAssignment
 }
 
 // LostPodView is a pod waiting for a replacement node.

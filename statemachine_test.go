@@ -79,23 +79,61 @@ func (m *machine) Submit(t *rapid.T) {
 	if rapid.Bool().Draw(t, "topo") {
 		w.Topology.Required = rapid.SampledFrom([]string{"spine", "leaf"}).Draw(t, "required")
 	}
-	// A quarter of the work shares GPUs, takes MIG slices or runs on
-	// cores only, with or without cores beside its GPUs.
 	ps := &w.PodSets[0]
-	switch rapid.IntRange(0, 7).Draw(t, "sharing") {
-	case 0:
-		ps.GPUsPerPod, ps.GPUShare = 0, rapid.SampledFrom([]int{250, 500, 1000}).Draw(t, "share")
-	case 1:
-		ps.GPUsPerPod, ps.MIG = 0, rapid.SampledFrom([]string{"1g.10gb", "3g.40gb", "7g.80gb"}).Draw(t, "mig")
-	case 2:
-		ps.GPUsPerPod = 0
-		ps.Resources = []gang.Resource{{Name: "cpu", Amount: int64(rapid.IntRange(1, 16).Draw(t, "cores")) * 1000}}
-	case 3:
-		ps.Resources = []gang.Resource{{Name: "cpu", Amount: int64(rapid.IntRange(1, 4).Draw(t, "cores")) * 1000}}
+	if queue == "batch" && rapid.IntRange(0, 3).Draw(t, "elastic") > 0 {
+		// Elastic batch: more pods, any minimum.
+		ps.Count = rapid.IntRange(2, 8).Draw(t, "elasticCount")
+		ps.MinCount = rapid.IntRange(1, ps.Count).Draw(t, "min")
+	} else {
+		// A quarter of the rest shares GPUs, takes MIG slices or runs on
+		// cores only, with or without cores beside its GPUs.
+		switch rapid.IntRange(0, 7).Draw(t, "sharing") {
+		case 0:
+			ps.GPUsPerPod, ps.GPUShare = 0, rapid.SampledFrom([]int{250, 500, 1000}).Draw(t, "share")
+		case 1:
+			ps.GPUsPerPod, ps.MIG = 0, rapid.SampledFrom([]string{"1g.10gb", "3g.40gb", "7g.80gb"}).Draw(t, "mig")
+		case 2:
+			ps.GPUsPerPod = 0
+			ps.Resources = []gang.Resource{{Name: "cpu", Amount: int64(rapid.IntRange(1, 16).Draw(t, "cores")) * 1000}}
+		case 3:
+			ps.Resources = []gang.Resource{{Name: "cpu", Amount: int64(rapid.IntRange(1, 4).Draw(t, "cores")) * 1000}}
+		}
 	}
 	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Submit(m.now, w) })
 	if err == nil {
 		m.h.specs[w.ID] = w
+	}
+}
+
+// SubmitElastic submits elastic batch work: pods of 2-8 GPUs that run at
+// any size from their minimum, shrink for others and grow back.
+func (m *machine) SubmitElastic(t *rapid.T) {
+	m.n++
+	count := rapid.IntRange(4, 16).Draw(t, "elasticCount")
+	w := gang.Workload{ID: fmt.Sprintf("w%d", m.n), Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
+		PodSets: []gang.PodSet{{Name: "p", Count: count, MinCount: rapid.IntRange(1, count).Draw(t, "min"),
+			GPUsPerPod: rapid.SampledFrom([]int{2, 4, 8}).Draw(t, "gpus")}},
+		Drain: gang.DrainContract{Preemptible: true}}
+	if rapid.IntRange(0, 3).Draw(t, "topo") == 0 {
+		w.Topology.Required = "spine"
+	}
+	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Submit(m.now, w) })
+	if err == nil {
+		m.h.specs[w.ID] = w
+	}
+}
+
+// Spike submits several inference replicas at once: inference takes
+// back what it lends, from elastic batch pod by pod.
+func (m *machine) Spike(t *rapid.T) {
+	for range rapid.IntRange(2, 4).Draw(t, "replicas") {
+		m.n++
+		w := gang.Workload{ID: fmt.Sprintf("w%d", m.n), Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
+			PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: rapid.SampledFrom([]int{4, 8}).Draw(t, "gpus")}}}
+		_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Submit(m.now, w) })
+		if err == nil {
+			m.h.specs[w.ID] = w
+		}
 	}
 }
 
@@ -125,9 +163,18 @@ func (m *machine) Schedule(t *rapid.T) {
 		a.Pods[i].Node = x.NewNode
 		m.h.running[x.ID] = a
 	}
+	for _, x := range d.Grow {
+		a, ok := m.h.running[x.ID]
+		require.True(t, ok, "grow of %s, which does not run", x.ID)
+		a.Pods = append(slices.Clone(a.Pods), x.Pods...)
+		m.h.running[x.ID] = a
+	}
 	for _, x := range d.Drain {
 		require.True(t, m.h.draining[x.ID] == false, "%s told to drain twice", x.ID)
 		m.h.draining[x.ID] = true
+		if x.Of != "" {
+			m.split(t, x)
+		}
 	}
 	for _, k := range d.Kill {
 		require.True(t, m.h.draining[k.ID], "kill of %s, which was never told to drain", k.ID)
@@ -137,6 +184,28 @@ func (m *machine) Schedule(t *rapid.T) {
 			m.exit(t, k.ID, gang.ExitKilled)
 		}
 	}
+}
+
+// split: the host stops one pod of an elastic workload, which runs on
+// with the others; the pod is known by the drain's ID until it exits.
+func (m *machine) split(t *rapid.T, x fleet.Drain) {
+	a, ok := m.h.running[x.Of]
+	require.True(t, ok, "shrink of %s, which does not run", x.Of)
+	i := slices.IndexFunc(a.Pods, func(p fleet.PodAssignment) bool { return p.PodSet == x.Pod.PodSet && p.Index == x.Pod.Index })
+	require.GreaterOrEqual(t, i, 0, "shrink of a pod %s does not run", x.Of)
+	require.Equal(t, a.Pods[i], x.Pod)
+	a.Pods = slices.Delete(slices.Clone(a.Pods), i, i+1)
+	m.h.running[x.Of] = a
+	parent := m.h.specs[x.Of]
+	spec := parent.Clone()
+	spec.ID = x.ID
+	spec.PodSets = []gang.PodSet{{Name: x.Pod.PodSet, Count: 1, GPUsPerPod: x.Pod.GPUs}}
+	spec.Topology = gang.TopologyRequest{}
+	m.h.specs[x.ID] = spec
+	pod := x.Pod
+	pod.Index = 0 // the one pod of the split's own spec
+	m.h.running[x.ID] = fleet.Admission{ID: x.ID, Queue: spec.Queue, Pods: []fleet.PodAssignment{pod}}
+	m.h.started[x.ID] = m.h.started[x.Of]
 }
 
 // DrainExit: a victim checkpoints and exits within its grace.
@@ -267,8 +336,20 @@ func (m *machine) Check(t *rapid.T) {
 			require.True(t, spec.Drain.SurvivesNodeLoss, "%s lost pods but does not survive it", r.ID)
 			total += lp.Pod.GPUs
 		}
-		require.Equal(t, spec.GPUs(), total, "partial gang %s", r.ID)
-		require.Equal(t, spec.GPUs(), r.GPUs)
+		hostGPUs, pods := 0, 0
+		for _, p := range m.h.running[r.ID].Pods {
+			hostGPUs += p.GPUs
+			pods++
+		}
+		require.Equal(t, hostGPUs, total, "%s: the scheduler's pods and the host's", r.ID)
+		require.Equal(t, total, r.GPUs, "%s is charged for the pods it runs", r.ID)
+		ps := spec.PodSets[0]
+		if r.SplitOf != "" {
+			require.Equal(t, 1, pods, "a split is one pod")
+		} else {
+			require.GreaterOrEqual(t, pods, ps.Min(), "partial gang %s", r.ID)
+			require.LessOrEqual(t, pods, ps.Count, "%s above its count", r.ID)
+		}
 		perQueue[r.Queue] += r.MilliGPUs
 		if req := spec.Topology.Required; req != "" {
 			order := map[string]int{"fleet": 0, "spine": 1, "leaf": 2, "node": 3}

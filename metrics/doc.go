@@ -52,6 +52,9 @@
 //     Usage.NodeLostGPUHours) and are not preemptions.
 //   - Preemption tax: preemption-lost over borrowed GPU-hours, broken
 //     down by team and cause (work since checkpoints, restarts, kills).
+//     A pod an elastic workload gives up (a drain event with Of set) is
+//     charged its own GPUs' loss under cause "shrink" (CauseShrink); the
+//     workload runs on at its new size, and grows (EventGrown) the same.
 //   - Busy but inefficient: SM activity at or above the idle threshold
 //     but MFU under the class's floor (Config.MFUFloor) past MFUWindow.
 //   - Right-sizing: per team and hour, inference GPUs beyond observed use

@@ -256,7 +256,13 @@ func (r *Recorder) apply(e *fleet.Event) {
 	case fleet.EventAdmitted:
 		r.admit(e, t)
 	case fleet.EventDrainStarted:
+		if e.Of != "" {
+			r.shrunk(e, t)
+			break
+		}
 		r.drainStarted(e, t)
+	case fleet.EventGrown:
+		r.grown(e, t)
 	case fleet.EventKilled:
 		r.killed(e, t)
 	case fleet.EventExited, fleet.EventCancelled:

@@ -55,11 +55,16 @@ func (s *Searcher) searchPlacing(a attempt) (Plan, bool, bool, *NoPlan) {
 		}
 		s.retakePlacing(ci)
 	}
+	shrunk := s.shrinkTaken(a.allowBorrow)
 	target, err := s.placer.Place(s.scratchFleet, s.req.W)
 	if err != nil {
 		panic("preempt: placement changed its answer on the same fleet: " + err.Error())
 	}
 	plan := s.plan(target)
+	if shrunk {
+		s.applyShrinks(&plan)
+	}
+	s.undoShrinks()
 	s.untakeAllPlacing()
 	return plan, true, false, nil
 }

@@ -122,17 +122,23 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		s.untakeAll()
 		return Plan{}, false, false, np
 	}
+	shrunk := s.shrinkTaken(a.allowBorrow)
 	target, err := s.placer.Place(s.scratchFleet, s.req.W)
 	if err != nil {
 		// The estimate and the placer disagree (a fleet the counters do
 		// not model, such as mixed node sizes in one domain): fall back to
 		// placing after each pick.
+		s.undoShrinks()
 		s.giveBack()
 		s.untakeAll()
 		s.shape.fast = false
 		return s.searchPlacing(a)
 	}
 	plan = s.plan(target)
+	if shrunk {
+		s.applyShrinks(&plan)
+	}
+	s.undoShrinks()
 	s.giveBack()
 	s.untakeAll()
 	return plan, true, false, nil

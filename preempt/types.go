@@ -37,6 +37,13 @@ type Running struct {
 	// Request.Submitted by WithinQueueLowerOrNewerEqualPriority. Zero
 	// means Started.
 	Submitted time.Time
+	// Shrinkable lists the pods an elastic workload may give up, in the
+	// order it gives them up, without going below a pod set's minimum
+	// (gang.PodSet.MinCount); each is on a node of Nodes. Nil: it can
+	// only be evicted whole. A victim that can shrink is asked to give
+	// up pods instead of stopping whenever that makes room (see
+	// Victim.Pods).
+	Shrinkable []placement.Pod
 }
 
 // DefaultGrace is the drain grace period when Running.Grace is 0.
@@ -130,16 +137,22 @@ func (r Reason) String() string {
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
 
-// Victim is one workload to evict.
+// Victim is one workload to evict, or to shrink.
 type Victim struct {
 	ID       string
 	Reason   Reason
 	Deadline time.Time            // Now + grace: past it, the host kills it
-	Nodes    []placement.NodeGPUs // what it frees: Running.Nodes, shared
+	Nodes    []placement.NodeGPUs // what it frees: Running.Nodes, shared; for a shrink, its Pods' GPUs
 	GPUs     int
-	Cost     float64 // by the Searcher's CostModel
+	Cost     float64 // by the Searcher's CostModel; for a shrink, of its Pods alone
 	Priority int32
+	// Pods, when set, are the only pods the victim gives up (a shrink, from
+	// Running.Shrinkable): it runs on with the others. Nil: it stops whole.
+	Pods []placement.Pod
 }
+
+// Shrink reports whether the victim gives up some pods only.
+func (v Victim) Shrink() bool { return v.Pods != nil }
 
 // Plan is what Victims proposes.
 type Plan struct {

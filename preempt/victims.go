@@ -34,6 +34,7 @@ type Searcher struct {
 	scratchBook  // what is released on the scratch fleet (scratch.go)
 	quotaBuffers // usage changes in flight (usage.go)
 	fairWalk     // fair sharing's walk (fair.go)
+	shrinkWalk   // the taken victims that shrink instead (shrink.go)
 }
 
 // callState is the call being served: its inputs and what follows from

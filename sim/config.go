@@ -182,6 +182,11 @@ type Config struct {
 	// throws its whole run away). Batch saves only on its interval, not
 	// when drained: a drain loses the work since its last checkpoint.
 	BatchCheckpoint time.Duration
+	// FixedBatch runs batch at a fixed size. By default batch is elastic:
+	// its pods (of one GPU up to 8 GPUs, of 8 beyond) may run down to one,
+	// so a batch job starts at the size that fits, gives up pods to a
+	// preemptor instead of stopping whole, and grows back (see elastic.go).
+	FixedBatch bool
 	// ReplicaWarmup is what an inference replica loses when its node
 	// fails: it is stateless, so it loses no work, only the time to start
 	// again and warm up (default 2 min, on top of RestartOverhead).

@@ -41,6 +41,9 @@ type Result struct {
 	// inference replica, work lost since the last checkpoint and the
 	// restart overhead paid, in GPU-hours.
 	Drains, Kills, InferenceReclaims int
+	// Shrinks counts pods elastic batch gave up (each also a drain);
+	// Grows the cycles that started pods again.
+	Shrinks, Grows int
 	PreemptedLostGPUh, RestartGPUh   float64
 	// Node failures: nodes, runs they ended, the work those runs lost
 	// since their last checkpoint (none for an inference replica) and
@@ -211,7 +214,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	p("effort: %d events, %d cycles, %d scheduler events\n", r.Events, r.Cycles, r.SchedulerEvents)
 	p("GPU-h: inference %.1f training %.1f batch %.1f idle %.1f down %.1f\n", r.InferenceGPUh, r.TrainingGPUh, r.BatchGPUh, r.IdleGPUh, r.DownGPUh)
 	p("GPU-h: reserved-idle %.1f borrowed %.1f busy %.1f useful %.1f\n", r.ReservedIdleGPUh, r.BorrowedGPUh, r.BusyGPUh, r.UsefulGPUh)
-	p("preemption: drains %d kills %d inference-reclaims %d lost %.1f GPU-h restart %.1f GPU-h\n", r.Drains, r.Kills, r.InferenceReclaims, r.PreemptedLostGPUh, r.RestartGPUh)
+	p("preemption: drains %d (pods of elastic batch %d) kills %d inference-reclaims %d lost %.1f GPU-h restart %.1f GPU-h grows %d\n", r.Drains, r.Shrinks, r.Kills, r.InferenceReclaims, r.PreemptedLostGPUh, r.RestartGPUh, r.Grows)
 	p("failures: nodes %d runs %d lost %.1f GPU-h restart %.1f GPU-h\n", r.NodeFailures, r.FailedRuns, r.FailureLostGPUh, r.FailureRestartGPUh)
 	p("jobs: requeues %d checkpoints %d turned-away %d spikes %d scale-ups %d scale-downs %d completed %v\n",
 		r.Requeues, r.Checkpoints, r.TurnedAway, r.Spikes, r.ScaleUps, r.ScaleDowns, r.Completed[1:])

@@ -50,8 +50,11 @@ const (
 type job struct {
 	w        gang.Workload
 	gpus     int
-	work     int64 // run time needed in total (ns); 0 runs until stopped
+	full     int   // GPUs at its full size (elastic batch may hold fewer)
+	work     int64 // run time needed in total at full size (ns); 0 runs until stopped
 	done     int64 // run time saved by checkpoints (ns)
+	carry    int64 // run time made since the checkpoint before runStart (elastic.go)
+	finishAt int64 // when the current finish event is due
 	gen      int32 // run generation: events of earlier runs are stale
 	state    jobState
 	runStart int64 // when the current run starts making progress
@@ -67,6 +70,10 @@ type job struct {
 	reclaim  bool  // victims were drained to make room for it
 	drainAt  int64 // when the first of them was drained
 	live     int   // position in sim.live while it holds GPUs
+	// split: a pod an elastic job gave up, draining; splitLost is its
+	// share of the job's unsaved work, in GPU-ns.
+	split     bool
+	splitLost float64
 }
 
 type pod struct {
@@ -288,7 +295,7 @@ func (sm *sim) loop() {
 		case evSpike:
 			sm.spike(e)
 		case evFinish:
-			if j := sm.jobs[e.job]; j.gen == e.gen && (j.state == jsRunning || j.state == jsDraining) {
+			if j := sm.jobs[e.job]; j.gen == e.gen && e.at == j.finishAt && (j.state == jsRunning || j.state == jsDraining) {
 				sm.exit(e.job, gang.ExitFinished)
 				j.state = jsGone
 				sm.res.Completed[j.w.Shape]++
@@ -382,7 +389,14 @@ func (sm *sim) schedule() {
 		// booked block whose booking then asks for the room): it is
 		// started first, then drained.
 		late := d.Drain[:0:0]
+		for _, g := range d.Grow {
+			sm.grow(g)
+		}
 		for _, dr := range d.Drain {
+			if dr.Of != "" {
+				sm.shrink(dr)
+				continue
+			}
 			if slices.ContainsFunc(d.Admit, func(a fleet.Admission) bool { return a.ID == dr.ID }) {
 				late = append(late, dr)
 				continue
@@ -453,7 +467,7 @@ func (sm *sim) newJob(w gang.Workload, work int64, service int) int32 {
 	}
 	sm.queues[q].Inference = sm.queues[q].Inference || w.Shape == gang.Inference
 	i := int32(len(sm.jobs))
-	sm.jobs = append(sm.jobs, &job{w: w, gpus: w.GPUs(), work: work, service: service, queue: q})
+	sm.jobs = append(sm.jobs, &job{w: w, gpus: w.GPUs(), full: w.GPUs(), work: work, service: service, queue: q})
 	sm.byID[w.ID] = i
 	return i
 }
@@ -490,9 +504,10 @@ func (sm *sim) admit(a fleet.Admission) {
 		j.pods = append(j.pods, pod{node: n, gpus: p.GPUs})
 		gpus += p.GPUs
 	}
-	if gpus != j.gpus {
-		sm.violate("%q admitted with %d GPUs, wants %d", a.ID, gpus, j.gpus)
+	if gpus != j.full && (!elastic(j.w) || gpus > j.full) {
+		sm.violate("%q admitted with %d GPUs, wants %d", a.ID, gpus, j.full)
 	}
+	j.gpus, j.carry = gpus, 0 // an elastic job may start smaller
 	if j.w.Booking == "" {
 		sm.res.wait(a.Queue, a.Wait)
 	}
@@ -523,7 +538,7 @@ func (sm *sim) running(i int32, j *job) {
 	j.live = len(sm.live)
 	sm.live = append(sm.live, i)
 	if j.work > 0 {
-		sm.push(event{at: j.runStart + j.work - j.done, kind: evFinish, job: i, gen: j.gen})
+		sm.scheduleFinish(i, j)
 		if j.w.Drain.CheckpointInterval > 0 {
 			sm.push(event{at: j.runStart + int64(j.w.Drain.CheckpointInterval), kind: evCheckpoint, job: i, gen: j.gen})
 		}
@@ -551,7 +566,7 @@ func (sm *sim) account(j *job, sign int) {
 
 // progress is the run time a running job has done at t.
 func (sm *sim) progress(j *job) int64 {
-	p := j.done + max(0, sm.now-j.runStart)
+	p := j.done + j.carry + j.pace(max(0, sm.now-j.runStart))
 	if j.work > 0 {
 		p = min(p, j.work)
 	}
@@ -565,7 +580,7 @@ func (sm *sim) checkpoint(e event) {
 	}
 	// The saved work includes the run time so far, so the run restarts
 	// counting from now: progress is done plus run time since runStart.
-	j.done = sm.progress(j)
+	j.done, j.carry = sm.progress(j), 0
 	j.runStart = max(j.runStart, sm.now)
 	if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
 		sm.fail(err)
@@ -612,12 +627,17 @@ func (sm *sim) drain(d fleet.Drain) {
 // since its latest checkpoint.
 func (sm *sim) stopped(i int32, how gang.ExitReason) {
 	j := sm.jobs[i]
+	if j.split {
+		sm.splitGone(i, how, &sm.res.PreemptedLostGPUh)
+		sm.res.RestartGPUh += float64(sm.cfg.RestartOverhead) * float64(j.gpus) / float64(time.Hour)
+		return
+	}
 	var lost int64
 	switch {
 	case j.w.Drain.CheckpointInterval == 0:
 		lost, j.done = sm.progress(j), 0
 	case how == gang.ExitDrained && j.w.Shape == gang.Training:
-		j.done = sm.progress(j)
+		j.done, j.carry = sm.progress(j), 0
 		if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
 			sm.fail(err)
 			return
@@ -625,7 +645,7 @@ func (sm *sim) stopped(i int32, how gang.ExitReason) {
 	default:
 		lost = sm.progress(j) - j.done
 	}
-	sm.res.PreemptedLostGPUh += float64(lost) * float64(j.gpus) / float64(time.Hour)
+	sm.res.PreemptedLostGPUh += float64(lost) * float64(j.full) / float64(time.Hour)
 	sm.res.RestartGPUh += float64(sm.cfg.RestartOverhead) * float64(j.gpus) / float64(time.Hour)
 	sm.exit(i, how)
 	sm.requeue(i)
@@ -664,6 +684,10 @@ func (sm *sim) requeue(i int32) {
 	j := sm.jobs[i]
 	j.gen++
 	j.restart = true
+	j.carry = 0
+	if j.gpus != j.full {
+		j.gpus = j.full // queued again at its full size
+	}
 	j.w.Drain.LastCheckpoint = time.Time{}
 	if j.work > 0 {
 		j.w.ExpectedRuntime = time.Duration(j.work-j.done) + sm.cfg.RestartOverhead
@@ -805,7 +829,7 @@ func (sm *sim) topUpBatch() {
 	for sm.pendingBatch < w.BatchBacklog && sm.err == nil {
 		gpus := sm.batch.draw(sm.rng)
 		run := lognormal(sm.rng, w.BatchMedian, batchSigma, 5*time.Minute, 8*time.Hour)
-		i := sm.newJob(batchWorkload(sm.id("batch"), gpus, run, sm.batchCheckpoint()), int64(run), -1)
+		i := sm.newJob(sm.batchJob(batchWorkload(sm.id("batch"), gpus, run, sm.batchCheckpoint())), int64(run), -1)
 		sm.submit(i)
 	}
 }
@@ -832,7 +856,7 @@ func (sm *sim) arriveTrace() {
 			sm.res.TurnedAway++
 			return
 		}
-		w = batchWorkload(sm.id("philly-"+tj.Team), gpus, run, sm.batchCheckpoint())
+		w = sm.batchJob(batchWorkload(sm.id("philly-"+tj.Team), gpus, run, sm.batchCheckpoint()))
 	}
 	i := sm.newJob(w, int64(run), -1)
 	sm.jobs[i].trace = true
@@ -864,6 +888,14 @@ func (sm *sim) failNode(n int32) {
 			continue
 		}
 		j := sm.jobs[i]
+		if j.split {
+			lost := 0.0
+			sm.release(j)
+			sm.splitGoneLost(i, &lost)
+			sm.res.FailureLostGPUh += lost
+			sm.res.FailedRuns++
+			continue
+		}
 		// A stateless inference replica loses no work, only its restart
 		// and warm-up; other work loses what it has not saved.
 		lost := sm.progress(j) - j.done
@@ -874,7 +906,7 @@ func (sm *sim) failNode(n int32) {
 		case j.w.Drain.CheckpointInterval == 0:
 			lost, j.done = sm.progress(j), 0
 		}
-		sm.res.FailureLostGPUh += float64(lost) * float64(j.gpus) / float64(time.Hour)
+		sm.res.FailureLostGPUh += float64(lost) * float64(j.full) / float64(time.Hour)
 		sm.res.FailureRestartGPUh += float64(restart) * float64(j.gpus) / float64(time.Hour)
 		sm.res.FailedRuns++
 		sm.release(j)

@@ -25,6 +25,9 @@ import (
 // It is O(workloads + nodes) and meant for tests.
 func (l *Ledger) CheckInvariants() error {
 	f, t := l.fleet, l.tree
+	if err := l.checkSized(); err != nil {
+		return err
+	}
 	held := make([]int, f.NumNodes())
 	claimed := map[string]map[topology.NodeID]int{} // beneficiary -> node -> GPUs promised by victims
 	usage := map[[2]int]int64{}                     // queue, flavor -> thousandths of GPU charged
@@ -49,6 +52,9 @@ func (l *Ledger) CheckInvariants() error {
 			continue
 		}
 		holders++
+		if err := r.checkSize(); err != nil {
+			return err
+		}
 		if (len(r.Lost) > 0) != (l.degraded[id] != nil) {
 			return fmt.Errorf("%s: %d pods lost, listed as degraded %v", id, len(r.Lost), l.degraded[id] != nil)
 		}

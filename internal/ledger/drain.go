@@ -55,12 +55,16 @@ func (l *Ledger) Nominate(now time.Time, plan Plan) (Nominated, error) {
 	charged := 0
 	for _, t := range plan.Targets {
 		r := l.recs[t.Beneficiary]
+		size, _ := SizeOf(r.W, t.Assign.Pods)
+		l.setSize(r, size)
 		if err := l.tree.AddUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
+			l.setSize(r, nil)
 			for _, u := range plan.Targets[:charged] {
 				x := l.recs[u.Beneficiary]
 				if uerr := l.tree.RemoveUsage(x.Queue, x.Flavor, int64(x.GPUs())); uerr != nil {
 					panic("ledger: undoing a nomination's quota: " + uerr.Error())
 				}
+				l.setSize(x, nil)
 			}
 			return Nominated{}, fmt.Errorf("ledger: nominate %q: %w", t.Beneficiary, err)
 		}
@@ -177,8 +181,9 @@ func (l *Ledger) checkPlan(plan Plan) error {
 			return fmt.Errorf("ledger: nominate %q: already nominated", t.Beneficiary)
 		case r.HasClaims():
 			return fmt.Errorf("ledger: nominate %q: GPU shares, MIG slices and named resources are not nominated", t.Beneficiary)
-		case t.Assign.GPUs() != r.GPUs():
-			return fmt.Errorf("ledger: nominate %q: target has %d GPUs, it needs %d", t.Beneficiary, t.Assign.GPUs(), r.GPUs())
+		}
+		if _, ok := SizeOf(r.W, t.Assign.Pods); !ok {
+			return fmt.Errorf("ledger: nominate %q: target has %d pods, not a size its pod sets allow", t.Beneficiary, len(t.Assign.Pods))
 		}
 		names[t.Beneficiary] = true
 	}
@@ -355,6 +360,7 @@ func (l *Ledger) Dissolve(b string) int {
 	if err := l.tree.RemoveUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
 		panic(fmt.Sprintf("ledger: quota of a dissolved nomination: %v", err))
 	}
+	l.setSize(r, nil)
 	delete(l.noms, b)
 	for _, v := range l.draining {
 		d := v.Drain

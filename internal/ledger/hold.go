@@ -24,12 +24,18 @@ func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) err
 	if _, nominated := l.noms[id]; nominated {
 		return fmt.Errorf("ledger: admit %q: it has a nomination", id)
 	}
+	size, ok := SizeOf(r.W, a.Pods)
+	if !ok {
+		return fmt.Errorf("ledger: admit %q: %d pods, not a size its pod sets allow", id, len(a.Pods))
+	}
 	nodes := a.NodeGPUs()
 	if err := l.place(a, nodes, true); err != nil {
 		return err
 	}
+	l.setSize(r, size)
 	req := l.requestOf(a)
 	if err := l.tree.AddRequest(r.Queue, r.Flavor, req); err != nil {
+		l.setSize(r, nil)
 		if uerr := l.place(a, nodes, false); uerr != nil {
 			panic("ledger: undoing a fresh allocation: " + uerr.Error())
 		}
@@ -84,6 +90,7 @@ func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, err
 	}
 	l.move(r, to)
 	delete(l.recs, id)
+	delete(l.sized, id)
 	return r, dissolved, nil
 }
 
@@ -195,5 +202,6 @@ func (l *Ledger) running(r *Record) preempt.Running {
 		Preemptible: r.Policy.Preemptible,
 		MinRuntime:  r.Policy.MinRuntime,
 		Grace:       r.Policy.Grace,
+		Shrinkable:  r.Shrinkable(),
 	}
 }

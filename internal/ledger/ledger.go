@@ -51,6 +51,7 @@ type Ledger struct {
 	byNode   [][]string                   // per node: the holders with GPUs there, ID order
 	onNode   map[topology.NodeID][]string // promised victims with GPUs on a node, ID order
 	reserved map[topology.NodeID]int      // GPUs allocated on behalf of nominations
+	sized    map[string]*Record           // records charged below their spec's size (elastic.go)
 	nomSeq   uint64                       // order in which nominations were accepted
 
 	holders *btree.BTreeG[*Record] // Admitted and Draining records, by ID
@@ -89,6 +90,9 @@ type Record struct {
 	// (a gang that survives the loss of a node). Their GPUs are not in
 	// Assign or Nodes; the quota stays charged for the whole gang.
 	Lost []LostPod
+
+	size    []int  // pods per pod set charged, nil: the spec's counts (elastic.go)
+	splitOf string // the workload a shrink split this pod off
 }
 
 // Policy is what the scheduler's priority classes decide about a holder.
@@ -100,8 +104,9 @@ type Policy struct {
 	Grace       time.Duration
 }
 
-// GPUs is the total the workload asks for.
-func (r *Record) GPUs() int { return r.W.GPUs() }
+// GPUs is the total the workload is charged for: at its running size
+// when it runs (or is nominated) below its count, its spec's otherwise.
+func (r *Record) GPUs() int { return r.sizedGPUs() }
 
 // LastCheckpoint is when it last saved its state (zero: never).
 func (r *Record) LastCheckpoint() time.Time { return r.W.Drain.LastCheckpoint }
@@ -169,7 +174,7 @@ func New(f *topology.Fleet, t *quota.Tree) *Ledger {
 	return &Ledger{
 		fleet: f, tree: t, scratch: f.Clone(), index: preempt.NewIndex(f, t), byNode: make([][]string, f.NumNodes()),
 		recs: map[string]*Record{}, noms: map[string]*Nomination{}, draining: map[string]*Record{}, degraded: map[string]*Record{},
-		onNode: map[topology.NodeID][]string{}, reserved: map[topology.NodeID]int{},
+		onNode: map[topology.NodeID][]string{}, reserved: map[topology.NodeID]int{}, sized: map[string]*Record{},
 		holders: btree.NewG(16, func(a, b *Record) bool { return a.W.ID < b.W.ID }),
 	}
 }

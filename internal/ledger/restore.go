@@ -78,7 +78,13 @@ func (l *Ledger) RestoreNomination(b string, target placement.Assignment, reserv
 			return fmt.Errorf("ledger: restore nomination of %q: victim %q is not draining for it", b, v)
 		}
 	}
+	size, ok := SizeOf(r.W, target.Pods)
+	if !ok {
+		return fmt.Errorf("ledger: restore nomination of %q: target of %d pods, not a size its pod sets allow", b, len(target.Pods))
+	}
+	l.setSize(r, size)
 	if err := l.tree.AddUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
+		l.setSize(r, nil)
 		return fmt.Errorf("ledger: restore nomination of %q: %w", b, err)
 	}
 	for i, x := range reserved {
@@ -87,6 +93,7 @@ func (l *Ledger) RestoreNomination(b string, target placement.Assignment, reserv
 				_ = l.release(y.Node, y.GPUs)
 			}
 			_ = l.tree.RemoveUsage(r.Queue, r.Flavor, int64(r.GPUs()))
+			l.setSize(r, nil)
 			return fmt.Errorf("ledger: restore nomination of %q: %w", b, err)
 		}
 	}

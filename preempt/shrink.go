@@ -1,0 +1,221 @@
+package preempt
+
+import (
+	"slices"
+
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Shrinking elastic victims.
+//
+// A victim that can shrink (Running.Shrinkable) is priced by the pods it
+// gives up, not by its whole run: once a search has a victim set that
+// makes room, each victim of the set that can shrink, in eviction order,
+// keeps back every pod the request does not need. It first keeps its
+// minimum (the pods it cannot give up): if the request no longer fits,
+// it is evicted whole. Then it keeps its other pods one by one, the last
+// it would give up first, each only if the request still fits. So a
+// shrink frees a subset of what the eviction freed, and:
+//
+//   - the plan still fits: every kept pod is checked with quota and a
+//     placement on the scratch fleet, and the target is placed after;
+//   - the victims are the same workloads, chosen under the same rules;
+//   - it stays minimal: keeping any more pods of a shrunk victim, or
+//     dropping any victim, makes the request not fit (fitting is monotone
+//     in what is freed, and a pod that could not be kept back cannot be
+//     kept once others have been);
+//   - its cost is the lost work of the pods given up, by the CostModel
+//     asked about those pods alone, never more than evicting whole.
+
+// shrinkWalk is what the call decided about shrinking the taken victims.
+type shrinkWalk struct {
+	yields    [][]placement.Pod    // per taken victim: the pods it gives up, nil for whole
+	keptBack  []placement.NodeGPUs // GPUs allocated back on the scratch fleet, to undo
+	keptUsage []keptUsage          // usage added back to the tree, to undo
+	podBuf    []placement.NodeGPUs
+}
+
+type keptUsage struct {
+	c    *cand
+	gpus int64
+}
+
+// shrinkTaken turns the taken victims that can shrink into shrinks where
+// the request still fits, with the taken victims' GPUs released on the
+// scratch fleet and their usage removed from the tree. It reports whether
+// any victim shrinks; undoShrinks puts the scratch fleet and the tree back.
+func (s *Searcher) shrinkTaken(allowBorrow bool) bool {
+	s.yields = slices.Grow(s.yields[:0], len(s.taken))[:len(s.taken)]
+	clear(s.yields)
+	s.keptBack, s.keptUsage = s.keptBack[:0], s.keptUsage[:0]
+	any := false
+	for j, ci := range s.taken {
+		c := &s.cands[ci]
+		pods := c.run.Shrinkable
+		if len(pods) == 0 || c.draining {
+			continue
+		}
+		mark := len(s.keptBack)
+		usageMark := len(s.keptUsage)
+		// The pods it cannot give up: its Nodes less its shrinkable pods.
+		core := append(s.podBuf[:0], c.run.Nodes...)
+		for _, p := range pods {
+			core = takeFrom(core, p.Node, p.GPUs)
+		}
+		s.podBuf = core
+		if !s.keepBack(c, core) || !s.fitsShrunk(allowBorrow) {
+			s.undoShrinksFrom(mark, usageMark)
+			continue
+		}
+		var yielded []placement.Pod
+		for _, p := range slices.Backward(pods) {
+			one := [1]placement.NodeGPUs{{Node: p.Node, GPUs: p.GPUs}}
+			m, um := len(s.keptBack), len(s.keptUsage)
+			if s.keepBack(c, one[:]) && s.fitsShrunk(allowBorrow) {
+				continue
+			}
+			s.undoShrinksFrom(m, um)
+			yielded = append(yielded, p)
+		}
+		if len(yielded) == 0 {
+			// It fits with every pod kept: a fill-back would have
+			// dropped it; keep it a victim of one pod rather than
+			// change the set.
+			last := pods[0]
+			s.releaseKept(c, []placement.NodeGPUs{{Node: last.Node, GPUs: last.GPUs}})
+			yielded = append(yielded, last)
+		}
+		slices.Reverse(yielded) // the order it gives them up
+		s.yields[j] = yielded
+		any = true
+	}
+	return any
+}
+
+// fitsShrunk reports whether the request fits in quota and on the
+// scratch fleet as it stands.
+func (s *Searcher) fitsShrunk(allowBorrow bool) bool {
+	if !s.quotaOK(allowBorrow) {
+		return false
+	}
+	_, err := s.placer.Place(s.scratchFleet, s.req.W)
+	return err == nil
+}
+
+// keepBack charges c's usage and allocates on the scratch fleet the GPUs
+// of nodes again, recording both for undoShrinksFrom.
+func (s *Searcher) keepBack(c *cand, nodes []placement.NodeGPUs) bool {
+	g := 0
+	for _, x := range nodes {
+		if x.GPUs == 0 {
+			continue
+		}
+		if !s.releaseOn(x.Node, -x.GPUs) {
+			return false
+		}
+		s.keptBack = append(s.keptBack, x)
+		g += x.GPUs
+	}
+	if g > 0 {
+		if err := s.tree.AddUsage(c.run.Queue, s.flavor, int64(g)); err != nil {
+			panic("preempt: keeping back the usage of a shrunk victim: " + err.Error())
+		}
+		s.keptUsage = append(s.keptUsage, keptUsage{c, int64(g)})
+	}
+	return true
+}
+
+// releaseKept releases again GPUs kept back for c (the undo of one
+// keepBack), forgetting nothing: undoShrinks still sees the net.
+func (s *Searcher) releaseKept(c *cand, nodes []placement.NodeGPUs) {
+	g := 0
+	for _, x := range nodes {
+		if !s.releaseOn(x.Node, x.GPUs) {
+			panic("preempt: the scratch fleet refused GPUs it gave back")
+		}
+		s.keptBack = append(s.keptBack, placement.NodeGPUs{Node: x.Node, GPUs: -x.GPUs})
+		g += x.GPUs
+	}
+	if err := s.tree.RemoveUsage(c.run.Queue, s.flavor, int64(g)); err != nil {
+		panic("preempt: releasing the usage of a shrunk victim: " + err.Error())
+	}
+	s.keptUsage = append(s.keptUsage, keptUsage{c, -int64(g)})
+}
+
+// undoShrinksFrom undoes the keep-backs recorded after the marks.
+func (s *Searcher) undoShrinksFrom(mark, usageMark int) {
+	for _, x := range slices.Backward(s.keptBack[mark:]) {
+		if !s.releaseOn(x.Node, x.GPUs) {
+			panic("preempt: the scratch fleet refused GPUs it gave back")
+		}
+	}
+	s.keptBack = s.keptBack[:mark]
+	for _, u := range slices.Backward(s.keptUsage[usageMark:]) {
+		var err error
+		if u.gpus > 0 {
+			err = s.tree.RemoveUsage(u.c.run.Queue, s.flavor, u.gpus)
+		} else {
+			err = s.tree.AddUsage(u.c.run.Queue, s.flavor, -u.gpus)
+		}
+		if err != nil {
+			panic("preempt: undoing a shrink's usage: " + err.Error())
+		}
+	}
+	s.keptUsage = s.keptUsage[:usageMark]
+}
+
+// undoShrinks puts the scratch fleet and the tree back as the taken
+// victims left them.
+func (s *Searcher) undoShrinks() { s.undoShrinksFrom(0, 0) }
+
+// applyShrinks makes the plan's shrunk victims give up their pods only,
+// priced by those pods' lost work.
+func (s *Searcher) applyShrinks(p *Plan) {
+	for j := range p.Victims {
+		if j >= len(s.yields) || s.yields[j] == nil {
+			continue
+		}
+		v := &p.Victims[j]
+		c := &s.cands[s.taken[j]]
+		pods := s.yields[j]
+		var nodes []placement.NodeGPUs
+		g := 0
+		for _, x := range pods {
+			nodes = addTo(nodes, x.Node, x.GPUs)
+			g += x.GPUs
+		}
+		part := *c.run
+		part.Nodes = nodes
+		cost := s.cost.Cost(&part, s.req.Now)
+		p.LostGPUSeconds += cost - v.Cost
+		v.Pods, v.Nodes, v.GPUs, v.Cost = slices.Clone(pods), nodes, g, cost
+	}
+	clear(s.yields)
+	s.yields = s.yields[:0]
+}
+
+// takeFrom removes g GPUs of node n from a list of GPUs per node.
+func takeFrom(list []placement.NodeGPUs, n topology.NodeID, g int) []placement.NodeGPUs {
+	for i := range list {
+		if list[i].Node == n {
+			d := min(g, list[i].GPUs)
+			list[i].GPUs -= d
+			g -= d
+			if g == 0 {
+				break
+			}
+		}
+	}
+	return list
+}
+
+// addTo adds g GPUs of node n to a list kept in node order.
+func addTo(list []placement.NodeGPUs, n topology.NodeID, g int) []placement.NodeGPUs {
+	i, found := slices.BinarySearchFunc(list, n, func(x placement.NodeGPUs, n topology.NodeID) int { return int(x.Node) - int(n) })
+	if found {
+		list[i].GPUs += g
+		return list
+	}
+	return slices.Insert(list, i, placement.NodeGPUs{Node: n, GPUs: g})
+}
