@@ -36,6 +36,7 @@ type Scheduler struct {
 	nextQuota time.Time
 	// defragSpent is the work automatic moves cost over the last hour.
 	defragSpent []defragCost
+	defrag      defragScratch
 	// overflowing marks the queues the last cycle listed in Overflow.
 	overflowing map[quota.NodeID]bool
 	placer      *placement.Placer

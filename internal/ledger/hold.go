@@ -149,6 +149,10 @@ func (l *Ledger) OnNode(n topology.NodeID) []string {
 	return slices.Clone(l.byNode[n])
 }
 
+// HoldersOn is OnNode without the copy: the caller must not change the
+// list, and it is valid until the books next change.
+func (l *Ledger) HoldersOn(n topology.NodeID) []string { return l.byNode[n] }
+
 // OnNodes lists, in ID order and once each, the holders with a pod on a
 // node of [lo, hi): O(the nodes and what runs there).
 func (l *Ledger) OnNodes(lo, hi topology.NodeID) []string {
