@@ -79,6 +79,11 @@ type Drain struct {
 	Beneficiaries []string
 	// LostGPUSeconds estimates the work lost (since the last checkpoint).
 	LostGPUSeconds float64
+	// MoveTo, for a defragmentation move, is where it restarts: these
+	// GPUs are reserved for it now, and once it has exited (drained or
+	// killed) the next cycle admits it there, to resume from its last
+	// checkpoint; the host need not resubmit it.
+	MoveTo []NodeGPUs
 }
 
 // Overflow is a guaranteed inference queue short of capacity.

@@ -80,16 +80,30 @@ func (s *Scheduler) PlanDefrag(now time.Time, level, flavor string, gpus int, pr
 }
 
 // Defragment carries out a plan: its moves drain now, with their grace,
-// reason defrag. It is refused, changing nothing, when a mover no longer
-// runs where the plan saw it.
+// reason defrag, and each mover's new place is reserved for it
+// (Drain.MoveTo), so that it restarts there once it has exited. It is
+// refused, changing nothing, when a mover no longer runs where the plan
+// saw it or a new place is no longer free.
 func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) {
 	if err := s.tick("defragment", now); err != nil {
 		return nil, err
 	}
+	want := map[topology.NodeID]int{}
 	for _, m := range plan.Moves {
 		e, ok := s.work[m.ID]
 		if !ok || e.state() != gang.Admitted || !slices.Equal(s.nodeViews(e.rec.Nodes), m.From) {
 			return nil, refuse("defragment", m.ID, ErrBadState, "no longer runs where the plan saw it")
+		}
+		if len(m.assign.Pods) == 0 || !slices.Equal(s.nodeViews(m.assign.NodeGPUs()), m.To) {
+			return nil, refuse("defragment", m.ID, ErrInvalid, "not a move PlanDefrag made")
+		}
+		for _, x := range m.assign.NodeGPUs() {
+			want[x.Node] += x.GPUs
+		}
+	}
+	for n, g := range want {
+		if s.fleet.Health(n) != topology.Healthy || s.fleet.Free(n) < g {
+			return nil, refuse("defragment", "", ErrBadState, "node %s no longer has the %d free GPUs the plan moves to", s.fleet.NodeName(n), g)
 		}
 	}
 	s.advance(now)
@@ -100,7 +114,11 @@ func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) 
 		if err != nil {
 			panic("fleet: draining a checked mover: " + err.Error())
 		}
-		d := Drain{ID: m.ID, Deadline: r.Drain.Deadline, Reason: gang.DrainDefrag, LostGPUSeconds: m.LostGPUSeconds}
+		if err := s.books.ReserveMove(m.ID, m.assign); err != nil {
+			panic("fleet: reserving a checked move: " + err.Error())
+		}
+		d := Drain{ID: m.ID, Deadline: r.Drain.Deadline, Reason: gang.DrainDefrag, LostGPUSeconds: m.LostGPUSeconds,
+			MoveTo: slices.Clone(m.To)}
 		out = append(out, d)
 		ev := s.event(EventDrainStarted, now, e)
 		ev.Reason, ev.Deadline, ev.LostGPUSeconds = d.Reason.String(), d.Deadline, d.LostGPUSeconds
@@ -425,6 +443,9 @@ func (s *Scheduler) defragFor(now time.Time, e *entry, d *Decisions) bool {
 	cost := map[string]float64{}
 	for _, m := range plan.Moves {
 		cost[m.ID] = m.LostGPUSeconds
+		if err := s.books.ReserveMove(m.ID, m.assign); err != nil {
+			panic("fleet: reserving a planned move: " + err.Error())
+		}
 	}
 	s.reportDrains(now, got, cost, d)
 	s.defragSpent = append(s.defragSpent, defragCost{at: now, gpuSeconds: plan.LostGPUSeconds})

@@ -190,6 +190,9 @@ func (s *Scheduler) reportDrains(now time.Time, got ledger.Nominated, lost map[s
 	for _, r := range got.Drained {
 		dr := Drain{ID: r.W.ID, Deadline: r.Drain.Deadline, Reason: r.Drain.Reason,
 			Beneficiaries: slices.Clone(r.Drain.Beneficiaries), LostGPUSeconds: lost[r.W.ID]}
+		if len(r.MoveTo.Pods) > 0 {
+			dr.MoveTo = s.nodeViews(r.MoveTo.NodeGPUs())
+		}
 		d.Drain = append(d.Drain, dr)
 		ev := s.event(EventDrainStarted, now, s.work[r.W.ID])
 		ev.Reason, ev.Beneficiaries, ev.Deadline, ev.LostGPUSeconds = dr.Reason.String(), dr.Beneficiaries, dr.Deadline, dr.LostGPUSeconds

@@ -365,7 +365,9 @@ func (s *Scheduler) Exited(now time.Time, id string, how gang.ExitReason) error 
 	if d := e.rec.Drain; d != nil {
 		ev.Reason = d.Reason.String()
 	}
-	s.finish(now, e, how)
+	if !s.requeueMover(now, e, how) {
+		s.finish(now, e, how)
+	}
 	s.emit(ev)
 	return nil
 }
@@ -503,6 +505,7 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 				s.dissolve(now, nom.Beneficiary, "nominated node "+node+" "+h.String())
 			}
 		}
+		s.dropMovesTo(now, n)
 	}
 	if err := s.books.SetHealth(n, h); err != nil {
 		panic(fmt.Sprintf("fleet: health of a known node refused: %v", err))

@@ -15,6 +15,7 @@ import (
 func machineConfig() fleet.Config {
 	cfg := smallConfig()
 	cfg.Policy.IdleReclaim = []fleet.IdleRule{{Class: fleet.ClassPreemptibleBatch, After: 20 * time.Minute}}
+	cfg.Policy.DefragBudget = 2
 	return cfg
 }
 

@@ -65,6 +65,7 @@ func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, err
 	if !how.Valid() {
 		return nil, nil, fmt.Errorf("ledger: exit %q: unknown reason %d", id, how)
 	}
+	l.DropMove(id)
 	var dissolved *Nomination
 	if n, ok := l.noms[id]; ok {
 		l.Dissolve(id)

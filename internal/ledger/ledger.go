@@ -87,6 +87,9 @@ type Record struct {
 	// (a gang that survives the loss of a node). Their GPUs are not in
 	// Assign or Nodes; the quota stays charged for the whole gang.
 	Lost []LostPod
+	// MoveTo is where it restarts once it has drained (see ReserveMove);
+	// no pods: it does not move.
+	MoveTo placement.Assignment
 }
 
 // Policy is what the scheduler's priority classes decide about a holder.
