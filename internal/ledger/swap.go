@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -127,6 +128,41 @@ func (r *Record) lostGPUs() int {
 	g := 0
 	for _, x := range r.Lost {
 		g += x.Pod.GPUs
+	}
+	return g
+}
+
+// DrainForSwap drains holder id, reason hot-swap, so that its GPUs can
+// take a lost pod of gang b: b is its beneficiary, but nothing is
+// promised (the replacement takes the GPUs when they are free), so the
+// victim stays visible to searches as draining work. A holder already
+// draining keeps its drain.
+func (l *Ledger) DrainForSwap(id, b string, now, deadline time.Time) (*Record, error) {
+	g, ok := l.recs[b]
+	if !ok || len(g.Lost) == 0 || id == b {
+		return nil, fmt.Errorf("ledger: drain %q for %q: no pod of it waits for a replacement", id, b)
+	}
+	if r, ok := l.recs[id]; ok && r.State == gang.Draining {
+		return r, nil
+	}
+	r, err := l.DrainFor(id, now, deadline, gang.DrainHotSwap)
+	if err != nil {
+		return nil, err
+	}
+	r.Drain.Beneficiaries = []string{b}
+	return r, nil
+}
+
+// SwapDraining is the GPUs of holders draining (reason hot-swap) for
+// gang b's lost pods: O(the draining holders).
+func (l *Ledger) SwapDraining(b string) int {
+	g := 0
+	for _, r := range l.draining {
+		if r.Drain.Reason == gang.DrainHotSwap && slices.Contains(r.Drain.Beneficiaries, b) {
+			for _, x := range r.Nodes {
+				g += x.GPUs
+			}
+		}
 	}
 	return g
 }
