@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -62,8 +63,11 @@ func (s *Scheduler) PlanDefrag(now time.Time, level, flavor string, gpus int, pr
 		return DefragPlan{}, err
 	}
 	l, ok := s.fleet.Level(level)
-	if !ok || l == 0 || int(l) >= s.fleet.Depth() {
-		return DefragPlan{}, refuse("plan-defrag", "", ErrInvalid, "unknown or unusable level %q", level)
+	switch {
+	case !ok:
+		return DefragPlan{}, &Error{Op: "plan-defrag", Detail: fmt.Sprintf("level %q", level), Err: fmt.Errorf("%w: %w", ErrInvalid, topology.ErrUnknownLevel)}
+	case l == 0 || int(l) >= s.fleet.Depth():
+		return DefragPlan{}, refuse("plan-defrag", "", ErrInvalid, "level %q: a plan opens a domain below the fleet and above a node", level)
 	}
 	if gpus < 0 {
 		return DefragPlan{}, refuse("plan-defrag", "", ErrInvalid, "negative GPUs %d", gpus)

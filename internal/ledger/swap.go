@@ -20,11 +20,16 @@ type LostPod struct {
 // LosePods records that node n went down under a holder that survives
 // the loss of a node: its pods there are lost, their GPUs released, and
 // the gang keeps running (and keeps its quota) while it waits for a
-// replacement. It returns the pods lost.
+// replacement. It returns the pods lost. It is refused, changing
+// nothing, for a holder that did not declare it survives the loss of a
+// node.
 func (l *Ledger) LosePods(id string, n topology.NodeID, now time.Time) ([]LostPod, error) {
 	r, ok := l.recs[id]
 	if !ok || !r.State.HoldsGPUs() || !r.OnNode(n) {
 		return nil, fmt.Errorf("ledger: %q has no pod on node %d", id, n)
+	}
+	if !r.W.Drain.SurvivesNodeLoss {
+		return nil, fmt.Errorf("ledger: %q did not declare it survives the loss of a node", id)
 	}
 	var lost []LostPod
 	kept := r.Assign.Pods[:0:0]
