@@ -19,7 +19,18 @@ func (d Decisions) String() string {
 		b.WriteString(")\n")
 	}
 	for _, x := range d.Drain {
-		fmt.Fprintf(&b, "drain %s for %s by %s (%s, lost %.0f GPU-s)\n", x.ID, strings.Join(x.Beneficiaries, ","), x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		fmt.Fprintf(&b, "drain %s", x.ID)
+		if len(x.Beneficiaries) > 0 {
+			fmt.Fprintf(&b, " for %s", strings.Join(x.Beneficiaries, ","))
+		}
+		fmt.Fprintf(&b, " by %s (%s, lost %.0f GPU-s)", x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		if len(x.MoveTo) > 0 {
+			b.WriteString(" move to")
+			for _, n := range x.MoveTo {
+				fmt.Fprintf(&b, " %s=%d", n.Node, n.GPUs)
+			}
+		}
+		b.WriteByte('\n')
 	}
 	for _, id := range d.Failed {
 		fmt.Fprintf(&b, "failed %s (no replacement node in time)\n", id)
