@@ -163,8 +163,8 @@ func (s *Scheduler) kills(now time.Time, d *Decisions) {
 // the fewest free GPUs that holds the pod, inside the domain of its
 // required level that holds its other pods (anywhere without one), so the
 // gang keeps its topology request. A gang whose pods wait longer than
-// Policy.HotSwapWait fails whole. Replacements take free GPUs only; they
-// preempt nobody.
+// Policy.HotSwapWait fails whole. When no free node has room, lower-
+// priority work drains to make some (swapPreempt).
 func (s *Scheduler) hotSwaps(now time.Time, d *Decisions) {
 	wait := s.cfg.Policy.HotSwapWait
 	if wait == 0 {
@@ -188,6 +188,9 @@ func (s *Scheduler) hotSwaps(now time.Time, d *Decisions) {
 			ev.Node, ev.NewNode, ev.Wait, ev.GPUs = x.OldNode, x.NewNode, x.Wait, x.GPUs
 			s.emit(ev)
 		}
+		if len(r.Lost) > 0 && now.Before(r.Lost[0].Since.Add(wait)) {
+			s.swapPreempt(now, e, d)
+		}
 		if len(r.Lost) > 0 && !now.Before(r.Lost[0].Since.Add(wait)) {
 			d.Failed = append(d.Failed, r.W.ID)
 			ev := s.event(EventExited, now, e)
@@ -202,18 +205,8 @@ func (s *Scheduler) hotSwaps(now time.Time, d *Decisions) {
 // among healthy nodes of its group inside the domain its topology request
 // keeps it in.
 func (s *Scheduler) replacementNode(e *entry, pod placement.Pod) (topology.NodeID, bool) {
-	f, r := s.fleet, e.rec
-	g := f.NodeGroup(pod.Node)
-	lo, hi := topology.NodeID(0), topology.NodeID(f.NumNodes())
-	if req := e.w.Topology.Required; req != "" {
-		if l, ok := f.Level(req); ok {
-			anchor := pod.Node
-			if len(r.Assign.Pods) > 0 {
-				anchor = r.Assign.Pods[0].Node
-			}
-			lo, hi = f.Nodes(f.DomainOf(anchor, l))
-		}
-	}
+	f := s.fleet
+	lo, hi, g := s.swapRange(e, pod)
 	best, found := topology.NodeID(0), false
 	f.AscendNodesByFree(g, pod.GPUs, func(n topology.NodeID, free int) bool {
 		if n >= lo && n < hi && f.Health(n) == topology.Healthy {

@@ -101,6 +101,11 @@ type Drain struct {
 	// with its other pods, and reports that pod's exit as ID's.
 	Of  string
 	Pod PodAssignment
+	// MoveTo, for a defragmentation move, is where it restarts: these
+	// GPUs are reserved for it now, and once it has exited (drained or
+	// killed) the next cycle admits it there, to resume from its last
+	// checkpoint; the host need not resubmit it.
+	MoveTo []NodeGPUs
 }
 
 // Overflow is a guaranteed inference queue short of capacity.

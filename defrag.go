@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -48,6 +49,8 @@ type Move struct {
 	From           []NodeGPUs
 	To             []NodeGPUs
 	LostGPUSeconds float64
+
+	assign placement.Assignment // To, as placed
 }
 
 // PlanDefrag finds the cheapest set of moves that leaves a domain of
@@ -60,8 +63,11 @@ func (s *Scheduler) PlanDefrag(now time.Time, level, flavor string, gpus int, pr
 		return DefragPlan{}, err
 	}
 	l, ok := s.fleet.Level(level)
-	if !ok || l == 0 || int(l) >= s.fleet.Depth() {
-		return DefragPlan{}, refuse("plan-defrag", "", ErrInvalid, "unknown or unusable level %q", level)
+	switch {
+	case !ok:
+		return DefragPlan{}, &Error{Op: "plan-defrag", Detail: fmt.Sprintf("level %q", level), Err: fmt.Errorf("%w: %w", ErrInvalid, topology.ErrUnknownLevel)}
+	case l == 0 || int(l) >= s.fleet.Depth():
+		return DefragPlan{}, refuse("plan-defrag", "", ErrInvalid, "level %q: a plan opens a domain below the fleet and above a node", level)
 	}
 	if gpus < 0 {
 		return DefragPlan{}, refuse("plan-defrag", "", ErrInvalid, "negative GPUs %d", gpus)
@@ -78,16 +84,30 @@ func (s *Scheduler) PlanDefrag(now time.Time, level, flavor string, gpus int, pr
 }
 
 // Defragment carries out a plan: its moves drain now, with their grace,
-// reason defrag. It is refused, changing nothing, when a mover no longer
-// runs where the plan saw it.
+// reason defrag, and each mover's new place is reserved for it
+// (Drain.MoveTo), so that it restarts there once it has exited. It is
+// refused, changing nothing, when a mover no longer runs where the plan
+// saw it or a new place is no longer free.
 func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) {
 	if err := s.tick("defragment", now); err != nil {
 		return nil, err
 	}
+	want := map[topology.NodeID]int{}
 	for _, m := range plan.Moves {
 		e, ok := s.work[m.ID]
 		if !ok || e.state() != gang.Admitted || !slices.Equal(s.nodeViews(e.rec.Nodes), m.From) {
 			return nil, refuse("defragment", m.ID, ErrBadState, "no longer runs where the plan saw it")
+		}
+		if len(m.assign.Pods) == 0 || !slices.Equal(s.nodeViews(m.assign.NodeGPUs()), m.To) {
+			return nil, refuse("defragment", m.ID, ErrInvalid, "not a move PlanDefrag made")
+		}
+		for _, x := range m.assign.NodeGPUs() {
+			want[x.Node] += x.GPUs
+		}
+	}
+	for n, g := range want {
+		if s.fleet.Health(n) != topology.Healthy || s.fleet.Free(n) < g {
+			return nil, refuse("defragment", "", ErrBadState, "node %s no longer has the %d free GPUs the plan moves to", s.fleet.NodeName(n), g)
 		}
 	}
 	s.advance(now)
@@ -98,7 +118,11 @@ func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) 
 		if err != nil {
 			panic("fleet: draining a checked mover: " + err.Error())
 		}
-		d := Drain{ID: m.ID, Deadline: r.Drain.Deadline, Reason: gang.DrainDefrag, LostGPUSeconds: m.LostGPUSeconds}
+		if err := s.books.ReserveMove(m.ID, m.assign); err != nil {
+			panic("fleet: reserving a checked move: " + err.Error())
+		}
+		d := Drain{ID: m.ID, Deadline: r.Drain.Deadline, Reason: gang.DrainDefrag, LostGPUSeconds: m.LostGPUSeconds,
+			MoveTo: slices.Clone(m.To)}
 		out = append(out, d)
 		ev := s.event(EventDrainStarted, now, e)
 		ev.Reason, ev.Deadline, ev.LostGPUSeconds = d.Reason.String(), d.Deadline, d.LostGPUSeconds
@@ -117,30 +141,37 @@ func (s *Scheduler) groupOfFlavor(flavor string) (topology.GroupID, bool) {
 	return 0, false
 }
 
-// nodeClear is what emptying one node of a domain would take.
+// nodeClear is what emptying one node of a domain would take: its
+// movers are movers[at:at+count] of the request's mover list.
 type nodeClear struct {
-	n      topology.NodeID
-	cost   float64
-	movers []*entry
+	n         topology.NodeID
+	cost      float64
+	at, count int
 }
 
-// planDefrag prices every domain of level l from the work on its nodes
-// (no placement), then plans the domains in order of that price, which is
-// exact when every mover sits on one node and a lower bound otherwise,
-// and keeps the cheapest plan (then fewest moves, then the domain's ID).
-// Only the domains that could still beat the best plan are placed, so a
-// request costs the arithmetic over the level's nodes plus the placements
-// of one plan's movers.
+// defragDomain is a domain a request may open, with a lower bound on its
+// price.
+type defragDomain struct {
+	d     topology.DomainID
+	need  int
+	bound float64
+}
+
+// planDefrag ranks the domains of level l by a lower bound on the price
+// of opening them, then plans them in that order and keeps the cheapest
+// plan (then fewest moves, then the earlier domain), stopping at the
+// first domain whose bound is above the best plan's price. A domain to
+// open whole, all of whose nodes are healthy and of group g, is bounded
+// in O(1) from the victim index's aggregates (the highest priority that
+// must move, and the work its running candidates lose); any other is
+// bounded from the work on its nodes. So a request costs the level's
+// domains, plus the nodes of the domains it prices exactly and the
+// placements of their movers: one domain, when the bounds are tight.
 func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.GroupID, gpus int, priority int32, forID string) (DefragPlan, bool) {
 	f := s.fleet
 	lo, hi := f.DomainsAt(l)
-	type priced struct {
-		d     topology.DomainID
-		need  int
-		bound float64
-		nodes []nodeClear
-	}
-	var doms []priced
+	restart := s.restartOverhead()
+	doms := s.defrag.doms[:0]
 	for d := lo; d < hi; d++ {
 		st := f.Stats(d, g)
 		need := gpus
@@ -150,28 +181,41 @@ func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.Group
 		if st.HealthyGPUs < need || need == 0 {
 			continue
 		}
-		whole, nodes := s.clearable(now, d, g, priority, forID)
-		left := need - whole
 		bound := 0.0
-		for _, nc := range nodes {
-			if left <= 0 {
-				break
+		if need == st.HealthyGPUs && need == f.Stats(d, topology.AllGroups).GPUs {
+			prio, cost, ok := s.books.Index().ClearBound(d, now, restart)
+			if !ok || prio > priority {
+				continue
 			}
-			bound += nc.cost
-			left -= f.Capacity(nc.n)
+			bound = cost
 		}
-		if left > 0 {
-			continue
-		}
-		doms = append(doms, priced{d: d, need: need, bound: bound, nodes: nodes})
+		doms = append(doms, defragDomain{d: d, need: need, bound: bound})
 	}
-	slices.SortStableFunc(doms, func(a, b priced) int { return cmp.Compare(a.bound, b.bound) })
+	slices.SortFunc(doms, func(a, b defragDomain) int {
+		return cmp.Or(cmp.Compare(a.bound, b.bound), cmp.Compare(a.d, b.d))
+	})
+	s.defrag.doms = doms
 	best, found := DefragPlan{}, false
 	for _, x := range doms {
 		if found && x.bound > best.LostGPUSeconds {
 			break
 		}
-		p, ok := s.planDomain(now, x.d, g, x.need, x.nodes)
+		whole, nodes, movers, ok := s.clearable(now, x.d, g, priority, forID, x.need == f.Stats(x.d, g).HealthyGPUs)
+		if !ok {
+			continue
+		}
+		left, exact := x.need-whole, 0.0
+		for _, nc := range nodes {
+			if left <= 0 {
+				break
+			}
+			exact += nc.cost
+			left -= f.Capacity(nc.n)
+		}
+		if left > 0 || found && exact > best.LostGPUSeconds {
+			continue
+		}
+		p, ok := s.planDomain(now, x.d, x.need, whole, nodes, movers)
 		if !ok {
 			continue
 		}
@@ -185,11 +229,15 @@ func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.Group
 
 // clearable returns the whole free GPUs of domain d's healthy nodes of
 // group g, and its other nodes that moves could empty, cheapest first
-// (then ID): every workload on them may move (preemptible, checkpointing,
-// not a booking's, of priority at most priority, not forID).
-func (s *Scheduler) clearable(now time.Time, d topology.DomainID, g topology.GroupID, priority int32, forID string) (whole int, nodes []nodeClear) {
+// (then ID), with their movers: every workload on them may move
+// (preemptible, checkpointing, not a booking's, of priority at most
+// priority, not forID). When all is set (the domain must be emptied
+// whole), it reports false at the first node that cannot be.
+func (s *Scheduler) clearable(now time.Time, d topology.DomainID, g topology.GroupID, priority int32, forID string, all bool) (whole int, nodes []nodeClear, movers []*entry, ok bool) {
 	f := s.fleet
 	lo, hi := f.Nodes(d)
+	movers, nodes = s.defrag.movers[:0], s.defrag.nodes[:0]
+	defer func() { s.defrag.movers, s.defrag.nodes = movers, nodes }()
 	for n := lo; n < hi; n++ {
 		if f.Health(n) != topology.Healthy || f.NodeGroup(n) != g {
 			continue
@@ -198,71 +246,80 @@ func (s *Scheduler) clearable(now time.Time, d topology.DomainID, g topology.Gro
 			whole += f.Capacity(n)
 			continue
 		}
-		nc := nodeClear{n: n}
-		movable := true
-		for _, id := range s.books.OnNode(n) {
+		nc := nodeClear{n: n, at: len(movers)}
+		movable, held := true, 0
+		for _, id := range s.books.HoldersOn(n) {
 			e := s.work[id]
-			r := e.rec
-			if id == forID || r.State != gang.Admitted || !r.Policy.Preemptible || e.w.Drain.CheckpointInterval <= 0 ||
-				e.w.Booking != "" || e.priority > priority || len(r.Lost) > 0 || r.HasClaims() {
+			if !s.movable(e, priority, forID) {
 				movable = false
 				break
 			}
 			nc.cost += s.moveCost(e, now)
-			nc.movers = append(nc.movers, e)
-		}
-		// GPUs a nomination reserved there are not any mover's to give.
-		if held := 0; movable {
-			for _, e := range nc.movers {
-				for _, x := range e.rec.Nodes {
-					if x.Node == n {
-						held += x.GPUs
-					}
+			movers = append(movers, e)
+			for _, x := range e.rec.Nodes {
+				if x.Node == n {
+					held += x.GPUs
 				}
 			}
-			movable = held == f.Allocated(n)
 		}
-		if !movable {
+		// GPUs a nomination reserved there are not any mover's to give.
+		if !movable || held != f.Allocated(n) {
+			if all {
+				return 0, nil, nil, false
+			}
+			movers = movers[:nc.at]
 			continue
 		}
+		nc.count = len(movers) - nc.at
 		nodes = append(nodes, nc)
 	}
-	slices.SortStableFunc(nodes, func(a, b nodeClear) int { return cmp.Compare(a.cost, b.cost) })
-	return whole, nodes
+	slices.SortFunc(nodes, func(a, b nodeClear) int {
+		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(a.n, b.n))
+	})
+	return whole, nodes, movers, true
+}
+
+// movable reports whether a defragmentation may move e for work of
+// priority at most priority (and not for e itself).
+func (s *Scheduler) movable(e *entry, priority int32, forID string) bool {
+	r := e.rec
+	return e.w.ID != forID && r.State == gang.Admitted && r.Policy.Preemptible && e.w.Drain.CheckpointInterval > 0 &&
+		e.w.Booking == "" && e.priority <= priority && len(r.Lost) == 0 && !r.HasClaims() && r.SplitOf() == ""
 }
 
 // planDomain empties domain d's nodes, cheapest first, until its whole
-// free nodes hold need GPUs: every mover must fit outside d now, beside
-// the movers already placed (tried on the scratch fleet and given back);
-// a node one of whose movers does not fit is skipped.
-func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, g topology.GroupID, need int, nodes []nodeClear) (DefragPlan, bool) {
+// free nodes (whole GPUs of them to start with) hold need GPUs: every
+// mover must fit outside d now, beside the movers already placed (tried
+// on the scratch fleet and given back); a node one of whose movers does
+// not fit is skipped.
+func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole int, nodes []nodeClear, movers []*entry) (DefragPlan, bool) {
 	f := s.fleet
 	plan := DefragPlan{Level: f.LevelName(f.DomainLevel(d)), Domain: f.DomainName(d)}
 	scratch := s.books.Scratch()
-	var placed []placement.NodeGPUs // the movers' new places, taken on the scratch fleet
-	defer func() {
-		for _, x := range placed {
+	placed := s.defrag.placed[:0] // the movers' new places, taken on the scratch fleet
+	giveBack := func(from int) {
+		for _, x := range placed[from:] {
 			if err := scratch.Release(x.Node, x.GPUs); err != nil {
 				panic("fleet: giving back a defragmentation trial: " + err.Error())
 			}
 		}
-	}()
-	moved := map[string]bool{}
-	got := 0
-	lo, hi := f.Nodes(d)
-	for n := lo; n < hi; n++ {
-		if f.Health(n) == topology.Healthy && f.NodeGroup(n) == g && f.Free(n) == f.Capacity(n) {
-			got += f.Capacity(n)
-		}
+		placed = placed[:from]
 	}
+	defer func() {
+		giveBack(0)
+		s.defrag.placed = placed
+	}()
+	// A mover on several nodes of d is planned with the first of them; a
+	// later node finds it already moved.
+	moved := make(map[string]bool, len(movers))
+	got := whole
 	for _, nc := range nodes {
 		if got >= need {
 			break
 		}
-		mark := len(placed)
-		var moves []Move
+		mark, movesAt := len(placed), len(plan.Moves)
 		fits := true
-		for _, e := range nc.movers {
+		for _, e := range movers[nc.at : nc.at+nc.count] {
 			if moved[e.w.ID] {
 				continue
 			}
@@ -271,43 +328,58 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, g topology.Gr
 				fits = false
 				break
 			}
-			to := a.NodeGPUs()
-			for _, x := range to {
+			a = a.Clone()
+			for _, x := range a.NodeGPUs() {
 				if err := scratch.Allocate(x.Node, x.GPUs); err != nil {
 					panic("fleet: a defragmentation trial on a checked placement: " + err.Error())
 				}
 				placed = append(placed, x)
 			}
-			moves = append(moves, Move{ID: e.w.ID, From: s.nodeViews(e.rec.Nodes), To: s.nodeViews(to), LostGPUSeconds: s.moveCost(e, now)})
+			plan.Moves = append(plan.Moves, Move{ID: e.w.ID, LostGPUSeconds: s.moveCost(e, now), assign: a})
+			moved[e.w.ID] = true
 		}
 		if !fits {
-			for _, x := range placed[mark:] {
-				if err := scratch.Release(x.Node, x.GPUs); err != nil {
-					panic("fleet: giving back a defragmentation trial: " + err.Error())
-				}
+			giveBack(mark)
+			for _, m := range plan.Moves[movesAt:] {
+				delete(moved, m.ID)
 			}
-			placed = placed[:mark]
+			plan.Moves = plan.Moves[:movesAt]
 			continue
-		}
-		for _, m := range moves {
-			moved[m.ID] = true
-			plan.Moves = append(plan.Moves, m)
-			plan.LostGPUSeconds += m.LostGPUSeconds
 		}
 		got += f.Capacity(nc.n)
 	}
+	if got < need {
+		return DefragPlan{}, false
+	}
+	for i := range plan.Moves {
+		m := &plan.Moves[i]
+		m.From, m.To = s.nodeViews(s.work[m.ID].rec.Nodes), s.nodeViews(m.assign.NodeGPUs())
+		plan.LostGPUSeconds += m.LostGPUSeconds
+	}
 	plan.FreeGPUs = got
-	return plan, got >= need
+	return plan, true
+}
+
+// restartOverhead is the work a mover redoes when it restarts.
+func (s *Scheduler) restartOverhead() time.Duration {
+	if s.cfg.Policy.RestartOverhead == 0 {
+		return 3 * time.Minute
+	}
+	return s.cfg.Policy.RestartOverhead
 }
 
 // moveCost is the work a mover loses: its GPUs times the time since its
 // last checkpoint, plus a restart.
 func (s *Scheduler) moveCost(e *entry, now time.Time) float64 {
-	restart := s.cfg.Policy.RestartOverhead
-	if restart == 0 {
-		restart = 3 * time.Minute
-	}
-	return float64(e.gpus()) * (e.w.Drain.Unsaved(now, e.rec.Started) + restart).Seconds()
+	return float64(e.gpus()) * (e.w.Drain.Unsaved(now, e.rec.Started) + s.restartOverhead()).Seconds()
+}
+
+// defragScratch is planDefrag's reused buffers.
+type defragScratch struct {
+	doms   []defragDomain
+	nodes  []nodeClear
+	movers []*entry
+	placed []placement.NodeGPUs
 }
 
 // defragFor opens a domain for a gang blocked by fragmentation, within the
@@ -375,6 +447,9 @@ func (s *Scheduler) defragFor(now time.Time, e *entry, d *Decisions) bool {
 	cost := map[string]float64{}
 	for _, m := range plan.Moves {
 		cost[m.ID] = m.LostGPUSeconds
+		if err := s.books.ReserveMove(m.ID, m.assign); err != nil {
+			panic("fleet: reserving a planned move: " + err.Error())
+		}
 	}
 	s.reportDrains(now, got, cost, d)
 	s.defragSpent = append(s.defragSpent, defragCost{at: now, gpuSeconds: plan.LostGPUSeconds})

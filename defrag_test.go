@@ -61,6 +61,11 @@ func TestDefragmentationOpensALeafForABlockedGang(t *testing.T) {
 	assert.Equal(t, []string{"g"}, mv.Beneficiaries)
 	// 2 GPUs x (1 h since start + 3 min restart).
 	assert.InDelta(t, 2*63*60, mv.LostGPUSeconds, 1e-6)
+	// Its new place is reserved in the same decision, outside the leaf.
+	require.Len(t, mv.MoveTo, 1)
+	assert.Equal(t, 2, mv.MoveTo[0].GPUs)
+	assert.NotEqual(t, "node-0-0-", mv.MoveTo[0].Node[:9], "it moves out of the leaf it opens")
+	require.NoError(t, s.CheckInvariants())
 	x, err = s.Explain("g")
 	require.NoError(t, err)
 	assert.Equal(t, fleet.WaitVictims, x.Waiting)
@@ -68,8 +73,13 @@ func TestDefragmentationOpensALeafForABlockedGang(t *testing.T) {
 	now = now.Add(time.Minute)
 	require.NoError(t, s.Exited(now, mv.ID, gang.ExitDrained))
 	d = s.Schedule(now)
-	require.Len(t, d.Admit, 1)
+	require.Len(t, d.Admit, 2, "the gang, and the mover at its new place")
+	assert.Equal(t, "g", d.Admit[0].ID)
 	assert.Equal(t, "leaf", d.Admit[0].Span)
+	assert.Equal(t, mv.ID, d.Admit[1].ID)
+	assert.Equal(t, mv.MoveTo[0].Node, d.Admit[1].Pods[0].Node)
+	assert.Zero(t, d.Admit[1].Wait, "a restart does not wait in the queue")
+	require.NoError(t, s.CheckInvariants())
 
 	// The budget is spent for this hour: a second blocked gang waits.
 	require.NoError(t, s.Submit(now, leafGang("g2")))

@@ -1,6 +1,10 @@
 package fleet
 
-import "github.com/fleetsched/fleet/quota"
+import (
+	"time"
+
+	"github.com/fleetsched/fleet/quota"
+)
 
 // CheckInvariants lets the external tests check the ledger after every
 // step.
@@ -26,4 +30,35 @@ func (s *Scheduler) NodeResource(node, resource string) (amount int64, milliGPUs
 		amount = s.fleet.ResourceAllocated(n, r)
 	}
 	return amount, s.fleet.MilliUsed(n)
+}
+
+// PlanDefragNaive plans every domain of a level in full, with no bound,
+// and returns the cheapest plan's cost and move count (ok false: none):
+// the reference the bounded search must equal.
+func (s *Scheduler) PlanDefragNaive(now time.Time, level, flavor string, gpus int, priority int32) (lost float64, moves int, ok bool) {
+	l, _ := s.fleet.Level(level)
+	g, _ := s.groupOfFlavor(flavor)
+	lo, hi := s.fleet.DomainsAt(l)
+	for d := lo; d < hi; d++ {
+		st := s.fleet.Stats(d, g)
+		need := gpus
+		if need == 0 {
+			need = st.HealthyGPUs
+		}
+		if st.HealthyGPUs < need || need == 0 {
+			continue
+		}
+		whole, nodes, movers, fine := s.clearable(now, d, g, priority, "", need == st.HealthyGPUs)
+		if !fine {
+			continue
+		}
+		p, found := s.planDomain(now, d, need, whole, nodes, movers)
+		if !found {
+			continue
+		}
+		if !ok || p.LostGPUSeconds < lost || p.LostGPUSeconds == lost && len(p.Moves) < moves {
+			lost, moves, ok = p.LostGPUSeconds, len(p.Moves), true
+		}
+	}
+	return lost, moves, ok
 }

@@ -269,6 +269,9 @@ func (s *Scheduler) reportDrains(now time.Time, got ledger.Nominated, lost map[s
 		if e.split != nil {
 			dr.Of, dr.Pod = e.split.of, e.split.pod
 		}
+		if len(r.MoveTo.Pods) > 0 {
+			dr.MoveTo = s.nodeViews(r.MoveTo.NodeGPUs())
+		}
 		d.Drain = append(d.Drain, dr)
 		ev := s.event(EventDrainStarted, now, e)
 		ev.Reason, ev.Beneficiaries, ev.Deadline, ev.LostGPUSeconds = dr.Reason.String(), dr.Beneficiaries, dr.Deadline, dr.LostGPUSeconds

@@ -22,10 +22,16 @@ func (d Decisions) String() string {
 	for _, x := range d.Drain {
 		fmt.Fprintf(&b, "drain %s", x.ID)
 		if len(x.Beneficiaries) > 0 {
-			// A booked block's drain has no beneficiary yet: it frees the block.
 			fmt.Fprintf(&b, " for %s", strings.Join(x.Beneficiaries, ","))
 		}
-		fmt.Fprintf(&b, " by %s (%s, lost %.0f GPU-s)\n", x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		fmt.Fprintf(&b, " by %s (%s, lost %.0f GPU-s)", x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		if len(x.MoveTo) > 0 {
+			b.WriteString(" move to")
+			for _, n := range x.MoveTo {
+				fmt.Fprintf(&b, " %s=%d", n.Node, n.GPUs)
+			}
+		}
+		b.WriteByte('\n')
 	}
 	for _, id := range d.Failed {
 		fmt.Fprintf(&b, "failed %s (no replacement node in time)\n", id)

@@ -121,6 +121,15 @@ func (s *Scheduler) restore(snap Snapshot) error {
 		if err := s.books.RestoreDrain(v.ID, dr, claims); err != nil {
 			return bad(v.ID, "%v", err)
 		}
+		if len(d.MoveTo) > 0 {
+			to, err := s.assignment("restore", s.work[v.ID], d.MoveTo)
+			if err != nil {
+				return err
+			}
+			if err := s.books.ReserveMove(v.ID, to); err != nil {
+				return bad(v.ID, "%v", err)
+			}
+		}
 	}
 	noms := slices.Clone(snap.Pending)
 	slices.SortFunc(noms, func(a, b PendingView) int { return cmp.Compare(seqOf(a.Nomination), seqOf(b.Nomination)) })

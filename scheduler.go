@@ -36,6 +36,7 @@ type Scheduler struct {
 	nextQuota time.Time
 	// defragSpent is the work automatic moves cost over the last hour.
 	defragSpent []defragCost
+	defrag      defragScratch
 	// overflowing marks the queues the last cycle listed in Overflow.
 	overflowing map[quota.NodeID]bool
 	placer      *placement.Placer
@@ -44,16 +45,16 @@ type Scheduler struct {
 	explainer *placement.Placer
 	classes   map[string]PriorityClass
 
-	work       map[string]*entry // every workload not yet ended
-	queued     map[string]*entry // pending ones, so a cycle never scans running work
-	seq        uint64
-	now        time.Time
-	cycles     uint64 // Schedule calls so far
-	events     []Event
-	reserve    *reservation
+	work    map[string]*entry // every workload not yet ended
+	queued  map[string]*entry // pending ones, so a cycle never scans running work
+	seq     uint64
+	now     time.Time
+	cycles  uint64 // Schedule calls so far
+	events  []Event
+	reserve *reservation
 	// refused remembers, for one cycle, the plans found but refused
 	// (preemption.go): an identical request would find them again.
-	refused map[failKey]refusal
+	refused    map[failKey]refusal
 	searcher   *preempt.Searcher
 	lastEvents int      // events of the last cycle, to size the next
 	dropped    int      // events not kept since the last cycle (MaxEvents)
@@ -385,7 +386,9 @@ func (s *Scheduler) Exited(now time.Time, id string, how gang.ExitReason) error 
 	if d := e.rec.Drain; d != nil {
 		ev.Reason = d.Reason.String()
 	}
-	s.finish(now, e, how)
+	if !s.requeueMover(now, e, how) {
+		s.finish(now, e, how)
+	}
 	s.emit(ev)
 	return nil
 }
@@ -523,6 +526,7 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 				s.dissolve(now, nom.Beneficiary, "nominated node "+node+" "+h.String())
 			}
 		}
+		s.dropMovesTo(now, n)
 	}
 	if err := s.books.SetHealth(n, h); err != nil {
 		panic(fmt.Sprintf("fleet: health of a known node refused: %v", err))

@@ -34,6 +34,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 		snap.Fleet.LargestFreeBlock = append(snap.Fleet.LargestFreeBlock, LevelBlock{Level: f.LevelName(l), Domain: f.DomainName(d), Nodes: n})
 	}
 	pendingBy, runningBy := map[quota.NodeID]int{}, map[quota.NodeID]int{}
+	moving := 0
 	for _, id := range s.sortedIDs() {
 		e := s.work[id]
 		r := e.rec
@@ -71,6 +72,10 @@ func (s *Scheduler) Snapshot() Snapshot {
 				for _, c := range d.Claims() {
 					v.Drain.Claims = append(v.Drain.Claims, ClaimView{Beneficiary: c.Beneficiary, Node: f.NodeName(c.Node), GPUs: c.GPUs})
 				}
+				if len(r.MoveTo.Pods) > 0 {
+					v.Drain.MoveTo = s.podViews(e, r.MoveTo)
+					moving += r.MoveTo.GPUs()
+				}
 			}
 			snap.Running = append(snap.Running, v)
 		}
@@ -82,7 +87,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 		ev.Beneficiaries, ev.Affected = slices.Clone(ev.Beneficiaries), slices.Clone(ev.Affected)
 		snap.Undelivered = append(snap.Undelivered, ev)
 	}
-	snap.Nominated = s.books.ReservedGPUs()
+	snap.Nominated = s.books.ReservedGPUs() + moving
 	snap.Quota = s.tree.Spec()
 	t := s.tree
 	for n := range quota.NodeID(t.NumNodes()) {

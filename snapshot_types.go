@@ -25,7 +25,8 @@ type Snapshot struct {
 	Queues      []QueueView
 	Running     []RunningView
 	Pending     []PendingView
-	// Nominated counts GPUs held for beneficiaries of drains in progress.
+	// Nominated counts GPUs held for beneficiaries of drains in progress
+	// and for the new places of movers (DrainView.MoveTo).
 	Nominated int
 	// Calendar is the approved bookings, pending proposals and the
 	// decision log.
@@ -151,6 +152,9 @@ type DrainView struct {
 	KillAsked time.Time
 	// Claims are its GPUs promised to nominations.
 	Claims []ClaimView
+	// MoveTo, for a defragmentation move, is the place reserved for its
+	// restart.
+	MoveTo []PodAssignment
 }
 
 // ClaimView is a victim's GPUs on one node promised to a beneficiary.

@@ -30,6 +30,7 @@ func machineConfig() fleet.Config {
 			n.Quotas[j].Resources = []quota.ResourceQuota{{Name: "cpu", Nominal: cores[n.Name]}}
 		}
 	}
+	cfg.Policy.DefragBudget = 2
 	return cfg
 }
 

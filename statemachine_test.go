@@ -35,6 +35,7 @@ type host struct {
 	running  map[string]fleet.Admission
 	started  map[string]time.Time
 	draining map[string]bool // told to drain, not yet exited
+	moving   map[string]bool // told to drain with a new place reserved
 }
 
 type machine struct {
@@ -52,7 +53,7 @@ func (m *machine) init(t *rapid.T) {
 	require.NoError(t, err)
 	m.twin, err = fleet.New(cfg)
 	require.NoError(t, err)
-	m.h = host{specs: map[string]gang.Workload{}, running: map[string]fleet.Admission{}, started: map[string]time.Time{}, draining: map[string]bool{}}
+	m.h = host{specs: map[string]gang.Workload{}, running: map[string]fleet.Admission{}, started: map[string]time.Time{}, draining: map[string]bool{}, moving: map[string]bool{}}
 	m.now = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for _, n := range cfg.Topology.Nodes {
 		m.nodes = append(m.nodes, n.Name)
@@ -75,7 +76,8 @@ func (m *machine) Submit(t *rapid.T) {
 	class := map[string]string{"prod-inference": fleet.ClassProdInference, "research": fleet.ClassReservedResearch, "batch": fleet.ClassPreemptibleBatch}[queue]
 	w := gang.Workload{ID: fmt.Sprintf("w%d", m.n), Queue: queue, PriorityClass: class, Shape: gang.Batch,
 		PodSets: []gang.PodSet{{Name: "p", Count: rapid.IntRange(1, 4).Draw(t, "count"), GPUsPerPod: rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(t, "gpus")}},
-		Drain:   gang.DrainContract{Preemptible: queue != "prod-inference", SurvivesNodeLoss: rapid.Bool().Draw(t, "survives")}}
+		Drain: gang.DrainContract{Preemptible: queue != "prod-inference", SurvivesNodeLoss: rapid.Bool().Draw(t, "survives"),
+			CheckpointInterval: time.Duration(rapid.IntRange(0, 1).Draw(t, "checkpoints")) * 10 * time.Minute}}
 	if rapid.Bool().Draw(t, "topo") {
 		w.Topology.Required = rapid.SampledFrom([]string{"spine", "leaf"}).Draw(t, "required")
 	}
@@ -175,6 +177,7 @@ func (m *machine) Schedule(t *rapid.T) {
 		if x.Of != "" {
 			m.split(t, x)
 		}
+		m.h.moving[x.ID] = len(x.MoveTo) > 0
 	}
 	for _, k := range d.Kill {
 		require.True(t, m.h.draining[k.ID], "kill of %s, which was never told to drain", k.ID)
@@ -221,8 +224,13 @@ func (m *machine) exit(t *rapid.T, id string, how gang.ExitReason) {
 	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Exited(m.now, id, how) })
 	require.NoError(t, err)
 	delete(m.h.running, id)
-	delete(m.h.specs, id)
 	delete(m.h.draining, id)
+	moved := m.h.moving[id] && (how == gang.ExitDrained || how == gang.ExitKilled)
+	delete(m.h.moving, id)
+	if _, err := m.s.Explain(id); moved && err == nil {
+		return // it restarts at its new place: the scheduler admits it again
+	}
+	delete(m.h.specs, id)
 }
 
 func (m *machine) Exit(t *rapid.T) {
@@ -292,6 +300,7 @@ func (m *machine) SnapshotRestart(t *rapid.T) {
 // progress are forgotten by both.
 func (m *machine) Restart(t *rapid.T) {
 	clear(m.h.draining)
+	clear(m.h.moving)
 	cfg := machineConfig()
 	var err error
 	m.s, err = fleet.New(cfg)

@@ -33,10 +33,14 @@ const (
 	// capacity scattered in pieces could not hold (defragmentation); it
 	// restarts elsewhere from its checkpoint.
 	DrainDefrag
+	// DrainHotSwap: its node is the replacement for a lost node of a
+	// higher-priority gang that survives the loss of a node, and no free
+	// node in the domain the gang's topology request keeps it in had room.
+	DrainHotSwap
 )
 
 // Valid reports whether r is one of the drain reasons.
-func (r DrainReason) Valid() bool { return r >= DrainInQueue && r <= DrainDefrag }
+func (r DrainReason) Valid() bool { return r >= DrainInQueue && r <= DrainHotSwap }
 
 // String returns the reason's name, or "DrainReason(n)".
 func (r DrainReason) String() string {
@@ -57,6 +61,8 @@ func (r DrainReason) String() string {
 		return "idle"
 	case DrainDefrag:
 		return "defrag"
+	case DrainHotSwap:
+		return "hot-swap"
 	}
 	return "DrainReason(" + strconv.Itoa(int(r)) + ")"
 }

@@ -22,6 +22,7 @@ func TestDrainReasonsRoundTripByName(t *testing.T) {
 		{gang.DrainBooking, "booking"},
 		{gang.DrainIdle, "idle"},
 		{gang.DrainDefrag, "defrag"},
+		{gang.DrainHotSwap, "hot-swap"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.True(t, tt.r.Valid())
@@ -36,7 +37,7 @@ func TestDrainReasonsRoundTripByName(t *testing.T) {
 }
 
 func TestDrainReasonRefusesValuesOutsideItsRange(t *testing.T) {
-	for _, r := range []gang.DrainReason{0, gang.DrainDefrag + 1} {
+	for _, r := range []gang.DrainReason{0, gang.DrainHotSwap + 1} {
 		assert.False(t, r.Valid())
 		_, err := r.MarshalText()
 		assert.ErrorIs(t, err, gang.ErrInvalid)

@@ -74,6 +74,7 @@ type job struct {
 	// share of the job's unsaved work, in GPU-ns.
 	split     bool
 	splitLost float64
+	moving    bool // drained by a defragmentation move, its new place reserved
 }
 
 type pod struct {
@@ -602,6 +603,10 @@ func (sm *sim) drain(d fleet.Drain) {
 	j.state, j.deadline = jsDraining, int64(d.Deadline.Sub(sm.start))
 	sm.draining = append(sm.draining, i)
 	sm.res.Drains++
+	j.moving = len(d.MoveTo) > 0
+	if d.Reason == gang.DrainDefrag {
+		sm.res.Moves++
+	}
 	for _, id := range d.Beneficiaries {
 		if b, ok := sm.byID[id]; ok && sm.jobs[b].w.Shape == gang.Inference {
 			if !sm.jobs[b].reclaim {
@@ -647,6 +652,9 @@ func (sm *sim) stopped(i int32, how gang.ExitReason) {
 	}
 	sm.res.PreemptedLostGPUh += float64(lost) * float64(j.full) / float64(time.Hour)
 	sm.res.RestartGPUh += float64(sm.cfg.RestartOverhead) * float64(j.gpus) / float64(time.Hour)
+	if j.moving {
+		sm.res.MoveLostGPUh += float64(lost+int64(sm.cfg.RestartOverhead)) * float64(j.gpus) / float64(time.Hour)
+	}
 	sm.exit(i, how)
 	sm.requeue(i)
 }
@@ -693,6 +701,17 @@ func (sm *sim) requeue(i int32) {
 		j.w.ExpectedRuntime = time.Duration(j.work-j.done) + sm.cfg.RestartOverhead
 	}
 	sm.res.Requeues++
+	// A mover whose new place is still reserved is pending again in the
+	// scheduler, which admits it there: it is not submitted again.
+	if j.moving {
+		j.moving = false
+		if _, err := sm.s.Explain(j.w.ID); err == nil {
+			j.state = jsPending
+			sm.dirty = true
+			sm.pendingDelta(j, 1)
+			return
+		}
+	}
 	sm.submit(i)
 }
 

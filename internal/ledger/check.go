@@ -48,6 +48,9 @@ func (l *Ledger) CheckInvariants() error {
 		if _, ok := l.holders.Get(r); ok != r.State.HoldsGPUs() {
 			return fmt.Errorf("%s: state %s, in the holders index %v", id, r.State, ok)
 		}
+		if len(r.MoveTo.Pods) > 0 && r.State != gang.Draining {
+			return fmt.Errorf("%s: state %s with a move", id, r.State)
+		}
 		if !r.State.HoldsGPUs() {
 			continue
 		}
@@ -156,12 +159,19 @@ func (l *Ledger) CheckInvariants() error {
 			return fmt.Errorf("GPUs promised to %q, which has no nomination", b)
 		}
 	}
+	moving := make([]int, f.NumNodes())
+	l.holders.Ascend(func(r *Record) bool {
+		for _, x := range r.MoveTo.NodeGPUs() {
+			moving[x.Node] += x.GPUs
+		}
+		return true
+	})
 	for n := range topology.NodeID(f.NumNodes()) {
 		if reserved[n] != l.reserved[n] {
 			return fmt.Errorf("node %s: %d GPUs reserved in the books, nominations hold %d", f.NodeName(n), l.reserved[n], reserved[n])
 		}
-		if got := held[n] + reserved[n]; got != f.WholeHeld(n) {
-			return fmt.Errorf("node %s: %d GPUs held whole, holders %d + reserved %d", f.NodeName(n), f.WholeHeld(n), held[n], reserved[n])
+		if got := held[n] + reserved[n] + moving[n]; got != f.WholeHeld(n) {
+			return fmt.Errorf("node %s: %d GPUs held whole, holders %d + reserved %d + moving %d", f.NodeName(n), f.WholeHeld(n), held[n], reserved[n], moving[n])
 		}
 		if l.scratch.Allocated(n) != f.Allocated(n) || l.scratch.Health(n) != f.Health(n) || l.scratch.MilliUsed(n) != f.MilliUsed(n) {
 			return fmt.Errorf("node %s: the mirror has %d allocated (%s), the fleet %d (%s)", f.NodeName(n),

@@ -73,6 +73,7 @@ func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, err
 	if !how.Valid() {
 		return nil, nil, fmt.Errorf("ledger: exit %q: unknown reason %d", id, how)
 	}
+	l.DropMove(id)
 	var dissolved *Nomination
 	if n, ok := l.noms[id]; ok {
 		l.Dissolve(id)
@@ -158,6 +159,10 @@ func (l *Ledger) Checkpoint(id string, at, now time.Time) error {
 func (l *Ledger) OnNode(n topology.NodeID) []string {
 	return slices.Clone(l.byNode[n])
 }
+
+// HoldersOn is OnNode without the copy: the caller must not change the
+// list, and it is valid until the books next change.
+func (l *Ledger) HoldersOn(n topology.NodeID) []string { return l.byNode[n] }
 
 // OnNodes lists, in ID order and once each, the holders with a pod on a
 // node of [lo, hi): O(the nodes and what runs there).

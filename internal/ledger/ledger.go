@@ -93,6 +93,9 @@ type Record struct {
 
 	size    []int  // pods per pod set charged, nil: the spec's counts (elastic.go)
 	splitOf string // the workload a shrink split this pod off
+	// MoveTo is where it restarts once it has drained (see ReserveMove);
+	// no pods: it does not move.
+	MoveTo placement.Assignment
 }
 
 // Policy is what the scheduler's priority classes decide about a holder.

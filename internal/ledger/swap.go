@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -19,11 +20,16 @@ type LostPod struct {
 // LosePods records that node n went down under a holder that survives
 // the loss of a node: its pods there are lost, their GPUs released, and
 // the gang keeps running (and keeps its quota) while it waits for a
-// replacement. It returns the pods lost.
+// replacement. It returns the pods lost. It is refused, changing
+// nothing, for a holder that did not declare it survives the loss of a
+// node.
 func (l *Ledger) LosePods(id string, n topology.NodeID, now time.Time) ([]LostPod, error) {
 	r, ok := l.recs[id]
 	if !ok || !r.State.HoldsGPUs() || !r.OnNode(n) {
 		return nil, fmt.Errorf("ledger: %q has no pod on node %d", id, n)
+	}
+	if !r.W.Drain.SurvivesNodeLoss {
+		return nil, fmt.Errorf("ledger: %q did not declare it survives the loss of a node", id)
 	}
 	var lost []LostPod
 	kept := r.Assign.Pods[:0:0]
@@ -127,6 +133,41 @@ func (r *Record) lostGPUs() int {
 	g := 0
 	for _, x := range r.Lost {
 		g += x.Pod.GPUs
+	}
+	return g
+}
+
+// DrainForSwap drains holder id, reason hot-swap, so that its GPUs can
+// take a lost pod of gang b: b is its beneficiary, but nothing is
+// promised (the replacement takes the GPUs when they are free), so the
+// victim stays visible to searches as draining work. A holder already
+// draining keeps its drain.
+func (l *Ledger) DrainForSwap(id, b string, now, deadline time.Time) (*Record, error) {
+	g, ok := l.recs[b]
+	if !ok || len(g.Lost) == 0 || id == b {
+		return nil, fmt.Errorf("ledger: drain %q for %q: no pod of it waits for a replacement", id, b)
+	}
+	if r, ok := l.recs[id]; ok && r.State == gang.Draining {
+		return r, nil
+	}
+	r, err := l.DrainFor(id, now, deadline, gang.DrainHotSwap)
+	if err != nil {
+		return nil, err
+	}
+	r.Drain.Beneficiaries = []string{b}
+	return r, nil
+}
+
+// SwapDraining is the GPUs of holders draining (reason hot-swap) for
+// gang b's lost pods: O(the draining holders).
+func (l *Ledger) SwapDraining(b string) int {
+	g := 0
+	for _, r := range l.draining {
+		if r.Drain.Reason == gang.DrainHotSwap && slices.Contains(r.Drain.Beneficiaries, b) {
+			for _, x := range r.Nodes {
+				g += x.GPUs
+			}
+		}
 	}
 	return g
 }

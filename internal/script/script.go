@@ -113,6 +113,8 @@ type Runner struct {
 	S   *fleet.Scheduler
 	Rec *metrics.Recorder
 	Now time.Time
+
+	plan fleet.DefragPlan // the last plan-defrag's, for defragment
 }
 
 // NewRunner returns a runner on the reference configuration.
@@ -323,6 +325,20 @@ func (r *Runner) Exec(line string) (string, error) {
 		return r.observe(pos, kv)
 	case "review":
 		return r.review()
+	case "adopt-fill":
+		return r.adoptFill(kv)
+	case "plan-defrag":
+		return r.planDefrag(kv)
+	case "defragment":
+		return r.defragment()
+	case "exit-drains":
+		return r.exitDrains()
+	case "ranks":
+		id, err := arg(0)
+		if err != nil {
+			return "", err
+		}
+		return r.ranks(id)
 	}
 	if run, ok := bookingCommand(cmd); ok {
 		return run(r, pos, kv)
@@ -415,7 +431,7 @@ func (r *Runner) review() (string, error) {
 }
 
 // parseWorkload reads id= queue= class= shape= pods=NxG[,NxG] required=
-// preferred= preemptible=true ckpt= grace= runtime= priority= booking=.
+// preferred= preemptible=true ckpt= grace= runtime= priority= booking= ranks=.
 func parseWorkload(kv map[string]string) (gang.Workload, error) {
 	w := gang.Workload{ID: kv["id"], Queue: kv["queue"], PriorityClass: kv["class"], Booking: kv["booking"]}
 	if err := w.Shape.UnmarshalText([]byte(kv["shape"])); err != nil {
@@ -429,6 +445,13 @@ func parseWorkload(kv map[string]string) (gang.Workload, error) {
 			return w, fmt.Errorf("pods=%q: want NxG", kv["pods"])
 		}
 		w.PodSets = append(w.PodSets, gang.PodSet{Name: fmt.Sprintf("ps%d", i), Count: count, GPUsPerPod: gpus})
+	}
+	if v, ok := kv["ranks"]; ok {
+		g, err := parseRanks(v)
+		if err != nil {
+			return w, err
+		}
+		w.PodSets[0].RankGroups = g
 	}
 	w.Topology.Required, w.Topology.Preferred = kv["required"], kv["preferred"]
 	w.Drain.Preemptible = kv["preemptible"] == "true"

@@ -1,0 +1,102 @@
+package fleet_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// swapLeaf runs, on leaf-0-0 of the reference fleet, a 7-node research
+// gang that survives the loss of a node (required leaf) and, on the
+// leaf's last node, the given workload: the leaf has no free node.
+func swapLeaf(t *testing.T, last gang.Workload) *fleet.Scheduler {
+	s, err := fleet.New(fleet.ReferenceConfig())
+	require.NoError(t, err)
+	g := training("gang", 7, fleet.ClassReservedResearch, "research")
+	g.Topology = gang.TopologyRequest{Required: "leaf"}
+	g.Drain.SurvivesNodeLoss = true
+	var pods []fleet.PodAssignment
+	for i := range 7 {
+		pods = append(pods, fleet.PodAssignment{PodSet: "workers", Index: i, Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8})
+	}
+	require.NoError(t, s.Adopt(t0, g, t0, pods))
+	require.NoError(t, s.Adopt(t0, last, t0, []fleet.PodAssignment{{PodSet: last.PodSets[0].Name, Node: "node-0-0-7", GPUs: 8}}))
+	return s
+}
+
+// With no free node in its leaf, a lost rank's replacement drains the
+// lower-priority work on the leaf's last node under the drain contract
+// (reason hot-swap), and takes the node once it has left: the gang keeps
+// its leaf.
+func TestHotSwapDrainsLowerPriorityWorkForAReplacement(t *testing.T) {
+	batch := gang.Workload{ID: "filler", Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
+		PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}},
+		Drain:   gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
+	s := swapLeaf(t, batch)
+	now := t0.Add(time.Hour)
+	_, err := s.SetNodeHealth(now, "node-0-0-3", topology.Down)
+	require.NoError(t, err)
+	d := s.Schedule(now)
+	assert.Empty(t, d.Replace, "no free node in the leaf")
+	require.Len(t, d.Drain, 1)
+	assert.Equal(t, "filler", d.Drain[0].ID)
+	assert.Equal(t, gang.DrainHotSwap, d.Drain[0].Reason)
+	assert.Equal(t, []string{"gang"}, d.Drain[0].Beneficiaries)
+	assert.Equal(t, now.Add(fleet.DefaultGrace), d.Drain[0].Deadline)
+	require.NoError(t, s.CheckInvariants())
+
+	// While it drains, nobody else is chosen; a restart keeps the drain.
+	d = s.Schedule(now.Add(30 * time.Second))
+	assert.Empty(t, d.Drain)
+	assert.Empty(t, d.Replace)
+	r, err := fleet.Restore(fleet.ReferenceConfig(), s.Snapshot())
+	require.NoError(t, err)
+	for _, s := range []*fleet.Scheduler{s, r} {
+		now := now.Add(time.Minute)
+		require.NoError(t, s.Exited(now, "filler", gang.ExitDrained))
+		d = s.Schedule(now)
+		require.Len(t, d.Replace, 1)
+		x := d.Replace[0]
+		assert.Equal(t, fleet.Replacement{ID: "gang", PodSet: "workers", Index: 3, OldNode: "node-0-0-3", NewNode: "node-0-0-7", GPUs: 8, Wait: time.Minute}, x)
+		assert.Empty(t, d.Failed)
+		require.NoError(t, s.CheckInvariants())
+		x2, err := s.Explain("gang")
+		require.NoError(t, err)
+		assert.Contains(t, x2.String(), "(span leaf)", "the gang keeps its leaf")
+	}
+}
+
+// Work of the same or higher priority, or that may not be preempted, is
+// never drained for a replacement: the gang fails whole after
+// HotSwapWait, as without a free node.
+func TestHotSwapPreemptsOnlyLowerPriorityPreemptibleWork(t *testing.T) {
+	for name, last := range map[string]gang.Workload{
+		"inference": {ID: "server", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
+			PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 8}}},
+		"same priority": {ID: "peer", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}},
+			Drain:   gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}},
+		"no checkpoint": {ID: "fragile", Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
+			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := swapLeaf(t, last)
+			now := t0.Add(time.Hour)
+			_, err := s.SetNodeHealth(now, "node-0-0-3", topology.Down)
+			require.NoError(t, err)
+			d := s.Schedule(now)
+			assert.Empty(t, d.Drain)
+			assert.Empty(t, d.Replace)
+			d = s.Schedule(now.Add(fleet.DefaultHotSwapWait))
+			assert.Equal(t, []string{"gang"}, d.Failed)
+			require.NoError(t, s.CheckInvariants())
+		})
+	}
+}
