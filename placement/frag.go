@@ -30,6 +30,12 @@ import (
 type Fragmentation struct {
 	shapes []fragShape
 	total  float64
+
+	// What Rank reads, derived from shapes when the mix or the fleet
+	// changes: the GPU shapes with their weights and resources by ID.
+	fleet   *topology.Fleet
+	derived bool
+	gpu     []fragCoef
 }
 
 type fragShape struct {
@@ -37,6 +43,25 @@ type fragShape struct {
 	resources []gang.Resource
 	weight    float64
 }
+
+// fragCoef is one GPU shape as Rank weighs it: its weight (frequency
+// times GPUs asked, over the mix's total) and its resources by ID.
+type fragCoef struct {
+	k, share int
+	weight   float64
+	need     []resNeed
+}
+
+// resNeed is one resource of a shape on the ranked fleet; id -1 when the
+// fleet lacks it (the shape never fits), ids past fragResources are not
+// measured.
+type resNeed struct {
+	id     int
+	amount int64
+}
+
+// fragResources bounds the resources the measure reads per node.
+const fragResources = 8
 
 // maxShapes bounds the shapes remembered; rarer ones beyond it are folded
 // into the closest kept shape with the same GPU form.
@@ -71,6 +96,7 @@ func (r *Fragmentation) Observe(w *gang.Workload) {
 			})
 		}
 		r.shapes[j].weight += wt
+		r.derived = false
 	}
 }
 
@@ -95,11 +121,15 @@ func abs(x int) int {
 	return x
 }
 
-// fragNode is one node's state as the measure sees it.
+// fragNode is one node's state as the measure sees it: its whole-free
+// GPUs, the thousandths left on its partly used GPUs (ascending), and
+// its free resources.
 type fragNode struct {
-	gpus int
-	left [64]int // thousandths left per GPU; -1 when held whole
-	res  [8]int64
+	whole int
+	total int // free thousandths over the node
+	np    int
+	parts [64]int16
+	res   [fragResources]int64
 }
 
 // Rank scores option o as minus the rise in its node's expected
@@ -108,104 +138,163 @@ func (r *Fragmentation) Rank(f *topology.Fleet, w *gang.Workload, o Option) floa
 	if r.total == 0 || f.Capacity(o.Node) > 64 || f.MIG(o.Node) {
 		return 0
 	}
+	r.derive(f)
 	var before, after fragNode
-	r.load(f, o.Node, &before)
+	left := r.load(f, o.Node, o.GPU, &before)
 	after = before
 	// The pod: its first pod set, the only one of a one-pod workload.
 	ps := &w.PodSets[0]
 	switch {
 	case ps.GPUsPerPod > 0:
-		left := ps.GPUsPerPod
-		for i := 0; i < after.gpus && left > 0; i++ {
-			if after.left[i] == topology.MilliGPU {
-				after.left[i] = -1
-				left--
-			}
+		take := min(ps.GPUsPerPod, after.whole)
+		after.whole -= take
+		after.total -= take * topology.MilliGPU
+	case ps.GPUShare > 0 && left >= ps.GPUShare:
+		l := left
+		if l == topology.MilliGPU {
+			after.whole--
+		} else {
+			after.remove(int16(l))
 		}
-	case ps.GPUShare > 0 && o.GPU >= 0:
-		after.left[o.GPU] -= ps.GPUShare
+		if l > ps.GPUShare {
+			after.insert(int16(l - ps.GPUShare))
+		}
+		after.total -= ps.GPUShare
 	}
 	for _, res := range ps.Resources {
-		if id, ok := f.Resource(res.Name); ok && int(id) < 8 {
+		if id, ok := f.Resource(res.Name); ok && int(id) < fragResources {
 			after.res[id] -= res.Amount
 		}
 	}
-	return r.expected(f, &before) - r.expected(f, &after)
+	return r.expected(&before) - r.expected(&after)
 }
 
-func (r *Fragmentation) load(f *topology.Fleet, n topology.NodeID, st *fragNode) {
-	st.gpus = f.Capacity(n)
-	for i := range st.gpus {
-		used, _ := f.GPUUsed(n, i)
-		st.left[i] = topology.MilliGPU - used
-		if f.GPUWhole(n, i) {
-			st.left[i] = -1
-		}
+// derive recomputes the shapes' weights and resource IDs for fleet f
+// when the mix or the fleet changed since the last Rank.
+func (r *Fragmentation) derive(f *topology.Fleet) {
+	if r.derived && r.fleet == f {
+		return
 	}
-	for i := range min(f.NumResources(), 8) {
-		st.res[i] = f.ResourceFree(n, topology.ResourceID(i))
-	}
-}
-
-// expected is the node's fragmentation averaged over the mix, each shape
-// weighted by its frequency and its GPUs.
-func (r *Fragmentation) expected(f *topology.Fleet, st *fragNode) float64 {
-	var sum float64
+	r.fleet, r.derived = f, true
+	r.gpu = r.gpu[:0]
 	for _, s := range r.shapes {
 		demand := s.k*topology.MilliGPU + s.share
 		if demand == 0 {
 			continue // a pod without GPUs leaves no GPU unusable by itself
 		}
-		sum += s.weight * float64(demand) * float64(r.frag(f, st, &s))
-	}
-	return sum / r.total / topology.MilliGPU
-}
-
-// frag is the free GPU capacity (thousandths) of the node that pods of
-// shape s cannot use.
-func (r *Fragmentation) frag(f *topology.Fleet, st *fragNode, s *fragShape) int {
-	total, whole, small, fits := 0, 0, 0, false
-	for i := range st.gpus {
-		l := st.left[i]
-		if l <= 0 {
-			continue
-		}
-		total += l
-		switch {
-		case l == topology.MilliGPU:
-			whole++
-		case s.k > 0:
-			small += l // a partly used GPU is of no use to whole-GPU pods
-		}
-		if s.share > 0 {
-			if l >= s.share {
-				fits = true
-			} else {
-				small += l
-			}
-		}
-	}
-	if s.k > 0 {
-		fits = whole >= s.k
-	}
-	if fits {
+		c := fragCoef{k: s.k, share: s.share, weight: s.weight * float64(demand) / r.total / topology.MilliGPU}
 		for _, res := range s.resources {
-			if !r.resFits(f, st, res) {
-				fits = false
-				break
+			id, ok := f.Resource(res.Name)
+			switch {
+			case !ok:
+				c.need = append(c.need, resNeed{id: -1})
+			case int(id) < fragResources:
+				c.need = append(c.need, resNeed{id: int(id), amount: res.Amount})
 			}
 		}
+		r.gpu = append(r.gpu, c)
 	}
-	if !fits {
-		return total
-	}
-	return small
 }
 
-func (r *Fragmentation) resFits(f *topology.Fleet, st *fragNode, res gang.Resource) bool {
-	id, ok := f.Resource(res.Name)
-	if !ok || int(id) >= 8 {
-		return !ok // a resource the fleet lacks never fits; beyond eight, not measured
+// load reads node n into st and returns the thousandths left on its GPU
+// gpu (-1 when held whole or out of range).
+func (r *Fragmentation) load(f *topology.Fleet, n topology.NodeID, gpu int, st *fragNode) int {
+	left := -1
+	for i := range f.Capacity(n) {
+		used, _ := f.GPUUsed(n, i)
+		l := topology.MilliGPU - used
+		switch {
+		case f.GPUWhole(n, i):
+			l = -1
+		case l == topology.MilliGPU:
+			st.whole++
+			st.total += l
+		case l > 0:
+			st.insert(int16(l))
+			st.total += l
+		}
+		if i == gpu {
+			left = l
+		}
 	}
-	return st.res[id] >= res.Amount
+	for i := range min(f.NumResources(), fragResources) {
+		st.res[i] = f.ResourceFree(n, topology.ResourceID(i))
+	}
+	return left
+}
+
+// insert adds a partly used GPU with l thousandths left, keeping parts
+// ascending.
+func (st *fragNode) insert(l int16) {
+	i := st.np
+	for i > 0 && st.parts[i-1] > l {
+		st.parts[i] = st.parts[i-1]
+		i--
+	}
+	st.parts[i] = l
+	st.np++
+}
+
+// remove drops one partly used GPU with l thousandths left.
+func (st *fragNode) remove(l int16) {
+	for i := range st.np {
+		if st.parts[i] == l {
+			copy(st.parts[i:st.np-1], st.parts[i+1:st.np])
+			st.np--
+			return
+		}
+	}
+}
+
+// expected is the node's fragmentation averaged over the mix, each shape
+// weighted by its frequency and its GPUs: for each shape, the free GPU
+// capacity that pods of the shape cannot use there (all of it when the
+// shape does not fit the node; else, for whole-GPU shapes, every partly
+// used GPU, and for shares, the partly used GPUs with less left than the
+// share).
+func (r *Fragmentation) expected(st *fragNode) float64 {
+	partial := st.total - st.whole*topology.MilliGPU
+	largest := 0
+	if st.np > 0 {
+		largest = int(st.parts[st.np-1])
+	}
+	if st.whole > 0 {
+		largest = topology.MilliGPU
+	}
+	var sum float64
+	// Shapes come ordered by GPUs, then share: the partly used GPUs
+	// smaller than a share grow with it, read by one moving cursor.
+	small, j := 0, 0
+	for i := range r.gpu {
+		s := &r.gpu[i]
+		var fits bool
+		var waste int
+		if s.k > 0 {
+			fits, waste = st.whole >= s.k, partial
+		} else {
+			for j < st.np && int(st.parts[j]) < s.share {
+				small += int(st.parts[j])
+				j++
+			}
+			fits, waste = largest >= s.share, small
+		}
+		if fits && !st.holds(s.need) {
+			fits = false
+		}
+		if !fits {
+			waste = st.total
+		}
+		sum += s.weight * float64(waste)
+	}
+	return sum
+}
+
+// holds reports whether the node has the resources of a shape free.
+func (st *fragNode) holds(need []resNeed) bool {
+	for _, n := range need {
+		if n.id < 0 || st.res[n.id] < n.amount {
+			return false
+		}
+	}
+	return true
 }
