@@ -13,15 +13,22 @@ import (
 // GPU-Sharing Workloads with Fragmentation Gradient Descent" (USENIX ATC
 // 2023): a node's fragmentation for a pod shape is the free GPU capacity
 // that pods of that shape cannot use there (all of it when the shape does
-// not fit the node at all, for lack of GPUs, CPU or memory; otherwise the
+// not fit the node at all, for its GPU model or lack of GPUs, CPU or
+// memory; otherwise the
 // free parts of GPUs too small for it), and its expected fragmentation is
 // the average over the workload mix seen so far. An option ranks by how
 // little it raises the expected fragmentation of its node.
 //
-// It departs from the paper's measure in one way: each shape is weighted
+// It departs from the paper's measure in two ways. Each shape is weighted
 // by the GPUs it asks for as well as by how often it comes, so GPU
 // capacity only a rare 8-GPU pod could fill counts for the GPUs it would
-// have served. Ties go to the tighter fit (Option.Fit), then the preferred
+// have served. And each shape's weight is divided by the share of the
+// fleet's GPUs whose model it accepts: its demand falls on those GPUs
+// only, so a node matters to a shape bound to a scarce model more than to
+// one that may go anywhere, and pods that may go anywhere are steered
+// away from models that bound work needs (the paper's measure steers
+// them toward models the most frequent shapes cannot use, whatever their
+// supply). Ties go to the tighter fit (Option.Fit), then the preferred
 // model, then the lower node ID.
 //
 // The host feeds the mix with Observe (for example on each submission);
@@ -41,7 +48,25 @@ type Fragmentation struct {
 type fragShape struct {
 	k, share  int
 	resources []gang.Resource
+	models    []string // accepted GPU models; nil: any
 	weight    float64
+}
+
+// same reports whether s is the shape of pod set ps of a workload that
+// accepts models.
+func (s *fragShape) same(ps *gang.PodSet, models []string) bool {
+	return s.k == ps.GPUsPerPod && s.share == ps.GPUShare && slices.Equal(s.resources, ps.Resources) && slices.Equal(s.models, models)
+}
+
+// acceptedModels is the list of GPU models w accepts; nil for any.
+func acceptedModels(w *gang.Workload) []string {
+	switch {
+	case len(w.Flavors) > 0:
+		return w.Flavors
+	case w.Flavor != "":
+		return []string{w.Flavor}
+	}
+	return nil
 }
 
 // fragCoef is one GPU shape as Rank weighs it: its weight (frequency
@@ -50,6 +75,10 @@ type fragCoef struct {
 	k, share int
 	weight   float64
 	need     []resNeed
+	accepts  []bool // by GroupID: the shape may run on the group's model
+	// bound is the shape's share of the mix's GPU demand when it accepts
+	// only some models (0 otherwise): what its reserve term weighs.
+	bound float64
 }
 
 // resNeed is one resource of a shape on the ranked fleet; id -1 when the
@@ -72,6 +101,7 @@ func NewFragmentation() *Fragmentation { return &Fragmentation{} }
 
 // Observe adds w's pods to the workload mix.
 func (r *Fragmentation) Observe(w *gang.Workload) {
+	models := acceptedModels(w)
 	for i := range w.PodSets {
 		ps := &w.PodSets[i]
 		if ps.MIG != "" {
@@ -79,34 +109,36 @@ func (r *Fragmentation) Observe(w *gang.Workload) {
 		}
 		wt := float64(ps.Count)
 		r.total += wt
-		j := slices.IndexFunc(r.shapes, func(s fragShape) bool {
-			return s.k == ps.GPUsPerPod && s.share == ps.GPUShare && slices.Equal(s.resources, ps.Resources)
-		})
+		j := slices.IndexFunc(r.shapes, func(s fragShape) bool { return s.same(ps, models) })
 		if j < 0 && len(r.shapes) >= maxShapes {
-			j = r.closest(ps)
+			j = r.closest(ps, models)
 		}
 		if j < 0 {
-			r.shapes = append(r.shapes, fragShape{k: ps.GPUsPerPod, share: ps.GPUShare, resources: slices.Clone(ps.Resources)})
+			r.shapes = append(r.shapes, fragShape{k: ps.GPUsPerPod, share: ps.GPUShare,
+				resources: slices.Clone(ps.Resources), models: slices.Clone(models)})
 			j = len(r.shapes) - 1
 			slices.SortStableFunc(r.shapes, func(a, b fragShape) int {
 				return cmp.Or(cmp.Compare(a.k, b.k), cmp.Compare(a.share, b.share))
 			})
-			j = slices.IndexFunc(r.shapes, func(s fragShape) bool {
-				return s.k == ps.GPUsPerPod && s.share == ps.GPUShare && slices.Equal(s.resources, ps.Resources)
-			})
+			j = slices.IndexFunc(r.shapes, func(s fragShape) bool { return s.same(ps, models) })
 		}
 		r.shapes[j].weight += wt
 		r.derived = false
 	}
 }
 
-func (r *Fragmentation) closest(ps *gang.PodSet) int {
+// closest is the kept shape nearest ps in GPUs asked, among those of
+// the same GPU form, preferring those that accept the same models.
+func (r *Fragmentation) closest(ps *gang.PodSet, models []string) int {
 	best, bestD := -1, 0
 	for i, s := range r.shapes {
 		if (s.k > 0) != (ps.GPUsPerPod > 0) || (s.share > 0) != (ps.GPUShare > 0) {
 			continue
 		}
 		d := abs(s.k-ps.GPUsPerPod)*1000 + abs(s.share-ps.GPUShare)
+		if !slices.Equal(s.models, models) {
+			d += 1 << 20
+		}
 		if best < 0 || d < bestD {
 			best, bestD = i, d
 		}
@@ -125,6 +157,7 @@ func abs(x int) int {
 // GPUs, the thousandths left on its partly used GPUs (ascending), and
 // its free resources.
 type fragNode struct {
+	group topology.GroupID
 	whole int
 	total int // free thousandths over the node
 	np    int
@@ -166,7 +199,42 @@ func (r *Fragmentation) Rank(f *topology.Fleet, w *gang.Workload, o Option) floa
 			after.res[id] -= res.Amount
 		}
 	}
-	return r.expected(&before) - r.expected(&after)
+	used := float64(before.total - after.total)
+	return r.expected(&before) - r.expected(&after) - used*r.reserve(f, before.group)
+}
+
+// reserve is what taking one thousandth of GPU in group g costs the
+// shapes bound to some models, g's among them. The demand a bound shape
+// will still bring before the fleet fills is its share of the mix's
+// demand times the fleet's free capacity, and it has only the free
+// capacity of its models to land on: taking c of that free capacity F_s
+// denies it c/F_s of its future demand. Shapes that may go anywhere cost
+// the same wherever the pod goes, so they do not count.
+func (r *Fragmentation) reserve(f *topology.Fleet, g topology.GroupID) float64 {
+	var cost float64
+	var fleetFree float64
+	for i := range r.gpu {
+		s := &r.gpu[i]
+		if s.bound == 0 || !s.accepts[g] {
+			continue
+		}
+		if fleetFree == 0 {
+			fleetFree = freeMilli(f, topology.AllGroups)
+		}
+		var free float64
+		for h, ok := range s.accepts {
+			if ok {
+				free += freeMilli(f, topology.GroupID(h))
+			}
+		}
+		cost += s.bound * fleetFree / max(free, topology.MilliGPU)
+	}
+	return cost
+}
+
+// freeMilli is the free GPU capacity of group g in thousandths.
+func freeMilli(f *topology.Fleet, g topology.GroupID) float64 {
+	return float64(int64(f.Stats(topology.Root, g).GPUs)*topology.MilliGPU - f.MilliAllocated(topology.Root, g))
 }
 
 // derive recomputes the shapes' weights and resource IDs for fleet f
@@ -177,6 +245,7 @@ func (r *Fragmentation) derive(f *topology.Fleet) {
 	}
 	r.fleet, r.derived = f, true
 	r.gpu = r.gpu[:0]
+	fleetGPUs := f.Stats(topology.Root, topology.AllGroups).GPUs
 	for _, s := range r.shapes {
 		demand := s.k*topology.MilliGPU + s.share
 		if demand == 0 {
@@ -192,6 +261,21 @@ func (r *Fragmentation) derive(f *topology.Fleet) {
 				c.need = append(c.need, resNeed{id: int(id), amount: res.Amount})
 			}
 		}
+		c.accepts = make([]bool, f.NumGroups())
+		supply := 0
+		for g := range c.accepts {
+			c.accepts[g] = s.models == nil || slices.Contains(s.models, f.GroupFlavor(topology.GroupID(g)))
+			if c.accepts[g] {
+				supply += f.Stats(topology.Root, topology.GroupID(g)).GPUs
+			}
+		}
+		if supply == 0 {
+			continue // it fits nowhere: the same on every node
+		}
+		if s.models != nil && supply < fleetGPUs {
+			c.bound = c.weight
+		}
+		c.weight *= float64(fleetGPUs) / float64(supply)
 		r.gpu = append(r.gpu, c)
 	}
 }
@@ -200,6 +284,7 @@ func (r *Fragmentation) derive(f *topology.Fleet) {
 // gpu (-1 when held whole or out of range).
 func (r *Fragmentation) load(f *topology.Fleet, n topology.NodeID, gpu int, st *fragNode) int {
 	left := -1
+	st.group = f.NodeGroup(n)
 	for i := range f.Capacity(n) {
 		used, _ := f.GPUUsed(n, i)
 		l := topology.MilliGPU - used
@@ -249,7 +334,7 @@ func (st *fragNode) remove(l int16) {
 // expected is the node's fragmentation averaged over the mix, each shape
 // weighted by its frequency and its GPUs: for each shape, the free GPU
 // capacity that pods of the shape cannot use there (all of it when the
-// shape does not fit the node; else, for whole-GPU shapes, every partly
+// shape does not fit the node, for its model, GPUs or resources; else, for whole-GPU shapes, every partly
 // used GPU, and for shares, the partly used GPUs with less left than the
 // share).
 func (r *Fragmentation) expected(st *fragNode) float64 {
@@ -278,7 +363,7 @@ func (r *Fragmentation) expected(st *fragNode) float64 {
 			}
 			fits, waste = largest >= s.share, small
 		}
-		if fits && !st.holds(s.need) {
+		if fits && (!s.accepts[st.group] || !st.holds(s.need)) {
 			fits = false
 		}
 		if !fits {
