@@ -56,6 +56,7 @@ type Scheduler struct {
 	dropped    int      // events not kept since the last cycle (MaxEvents)
 	pendingBuf []*entry // scratch of Schedule
 	idle       idleBook // usage the host reported, for Policy.IdleReclaim
+	warm       *warmBook
 }
 
 // entry is the scheduler's record of one workload: the spec and the
@@ -113,15 +114,16 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, &Error{Op: "new", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
 	}
+	warm := newWarmBook()
 	return &Scheduler{
-		cfg: cfg, fleet: f, tree: t, classes: classes, books: ledger.New(f, t), cal: cal,
+		cfg: cfg, fleet: f, tree: t, classes: classes, books: ledger.New(f, t), cal: cal, warm: warm,
 		held: holds{waiting: map[string]bool{}}, overflowing: map[quota.NodeID]bool{},
-		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
-		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true}),
+		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm}),
+		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true, Warm: warm}),
 		work:      map[string]*entry{}, queued: map[string]*entry{},
 		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead, Cost: cfg.Policy.Cost,
 			FairSharingStrategies: cfg.Policy.FairSharingStrategies,
-			Placement:             placement.Options{Scorer: cfg.Policy.Scorer}}),
+			Placement:             placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm}}),
 	}, nil
 }
 

@@ -38,6 +38,8 @@ type Snapshot struct {
 	// boundary.
 	QuotaSchedule   *quota.Schedule
 	NextQuotaChange time.Time
+	// Warm is what SetWarm reported: models with weights per node.
+	Warm []WarmNode
 }
 
 // FleetView sums up the physical fleet.
