@@ -100,6 +100,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 	}
 	slices.SortStableFunc(snap.Queues, func(a, b QueueView) int { return strings.Compare(a.Name, b.Name) })
 	snap.Warm = s.warmViews()
+	snap.Fleet.Crossings = s.crossingViews()
 	return snap
 }
 

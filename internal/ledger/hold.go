@@ -163,6 +163,7 @@ func (l *Ledger) OnNodes(lo, hi topology.NodeID) []string {
 // listNodes files r under the nodes it holds GPUs on (sign 1) or takes it
 // off them (sign -1).
 func (l *Ledger) listNodes(r *Record, sign int) {
+	l.countCrossing(r, sign)
 	for j, x := range r.Nodes {
 		if j > 0 && r.Nodes[j-1].Node == x.Node {
 			continue
