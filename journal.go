@@ -17,7 +17,7 @@ import (
 
 // Call is one host call as a journal records it: a JSON line.
 type Call struct {
-	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, drain, health, adopt, schedule, set-queue, remove-node, add-node, usage
+	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, drain, health, adopt, schedule, set-queue, remove-node, add-node, usage, warm
 	Time     time.Time       `json:"time"`
 	Workload *gang.Workload  `json:"workload,omitempty"`
 	ID       string          `json:"id,omitempty"`
@@ -44,6 +44,8 @@ type Call struct {
 	QuotaNode *quota.NodeSpec `json:"quotaNode,omitempty"`
 	// Busy is usage's report: the workload was busy (else idle).
 	Busy bool `json:"busy,omitempty"`
+	// Models is warm's report: the models with weights on Node.
+	Models []string `json:"models,omitempty"`
 }
 
 // Journal wraps a Scheduler and records every call, before making it, as a
@@ -250,6 +252,8 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 		return &d, nil
 	case "set-queue", "remove-node", "add-node", "usage":
 		return nil, applyLive(s, c)
+	case "warm":
+		return nil, s.SetWarm(c.Time, c.Node, c.Models)
 	}
 	return nil, fmt.Errorf("%w: unknown journal op %q", ErrInvalid, c.Op)
 }
@@ -259,7 +263,7 @@ func knownOp(op string) bool {
 	switch op {
 	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule",
 		"propose", "approve", "reject", "cancel-booking", "shorten-booking", "relocate-booking",
-		"set-queue", "remove-node", "add-node", "usage", "quota-schedule":
+		"set-queue", "remove-node", "add-node", "usage", "quota-schedule", "warm":
 		return true
 	}
 	return false

@@ -43,6 +43,9 @@ func (s *Scheduler) restore(snap Snapshot) error {
 	if err := s.restoreLive(snap); err != nil {
 		return err
 	}
+	if err := s.restoreWarm(snap); err != nil {
+		return err
+	}
 	cal, err := calendar.Restore(calendar.Config{Fleet: s.fleet, Quota: s.tree, Schedule: snap.QuotaSchedule}, snap.Calendar)
 	if err != nil {
 		return &Error{Op: "restore", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalid, err)}

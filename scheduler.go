@@ -60,6 +60,7 @@ type Scheduler struct {
 	dropped    int      // events not kept since the last cycle (MaxEvents)
 	pendingBuf []*entry // scratch of Schedule
 	idle       idleBook // usage the host reported, for Policy.IdleReclaim
+	warm       *warmBook
 }
 
 // entry is the scheduler's record of one workload: the spec and the
@@ -125,15 +126,19 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, &Error{Op: "new", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
 	}
+	warm, books := newWarmBook(), ledger.New(f, t)
+	// Gangs that span leaves spread over the leaves' uplinks: the ledger
+	// counts the gangs crossing each leaf.
+	uplinks := books.Crossings()
 	return &Scheduler{
-		cfg: cfg, fleet: f, tree: t, classes: classes, books: ledger.New(f, t), cal: cal,
+		cfg: cfg, fleet: f, tree: t, classes: classes, books: books, cal: cal, warm: warm,
 		held: holds{waiting: map[string]bool{}}, overflowing: map[quota.NodeID]bool{},
-		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer}),
-		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true}),
+		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks}),
+		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true, Warm: warm, Uplinks: uplinks}),
 		work:      map[string]*entry{}, queued: map[string]*entry{},
 		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead, Cost: cfg.Policy.Cost,
 			FairSharingStrategies: cfg.Policy.FairSharingStrategies,
-			Placement:             placement.Options{Scorer: cfg.Policy.Scorer}}),
+			Placement:             placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks}}),
 	}, nil
 }
 

@@ -107,6 +107,8 @@ func (s *Scheduler) Snapshot() Snapshot {
 		snap.Queues = append(snap.Queues, qv)
 	}
 	slices.SortStableFunc(snap.Queues, func(a, b QueueView) int { return strings.Compare(a.Name, b.Name) })
+	snap.Warm = s.warmViews()
+	snap.Fleet.Crossings = s.crossingViews()
 	return snap
 }
 

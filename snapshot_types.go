@@ -39,6 +39,8 @@ type Snapshot struct {
 	// boundary.
 	QuotaSchedule   *quota.Schedule
 	NextQuotaChange time.Time
+	// Warm is what SetWarm reported: models with weights per node.
+	Warm []WarmNode
 }
 
 // FleetView sums up the physical fleet.
@@ -54,6 +56,17 @@ type FleetView struct {
 	Occupancy string
 	// Unhealthy lists the nodes that are cordoned or down, by name.
 	Unhealthy []NodeHealth
+	// Crossings lists, for every leaf (the level just above the nodes)
+	// that running gangs spanning several leaves use, how many of them
+	// cross it: how many share its uplinks. In leaf order.
+	Crossings []LeafCrossings
+}
+
+// LeafCrossings is the number of running gangs spanning several leaves
+// with pods under one leaf.
+type LeafCrossings struct {
+	Leaf  string
+	Gangs int
 }
 
 // NodeHealth is the health of one named node.

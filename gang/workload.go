@@ -53,6 +53,11 @@ type Workload struct {
 	ExpectedRuntime time.Duration `json:"expectedRuntime,omitempty"`
 	// Spread caps the pods per node or per domain, for high availability.
 	Spread Spread `json:"spread,omitzero"`
+	// Model names the model whose weights the pods load (an inference
+	// replica's served model). Placement prefers the nodes where the host
+	// reports those weights already present, and a victim search frees
+	// such nodes first (see placement.Warm); "" means no preference.
+	Model string `json:"model,omitempty"`
 	// Booking names the approved booking (capacity calendar) whose blocks
 	// the workload runs in: it starts there from the booking's start, and
 	// nothing preempts it in its window. Empty: ordinary work.

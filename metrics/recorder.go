@@ -28,6 +28,7 @@ type Recorder struct {
 	reasons  intern
 	classes  intern
 	levels   intern
+	leaves   intern // leaves crossed by gangs spanning several (uplinks.go)
 	cells    map[cellKey]int32
 	cellKeys []cellKey
 	causes   map[causeKey]int32

@@ -207,6 +207,15 @@ func tables(r Report) []table {
 	}
 	ts = append(ts, lb)
 
+	if len(r.Uplinks) > 0 {
+		up := table{name: "uplinks", title: "Gangs crossing each leaf (sharing its uplinks)", columns: []column{
+			{"leaf", text}, {"average", gpus}, {"most", gpus}}}
+		for _, u := range r.Uplinks {
+			up.rows = append(up.rows, []value{txt(u.Leaf), num(u.Avg), num(u.Max)})
+		}
+		ts = append(ts, up)
+	}
+
 	cs := table{name: "cross-spine", title: "Gangs crossing spines", columns: []column{
 		{"team", text}, {"gangs admitted", count}, {"GPU-h", hours}}}
 	for _, t := range r.Teams {

@@ -36,6 +36,10 @@ type Report struct {
 	Drains Drains
 	// Fragmentation is the time-weighted free-capacity picture.
 	Fragmentation Fragmentation
+	// Uplinks has one row per leaf that gangs spanning several leaves
+	// crossed in the window, in the order first seen: how many shared its
+	// uplinks.
+	Uplinks []LeafUplinks
 	// Hourly is one point per bucket of the window, for charts.
 	Hourly []Point
 	// RightSizeTarget is the SM activity the right-sizing advice sizes
@@ -283,6 +287,7 @@ func (r *Recorder) Report(from, to time.Time) Report {
 		levels[i] = levelSums{Min: math.Inf(1), Max: math.Inf(-1)}
 	}
 	var fl fleetSums
+	uplinks := make([]uplinkSums, len(r.leaves.names))
 
 	for n := lo; n < hi; n++ {
 		p := Point{Start: time.Unix(0, n*width).UTC(), LargestFreeBlock: make([]float64, len(levels))}
@@ -346,6 +351,7 @@ func (r *Recorder) Report(from, to time.Time) Report {
 			p.Stranded += b.fleet.Stranded
 			p.Free += b.fleet.Free
 			p.Healthy += b.fleet.Healthy
+			addUplinks(uplinks, b)
 			for id, l := range b.levels {
 				if l.Seconds == 0 {
 					continue
@@ -444,6 +450,7 @@ func (r *Recorder) Report(from, to time.Time) Report {
 		}
 		fr.LargestFreeBlock = append(fr.LargestFreeBlock, b)
 	}
+	rep.Uplinks = r.uplinksReport(uplinks, fl.Observed)
 	return rep
 }
 

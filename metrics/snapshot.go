@@ -12,6 +12,7 @@ type snapState struct {
 	healthy, free, stranded float64
 	levels                  []levelValue
 	quota                   []quotaValue
+	uplinks                 []uplinkValue
 }
 
 type levelValue struct {
@@ -54,6 +55,7 @@ func (r *Recorder) ObserveSnapshot(s fleet.Snapshot) error {
 		r.snap.levels = append(r.snap.levels, levelValue{r.levels.id(b.Level), float64(b.Nodes)})
 	}
 	r.snap.quota = r.quotaValues(s.Queues, r.snap.quota[:0])
+	r.observeUplinks(&s)
 	if r.parent == nil {
 		r.parent = map[string]string{}
 	}
@@ -142,5 +144,6 @@ func (r *Recorder) integrateSnap(st *store, t int64) {
 			c.Lent += q.lent * secs
 			c.IdleReserved += q.reserved * secs
 		}
+		r.integrateUplinks(bk, secs)
 	})
 }

@@ -100,6 +100,7 @@ type bucket struct {
 	cells     []sums
 	causes    []causeSums
 	levels    []levelSums
+	uplinks   []uplinkSums // by leaf ID
 	waitTeam  []sketch
 	waitClass [gangClasses]sketch
 	drain     sketch

@@ -137,18 +137,31 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 	// on any whole-free GPU.
 	switch {
 	case p.share > 0:
-		last, inClass, visits := -1, 0, 0
-		f.AscendSharedGPUs(g, p.share, func(n topology.NodeID, gpu, left int) bool {
-			visits++
-			if left != last {
-				last, inClass = left, 0
+		// Class by class (GPUs with as much left): once a class has given
+		// its options, the walk seeks to the next one rather than visit
+		// the rest of it.
+		visits := 0
+		for from := p.share; from < topology.MilliGPU && !enough() && visits < 16*per*8; {
+			class, inClass := -1, 0
+			f.AscendSharedGPUs(g, from, func(n topology.NodeID, gpu, left int) bool {
+				if class < 0 {
+					class = left
+				}
+				if left != class {
+					return false
+				}
+				visits++
+				if !p.avoided(n) && p.resourcesFit(n) {
+					add(n, gpu, int64(left-p.share)<<32|int64(f.Free(n)))
+					inClass++
+				}
+				return inClass < per && !enough() && visits < 16*per*8
+			})
+			if class < 0 {
+				break
 			}
-			if inClass < per && !p.avoided(n) && p.resourcesFit(n) {
-				add(n, gpu, int64(left-p.share)<<32|int64(f.Free(n)))
-				inClass++
-			}
-			return !enough() && visits < 16*per*8
-		})
+			from = class + 1
+		}
 	case p.mig != "":
 		last, inClass, visits := -1, 0, 0
 		f.AscendMIGGPUs(g, 1, func(n topology.NodeID, gpu, free int) bool {

@@ -41,6 +41,12 @@ type Options struct {
 	// among leaves equally good by the fewest-domains rule, those crossed
 	// by the fewest gangs (see Crossings). nil: ties go to the lowest ID.
 	Uplinks Uplinks
+	// Warm, when set, says where model weights are present: a one-pod
+	// workload naming its gang.Workload.Model goes to such a node when
+	// one holds it (see Warm). nil: no preference.
+	Warm Warm
+	// MaxWarm bounds the warm nodes read per placement (default 256).
+	MaxWarm int
 }
 
 // Uplinks reports how loaded the uplinks of the leaf-level domains are.
@@ -280,12 +286,18 @@ func (p *Placer) avoided(n topology.NodeID) bool {
 //  9. With Options.Uplinks, a gang placed above the leaf level breaks
 //     ties between equally good leaves toward those crossed by the fewest
 //     other gangs, so concurrent cross-leaf gangs share few uplinks.
+//  10. With Options.Warm, a one-pod workload naming its model goes to a
+//     node holding the model's weights whenever one has room, ahead of
+//     every rule above but the groups' tiers (see Warm).
 func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) {
 	if p.opt.MaxScored <= 0 {
 		p.opt.MaxScored = 8
 	}
 	if p.opt.MaxRanked <= 0 {
 		p.opt.MaxRanked = 4
+	}
+	if p.opt.MaxWarm <= 0 {
+		p.opt.MaxWarm = 256
 	}
 	p.f, p.w, p.pods, p.deep = f, w, p.pods[:0], topology.Level(f.Depth())
 	if len(p.touched) != f.NumNodes() {
@@ -297,6 +309,9 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 		return Assignment{}, nf
 	}
 	p.candidateGroups()
+	if a, ok := p.placeWarm(); ok {
+		return a, nil
+	}
 	if p.oneShared() {
 		if a, ok := p.placeOne(); ok {
 			return a, nil

@@ -96,3 +96,51 @@ func (c *Crossings) Crossing(leaf topology.DomainID) int {
 
 // Leaves returns the range of leaf domains counted: lo, lo+1, ..., hi-1.
 func (c *Crossings) Leaves() (lo, hi topology.DomainID) { return c.lo, c.hi }
+
+// leavesOfNodes gathers the distinct leaves of nodes, in ID order, in
+// c.seen.
+func (c *Crossings) leavesOfNodes(f *topology.Fleet, nodes []NodeGPUs) []topology.DomainID {
+	c.seen = c.seen[:0]
+	if len(c.n) == 0 {
+		return c.seen
+	}
+	l := topology.Level(f.Depth() - 1)
+	for _, x := range nodes {
+		c.seen = append(c.seen, f.DomainOf(x.Node, l))
+	}
+	slices.Sort(c.seen)
+	c.seen = slices.Compact(c.seen)
+	return c.seen
+}
+
+// AddNodes counts a gang holding GPUs on nodes (a scheduler's record of
+// it, as Assignment.NodeGPUs gives it) on every leaf it uses when it uses
+// more than one, and reports whether it did.
+func (c *Crossings) AddNodes(f *topology.Fleet, nodes []NodeGPUs) bool {
+	ls := c.leavesOfNodes(f, nodes)
+	if len(ls) < 2 {
+		return false
+	}
+	for _, d := range ls {
+		c.n[d-c.lo]++
+	}
+	return true
+}
+
+// RemoveNodes undoes AddNodes. It changes nothing and returns an error
+// when the gang crosses a leaf no counted gang crosses.
+func (c *Crossings) RemoveNodes(f *topology.Fleet, nodes []NodeGPUs) error {
+	ls := c.leavesOfNodes(f, nodes)
+	if len(ls) < 2 {
+		return nil
+	}
+	for _, d := range ls {
+		if c.n[d-c.lo] == 0 {
+			return fmt.Errorf("placement: a gang crosses %s, which no counted gang crosses", f.DomainName(d))
+		}
+	}
+	for _, d := range ls {
+		c.n[d-c.lo]--
+	}
+	return nil
+}

@@ -18,6 +18,7 @@ import (
 type frontierItem struct {
 	weight int32 // fillCellFrugal: other queues' GPUs the slot takes; 0 otherwise
 	prio   int32
+	cold   uint8 // 1: no warm node for the preemptor there (see warm.go)
 	cost   float64
 	kind   uint8 // frontierDomain, frontierNodeBound, frontierNode
 	id     int32 // DomainID or NodeID
@@ -35,6 +36,9 @@ func frontierLess(a, b *frontierItem) bool {
 	}
 	if a.prio != b.prio {
 		return a.prio < b.prio
+	}
+	if a.cold != b.cold {
+		return a.cold < b.cold
 	}
 	if a.cost != b.cost {
 		return a.cost < b.cost
@@ -115,14 +119,14 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 		if nd, ngi := s.cell(n); nd == d && ngi == gi {
 			s.nodeSeen[n] = s.cellEpoch
 			if p, c, ok := s.nodeSlot(n, a, false); ok {
-				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+				s.push(frontierItem{prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 			}
 		}
 	}
 	if sh.level == nodeLevel {
-		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], kind: frontierNodeBound, id: int32(dom - nodeBase)})
+		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], cold: s.coldDomain(dom), kind: frontierNodeBound, id: int32(dom - nodeBase)})
 	} else {
-		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], kind: frontierDomain, id: int32(dom)})
+		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], cold: s.coldDomain(dom), kind: frontierDomain, id: int32(dom)})
 	}
 	for !s.cellFits(d, gi) {
 		if len(s.frontier) == 0 {
@@ -141,7 +145,7 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 					continue
 				}
 				if !leafs {
-					s.push(frontierItem{prio: p, kind: frontierDomain, id: int32(ch)})
+					s.push(frontierItem{prio: p, cold: s.coldDomain(ch), kind: frontierDomain, id: int32(ch)})
 					continue
 				}
 				n := topology.NodeID(ch - nodeBase)
@@ -151,7 +155,7 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 				if nd, ngi := s.cell(n); nd != d || ngi != gi {
 					continue
 				}
-				s.push(frontierItem{prio: p, kind: frontierNodeBound, id: int32(n)})
+				s.push(frontierItem{prio: p, cold: s.coldNode(n), kind: frontierNodeBound, id: int32(n)})
 			}
 		case frontierNodeBound:
 			n := topology.NodeID(it.id)
@@ -163,7 +167,7 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 				continue
 			}
 			if p, c, ok := s.nodeSlot(n, a, false); ok {
-				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+				s.push(frontierItem{prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 			}
 		case frontierNode:
 			n := topology.NodeID(it.id)
@@ -174,14 +178,14 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 			if p != it.prio || c != it.cost {
 				// Its room changed since it was priced (a victim on
 				// several nodes, a queue back within quota).
-				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+				s.push(frontierItem{prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 				continue
 			}
 			if _, _, ok := s.nodeSlot(n, a, true); !ok {
 				continue // a pick no longer passes the rules: the node is out
 			}
 			if p, c, ok := s.nodeSlot(n, a, false); ok {
-				s.push(frontierItem{prio: p, cost: c, kind: frontierNode, id: int32(n)})
+				s.push(frontierItem{prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 			}
 		}
 	}
@@ -217,7 +221,7 @@ func (s *Searcher) fillCellFrugal(d int, gi int32, a attempt) bool {
 			n := topology.NodeID(dm - f.NodeDomain(0))
 			if nd, ngi := s.cell(n); nd == d && ngi == gi {
 				if p, c, ok := s.nodeSlot(n, a, false); ok {
-					s.push(frontierItem{weight: s.slotWeight, prio: p, cost: c, kind: frontierNode, id: int32(n)})
+					s.push(frontierItem{weight: s.slotWeight, prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 				}
 			}
 			continue
@@ -239,14 +243,14 @@ func (s *Searcher) fillCellFrugal(d int, gi int32, a attempt) bool {
 			continue
 		}
 		if p != it.prio || c != it.cost || s.slotWeight != it.weight {
-			s.push(frontierItem{weight: s.slotWeight, prio: p, cost: c, kind: frontierNode, id: int32(n)})
+			s.push(frontierItem{weight: s.slotWeight, prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 			continue
 		}
 		if _, _, ok := s.nodeSlot(n, a, true); !ok {
 			continue
 		}
 		if p, c, ok := s.nodeSlot(n, a, false); ok {
-			s.push(frontierItem{weight: s.slotWeight, prio: p, cost: c, kind: frontierNode, id: int32(n)})
+			s.push(frontierItem{weight: s.slotWeight, prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 		}
 	}
 	return true

@@ -40,6 +40,7 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		at   int
 		cell cellBound
 		prio int32
+		cold uint8 // no warm node holds the preemptor (see warm.go)
 		cost float64
 	}{at: -1}
 	bounded := !s.unbounded && !s.noBounds
@@ -55,7 +56,9 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		// Cells go lowest bound first; once a cell's bound is above the
 		// best set's highest priority, or its cost bound above the best
 		// set's cost, it cannot beat it.
-		if best.at >= 0 && bounded && (b.prio > best.prio || b.prio == best.prio && b.cost > best.cost+1e-9*(1+math.Abs(best.cost))) {
+		// A cold best set is no bound on cost while warm nodes may be
+		// freed elsewhere.
+		if best.at >= 0 && bounded && (b.prio > best.prio || b.prio == best.prio && best.cold == 0 && b.cost > best.cost+1e-9*(1+math.Abs(best.cost))) {
 			if b.prio > best.prio {
 				break
 			}
@@ -83,12 +86,13 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		consider := func() {
 			s.fillBack(a.allowBorrow)
 			mp, cost := s.score(s.taken)
+			cold := s.coldSet()
 			// The cell whose set is cheapest: lowest highest victim
-			// priority, then lowest cost, then fewest victims, then the
-			// lowest cell.
-			if best.at < 0 || mp < best.prio || mp == best.prio && (cost < best.cost || cost == best.cost &&
-				(len(s.taken) < len(s.best) || len(s.taken) == len(s.best) && cellBefore(b, best.cell))) {
-				best.at, best.cell, best.prio, best.cost = j, b, mp, cost
+			// priority, then a warm node for the preemptor, then lowest
+			// cost, then fewest victims, then the lowest cell.
+			if best.at < 0 || mp < best.prio || mp == best.prio && (cold < best.cold || cold == best.cold && (cost < best.cost || cost == best.cost &&
+				(len(s.taken) < len(s.best) || len(s.taken) == len(s.best) && cellBefore(b, best.cell)))) {
+				best.at, best.cell, best.prio, best.cold, best.cost = j, b, mp, cold, cost
 				s.best = append(s.best[:0], s.taken...)
 				current = true
 			}
@@ -106,6 +110,16 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			s.takeAll(s.quotaPicks)
 			current = false
 			if s.fillCellInOrder(b.cell, b.groupSlot, a, len(s.best)+16) {
+				consider()
+			}
+		}
+		// The quota victims chose the node in eviction order; when that
+		// leaves no warm node for the preemptor, free the room first,
+		// warm nodes first, then top quota up.
+		if s.warm.on && best.at >= 0 && best.cold == 1 && len(s.quotaPicks) > 0 {
+			s.untakeAll()
+			current = false
+			if s.fillCell(b.cell, b.groupSlot, a) && s.topUpQuota(a) {
 				consider()
 			}
 		}

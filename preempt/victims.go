@@ -44,6 +44,7 @@ type callState struct {
 	scratchFleet  *topology.Fleet // View.Scratch, or a clone
 	index         *Index
 	req           Request
+	warm          warmMarks // the preemptor's warm nodes (warm.go)
 	exclude       map[string]bool
 	flavor        quota.FlavorID
 	needGPUs      int64
@@ -233,6 +234,7 @@ func (s *Searcher) begin(v View, req Request, exclude map[string]bool) {
 	}
 	s.cands, s.gone, s.taken, s.quotaPicks, s.touched = s.cands[:0], s.gone[:0], s.taken[:0], s.quotaPicks[:0], s.touched[:0]
 	s.unbounded = false
+	s.markWarm()
 }
 
 // end clears what the call set (the scratch fleet was given back by

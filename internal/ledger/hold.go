@@ -180,6 +180,7 @@ func (l *Ledger) OnNodes(lo, hi topology.NodeID) []string {
 // Every pod counts, those holding only a share, a slice or named
 // resources included.
 func (l *Ledger) listNodes(r *Record, sign int) {
+	l.countCrossing(r, sign)
 	for j := range r.Assign.Pods {
 		n := r.Assign.Pods[j].Node
 		if j > 0 && r.Assign.Pods[j-1].Node == n {

@@ -55,6 +55,8 @@ type Ledger struct {
 	nomSeq   uint64                       // order in which nominations were accepted
 
 	holders *btree.BTreeG[*Record] // Admitted and Draining records, by ID
+	// crossings counts the holders spanning leaves, per leaf (crossings.go).
+	crossings *placement.Crossings
 }
 
 // Record is the ledger's account of one workload. Its fields are read-only

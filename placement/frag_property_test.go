@@ -1,0 +1,136 @@
+package placement_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// naiveFrag is the fragmentation measure computed the slow way, GPU by
+// GPU and shape by shape: the free thousandths of node n that pods of a
+// shape cannot use, weighted by the shape's count and GPUs, over the mix.
+func naiveFrag(f *topology.Fleet, n topology.NodeID, left []int, res map[string]int64, mix []gang.PodSet) float64 {
+	var sum, total float64
+	for _, s := range mix {
+		total++
+		demand := s.GPUsPerPod*topology.MilliGPU + s.GPUShare
+		if demand == 0 {
+			continue
+		}
+		free, whole, partial, small, fitsShare := 0, 0, 0, 0, false
+		for _, l := range left {
+			if l <= 0 {
+				continue
+			}
+			free += l
+			if l == topology.MilliGPU {
+				whole++
+			} else {
+				partial += l
+			}
+			if s.GPUShare > 0 {
+				if l >= s.GPUShare {
+					fitsShare = true
+				} else {
+					small += l
+				}
+			}
+		}
+		fits, waste := fitsShare, small
+		if s.GPUsPerPod > 0 {
+			fits, waste = whole >= s.GPUsPerPod, partial
+		}
+		for _, r := range s.Resources {
+			if _, ok := f.Resource(r.Name); !ok || res[r.Name] < r.Amount {
+				fits = false
+			}
+		}
+		if !fits {
+			waste = free
+		}
+		sum += float64(demand) * float64(waste)
+	}
+	return sum / total / topology.MilliGPU
+}
+
+// The Fragmentation ranker's score of an option is the fall of the naive
+// measure on its node when the pod lands there.
+func TestPropertyFragmentationAgreesWithNaive(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		spec := topology.Uniform(topology.UniformSpec{Levels: []string{"node"}, Fanout: []int{3}, GPUsPerNode: 8, Flavor: "A10"})
+		for i := range spec.Nodes {
+			spec.Nodes[i].Resources = map[string]int64{"cpu": int64(rapid.IntRange(0, 16).Draw(t, "cpu")) * 1000}
+		}
+		f, err := topology.New(spec)
+		require.NoError(t, err)
+		for range rapid.IntRange(0, 30).Draw(t, "busy") {
+			c := topology.Claim{Node: topology.NodeID(rapid.IntRange(0, 2).Draw(t, "n")), GPU: rapid.IntRange(0, 7).Draw(t, "g")}
+			if rapid.Bool().Draw(t, "whole") {
+				c.Whole, c.GPU = 1<<c.GPU, 0
+			} else {
+				c.Share = rapid.SampledFrom([]int{100, 250, 300, 500, 700}).Draw(t, "s")
+			}
+			_ = f.AllocateClaim(c) // refused claims change nothing
+		}
+		podSet := func(label string) gang.PodSet {
+			ps := gang.PodSet{Name: "p", Count: 1}
+			switch rapid.IntRange(0, 2).Draw(t, label+"-form") {
+			case 0:
+				ps.GPUShare = rapid.SampledFrom([]int{100, 200, 300, 500, 800}).Draw(t, label+"-share")
+			case 1:
+				ps.GPUsPerPod = rapid.IntRange(1, 8).Draw(t, label+"-k")
+			}
+			if ps.NoGPU() || rapid.Bool().Draw(t, label+"-cpu") {
+				ps.Resources = []gang.Resource{{Name: "cpu", Amount: int64(rapid.IntRange(1, 8).Draw(t, label+"-cores")) * 1000}}
+			}
+			return ps
+		}
+		fr := placement.NewFragmentation()
+		var mix []gang.PodSet
+		for range rapid.IntRange(1, 12).Draw(t, "mix") {
+			ps := podSet("mix")
+			mix = append(mix, ps)
+			fr.Observe(&gang.Workload{ID: "m", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{ps}})
+		}
+		ps := podSet("pod")
+		w := &gang.Workload{ID: "w", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{ps}}
+		n := topology.NodeID(rapid.IntRange(0, 2).Draw(t, "node"))
+		cpu, _ := f.Resource("cpu")
+		left := make([]int, f.Capacity(n))
+		for i := range left {
+			used, _ := f.GPUUsed(n, i)
+			left[i] = topology.MilliGPU - used
+			if f.GPUWhole(n, i) {
+				left[i] = -1
+			}
+		}
+		o := placement.Option{Node: n, GPU: -1}
+		after := append([]int(nil), left...)
+		switch {
+		case ps.GPUsPerPod > 0:
+			if f.Free(n) < ps.GPUsPerPod {
+				return
+			}
+			for i, k := 0, ps.GPUsPerPod; i < len(after) && k > 0; i++ {
+				if after[i] == topology.MilliGPU {
+					after[i], k = -1, k-1
+				}
+			}
+		case ps.GPUShare > 0:
+			o.GPU = rapid.IntRange(0, len(left)-1).Draw(t, "gpu")
+			if left[o.GPU] < ps.GPUShare {
+				return
+			}
+			after[o.GPU] -= ps.GPUShare
+		}
+		res := map[string]int64{"cpu": f.ResourceFree(n, cpu)}
+		resAfter := map[string]int64{"cpu": res["cpu"] - ps.Resource("cpu")}
+		want := naiveFrag(f, n, left, res, mix) - naiveFrag(f, n, after, resAfter, mix)
+		require.InDelta(t, want, fr.Rank(f, w, o), 1e-9)
+	})
+}

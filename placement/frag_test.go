@@ -1,0 +1,90 @@
+package placement_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// twoModels is a fleet of four 2-GPU nodes of model A then four of B,
+// 16 cores each.
+func twoModels(t *testing.T) *topology.Fleet {
+	var spec topology.Spec
+	spec.Levels = []string{"node"}
+	for i := range 8 {
+		m := "A"
+		if i >= 4 {
+			m = "B"
+		}
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("%s%d", m, i%4), GPUs: 2, Flavor: m,
+			Resources: map[string]int64{"cpu": 16000}})
+	}
+	f, err := topology.New(spec)
+	require.NoError(t, err)
+	return f
+}
+
+func onePod(id string, ps gang.PodSet, models ...string) *gang.Workload {
+	ps.Name, ps.Count = "p", 1
+	return &gang.Workload{ID: id, Queue: "q", Shape: gang.Batch, Flavors: models, PodSets: []gang.PodSet{ps}}
+}
+
+// Where the Fragmentation ranker sends a pod, given the mix it has seen:
+// away from the model that bound work needs, onto the node it leaves
+// usable for the mix's shapes.
+func TestFragmentationSteers(t *testing.T) {
+	cpu := func(c int64) []gang.Resource { return []gang.Resource{{Name: "cpu", Amount: c * 1000}} }
+	cases := []struct {
+		name string
+		mix  []*gang.Workload
+		busy []topology.Claim // on the fleet before the pod
+		pod  *gang.Workload
+		want string // the node chosen
+	}{
+		{
+			name: "no mix seen: the tightest fit, lowest ID",
+			pod:  onePod("w", gang.PodSet{GPUsPerPod: 1}),
+			want: "A0",
+		},
+		{
+			name: "work bound to A seen: a pod that may go anywhere takes B",
+			mix:  []*gang.Workload{onePod("m1", gang.PodSet{GPUsPerPod: 1}, "A"), onePod("m2", gang.PodSet{GPUsPerPod: 1}, "A"), onePod("m3", gang.PodSet{GPUsPerPod: 1})},
+			pod:  onePod("w", gang.PodSet{GPUsPerPod: 1}),
+			want: "B0",
+		},
+		{
+			name: "2-GPU pods seen: a share goes to the GPU already shared, not a whole one",
+			mix:  []*gang.Workload{onePod("m1", gang.PodSet{GPUsPerPod: 2}), onePod("m2", gang.PodSet{GPUShare: 500})},
+			busy: []topology.Claim{{Node: 2, GPU: 1, Share: 300}},
+			pod:  onePod("w", gang.PodSet{GPUShare: 500}),
+			want: "A2",
+		},
+		{
+			name: "CPU-heavy GPU pods seen: a CPU-only pod leaves the GPU nodes' cores to them",
+			mix:  []*gang.Workload{onePod("m1", gang.PodSet{GPUsPerPod: 1, Resources: cpu(8)}), onePod("m2", gang.PodSet{Resources: cpu(8)})},
+			busy: []topology.Claim{{Node: 5, GPU: 0, Whole: 3}},
+			pod:  onePod("w", gang.PodSet{Resources: cpu(8)}),
+			want: "B1",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := twoModels(t)
+			for _, cl := range c.busy {
+				require.NoError(t, f.AllocateClaim(cl))
+			}
+			fr := placement.NewFragmentation()
+			for _, w := range c.mix {
+				fr.Observe(w)
+			}
+			a, err := placement.Place(f, c.pod, placement.Options{Ranker: fr})
+			require.NoError(t, err)
+			require.Equal(t, c.want, f.NodeName(a.Pods[0].Node))
+		})
+	}
+}
