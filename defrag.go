@@ -329,6 +329,11 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 				break
 			}
 			a = a.Clone()
+			// Movers hold whole GPUs, kept by count: the indexes the
+			// scratch fleet happened to give are not the fleet's.
+			for i := range a.Pods {
+				a.Pods[i].GPUMask = 0
+			}
 			for _, x := range a.NodeGPUs() {
 				if err := scratch.Allocate(x.Node, x.GPUs); err != nil {
 					panic("fleet: a defragmentation trial on a checked placement: " + err.Error())

@@ -108,6 +108,10 @@ func (s *Scheduler) Snapshot() Snapshot {
 	}
 	slices.SortStableFunc(snap.Queues, func(a, b QueueView) int { return strings.Compare(a.Name, b.Name) })
 	snap.Warm = s.warmViews()
+	for q := range s.overflowing {
+		snap.Overflowing = append(snap.Overflowing, s.tree.Name(q))
+	}
+	slices.Sort(snap.Overflowing)
 	snap.Fleet.Crossings = s.crossingViews()
 	return snap
 }

@@ -41,6 +41,10 @@ type Snapshot struct {
 	NextQuotaChange time.Time
 	// Warm is what SetWarm reported: models with weights per node.
 	Warm []WarmNode
+	// Overflowing names the queues the last cycle listed in
+	// Decisions.Overflow, so that a restored scheduler still ends their
+	// overflow with an EventOverflow of 0 GPUs.
+	Overflowing []string
 }
 
 // FleetView sums up the physical fleet.
