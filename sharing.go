@@ -31,6 +31,9 @@ func (e *entry) sharing() bool { return e.w.Shared() || len(e.w.Flavors) > 1 }
 // outside (0, 1000] and a minimum count above the count are refused by
 // the workload's own validation.
 func (s *Scheduler) checkSharing(op string, e *entry) error {
+	if !e.sharing() {
+		return nil
+	}
 	w := &e.w
 	never := func(err error, format string, args ...any) error {
 		return &Error{Op: op, Workload: w.ID, Detail: fmt.Sprintf(format, args...), Err: fmt.Errorf("%w: %w", ErrNeverFits, err)}
