@@ -99,15 +99,16 @@ func (s *Scheduler) specRequest(e *entry) quota.Request {
 
 // quotaModels returns the workload to place: e's own spec when quota fits
 // for every model it accepts, a copy that accepts only the models whose
-// quota fits otherwise (in e's order), or nil when none fits (e.wait then
-// holds the first model's verdict).
+// quota fits otherwise (in e's order; with the queue's whenCanBorrow at
+// TryNextFlavor, only those that fit within nominal quota when any does),
+// or nil when none fits (e.wait then holds the first model's verdict).
 func (s *Scheduler) quotaModels(e *entry) *gang.Workload {
 	models := e.w.Flavors
 	if len(models) == 0 {
 		models = []string{e.w.Flavor}
 	}
 	req := s.specRequest(e)
-	var fit []string
+	var fit, nominal []string
 	for i, m := range models {
 		f, ok := s.tree.Flavor(m)
 		if !ok || !s.tree.Serves(e.queue, f) {
@@ -120,6 +121,14 @@ func (s *Scheduler) quotaModels(e *entry) *gang.Workload {
 		if v.Fits() {
 			fit = append(fit, m)
 		}
+		if v.Mode == quota.FitsNominal {
+			nominal = append(nominal, m)
+		}
+	}
+	// Kueue's whenCanBorrow: TryNextFlavor keeps to the models that fit
+	// within nominal quota while any does.
+	if s.tree.Fungibility(e.queue).WhenCanBorrow == quota.TryNextFlavor && len(nominal) > 0 {
+		fit = nominal
 	}
 	switch {
 	case len(fit) == 0:

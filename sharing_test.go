@@ -367,3 +367,44 @@ func TestSharedQuotaExplained(t *testing.T) {
 	}
 	require.NoError(t, s.CheckInvariants())
 }
+
+// TestModelSetsFungibility: with whenCanBorrow Borrow (Kueue's default) a
+// model set takes the best fit even when its quota there is borrowed;
+// with TryNextFlavor it keeps to a model it fits within nominal quota.
+func TestModelSetsFungibility(t *testing.T) {
+	for _, tc := range []struct {
+		when quota.WhenCanBorrow
+		node string
+	}{{quota.Borrow, "h0"}, {quota.TryNextFlavor, "a0"}} {
+		t.Run(tc.when.String(), func(t *testing.T) {
+			// "team" has no H100 quota of its own (it borrows "other"'s)
+			// and 8 A100 GPUs. h0 holds 4 GPUs of "other"'s work, so a
+			// 4-GPU pod fits it tighter than the empty a0.
+			cfg := shareConfig()
+			cfg.Quota.Nodes = []quota.NodeSpec{
+				{Name: "all", Kind: quota.Cohort},
+				{Name: "team", Parent: "all", Kind: quota.Queue, FlavorFungibility: quota.Fungibility{WhenCanBorrow: tc.when},
+					Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 0}, {Flavor: "A100", Nominal: 8}}},
+				{Name: "other", Parent: "all", Kind: quota.Queue, Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 24}}},
+			}
+			s, err := fleet.New(cfg)
+			require.NoError(t, err)
+			for _, n := range []string{"h1", "m0"} {
+				_, err := s.SetNodeHealth(t0, n, topology.Cordoned)
+				require.NoError(t, err)
+			}
+			o := sharedWork("o", gang.PodSet{Count: 1, GPUsPerPod: 4})
+			o.Queue = "other"
+			require.NoError(t, s.Submit(t0, o))
+			require.Len(t, s.Schedule(t0).Admit, 1)
+			w := sharedWork("any", gang.PodSet{Count: 1, GPUsPerPod: 4})
+			w.Flavor, w.Flavors = "", []string{"H100", "A100"}
+			require.NoError(t, s.Submit(t0, w))
+			d := s.Schedule(t0)
+			require.Len(t, d.Admit, 1)
+			assert.Equal(t, tc.node, d.Admit[0].Pods[0].Node)
+			assert.Equal(t, tc.when == quota.Borrow, d.Admit[0].Borrowing)
+			require.NoError(t, s.CheckInvariants())
+		})
+	}
+}
