@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -84,11 +86,11 @@ func TestSharedWorkEndToEnd(t *testing.T) {
 				}
 			}
 			if tc.ps.MIG != "" {
-				slices := map[[2]int]bool{}
+				taken := map[[2]int]bool{}
 				for _, p := range a.Pods {
 					k := [2]int{p.GPU, p.Slice}
-					assert.False(t, slices[k], "slice %v booked twice", k)
-					slices[k] = true
+					assert.False(t, taken[k], "slice %v booked twice", k)
+					taken[k] = true
 				}
 			}
 			assert.Equal(t, tc.milli, s.UsageOf("team", "H100", ""))
@@ -407,4 +409,71 @@ func TestModelSetsFungibility(t *testing.T) {
 			require.NoError(t, s.CheckInvariants())
 		})
 	}
+}
+
+// TestSharedJournalReplaysByteForByte records a random run of shared,
+// MIG, CPU-only, whole-GPU and model-set work with exits and node
+// failures, and replays it: the decisions must be byte-identical.
+func TestSharedJournalReplaysByteForByte(t *testing.T) {
+	s, err := fleet.New(shareConfig())
+	require.NoError(t, err)
+	var journal, recorded bytes.Buffer
+	j := fleet.NewJournal(s, &journal)
+	enc := json.NewEncoder(&recorded)
+	r := rand.New(rand.NewPCG(5, 6))
+	now := t0
+	var running []string
+	shared := 0
+	for i := range 600 {
+		now = now.Add(time.Duration(r.IntN(60)) * time.Second)
+		switch op := r.IntN(10); {
+		case op < 5:
+			ps := gang.PodSet{Count: 1 + r.IntN(3)}
+			switch r.IntN(5) {
+			case 0:
+				ps.GPUShare = []int{100, 250, 500, 750}[r.IntN(4)]
+			case 1:
+				ps.MIG = []string{"1g.10gb", "2g.20gb", "3g.40gb"}[r.IntN(3)]
+			case 2:
+				ps.Resources = []gang.Resource{{Name: "cpu", Amount: int64(1+r.IntN(8)) * 1000}}
+			default:
+				ps.GPUsPerPod = 1 + r.IntN(4)
+			}
+			w := sharedWork(fmt.Sprintf("w%d", i), ps)
+			if ps.GPUsPerPod > 0 && r.IntN(2) == 0 {
+				w.Flavor, w.Flavors = "", []string{"H100", "A100"}
+			}
+			_ = j.Submit(now, w)
+		case op < 7 && len(running) > 0:
+			k := r.IntN(len(running))
+			_ = j.Exited(now, running[k], gang.ExitFinished)
+			running = append(running[:k], running[k+1:]...)
+		case op == 7:
+			affected, _ := j.SetNodeHealth(now, []string{"h0", "h1", "m0", "a0"}[r.IntN(4)], topology.Health(r.IntN(3)))
+			for _, id := range affected {
+				if k := slices.Index(running, id); k >= 0 {
+					running = append(running[:k], running[k+1:]...)
+				}
+			}
+		default:
+			d := j.Schedule(now)
+			require.NoError(t, j.Err())
+			require.NoError(t, enc.Encode(d))
+			for _, a := range d.Admit {
+				running = append(running, a.ID)
+				if a.Pods[0].Share > 0 || a.Pods[0].MIG != "" {
+					shared++
+				}
+			}
+		}
+		require.NoError(t, s.CheckInvariants())
+	}
+	assert.Positive(t, shared, "no shared work ran")
+	var replayed bytes.Buffer
+	enc2 := json.NewEncoder(&replayed)
+	_, err = fleet.Replay(shareConfig(), bytes.NewReader(journal.Bytes()), func(d fleet.Decisions) {
+		require.NoError(t, enc2.Encode(d))
+	})
+	require.NoError(t, err)
+	assert.Equal(t, recorded.String(), replayed.String())
 }
