@@ -38,11 +38,25 @@ func (s *Scheduler) checkSharing(op string, e *entry) error {
 	never := func(err error, format string, args ...any) error {
 		return &Error{Op: op, Workload: w.ID, Detail: fmt.Sprintf(format, args...), Err: fmt.Errorf("%w: %w", ErrNeverFits, err)}
 	}
-	// Shares add up: more than the queue could ever reach never fits.
+	// Shares and resources add up: more than the queue could ever reach
+	// never fits.
 	if op != "restore" && len(w.Flavors) < 2 {
 		if need := (w.MilliGPUs() + gang.MilliGPU - 1) / gang.MilliGPU; need > s.tree.Potential(e.queue, e.flavor) {
 			return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
 				Detail: fmt.Sprintf("needs %d GPUs of shares, queue %q can reach at most %d", need, w.Queue, s.tree.Potential(e.queue, e.flavor))}
+		}
+		for _, a := range s.specRequest(e).Resources {
+			name := s.tree.ResourceName(a.Resource)
+			if !s.tree.ServesResource(e.queue, e.flavor, a.Resource) {
+				// As in Kueue: a resource the quotas cover but the queue's
+				// flavor entry lists not is never admitted.
+				return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
+					Detail: fmt.Sprintf("queue %q has no quota of %s for %s", w.Queue, name, w.Flavor)}
+			}
+			if p := s.tree.PotentialOf(e.queue, e.flavor, a.Resource); a.Value > p {
+				return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
+					Detail: fmt.Sprintf("needs %d %s, queue %q can reach at most %d", a.Value, name, w.Queue, p)}
+			}
 		}
 	}
 	for i := range w.PodSets {

@@ -21,8 +21,8 @@ import (
 
 // shareConfig is a small mixed fleet: two 8-GPU H100 nodes that share
 // GPUs by time-slicing, one MIG-partitioned H100 node and one A100 node,
-// each with 64 cores and 512 GiB; one queue with quotas of GPUs and cpu
-// for both models.
+// each with 64 cores and 512 GiB; a queue with quotas of GPUs and cpu
+// for both models, and one with no quota of cpu.
 func shareConfig() fleet.Config {
 	res := map[string]int64{"cpu": 64000, "memory": 512 << 30}
 	node := func(name, leaf, flavor string, mig bool) topology.NodeSpec {
@@ -34,7 +34,8 @@ func shareConfig() fleet.Config {
 	cfg.Quota = quota.Spec{Flavors: []string{"H100", "A100"}, Resources: []string{"cpu"}, Nodes: []quota.NodeSpec{
 		{Name: "team", Kind: quota.Queue, Quotas: []quota.FlavorQuota{
 			{Flavor: "H100", Nominal: 16, Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: 96000}}},
-			{Flavor: "A100", Nominal: 8, Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: 32000}}}}}}}
+			{Flavor: "A100", Nominal: 8, Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: 32000}}}}},
+		{Name: "lean", Kind: quota.Queue, Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 0}}}}}
 	return cfg
 }
 
@@ -149,6 +150,9 @@ func TestSharedBadInput(t *testing.T) {
 		{name: "resource amount zero", ps: gang.PodSet{Count: 1, Resources: []gang.Resource{{Name: "cpu", Amount: 0}}},
 			errs: []error{fleet.ErrInvalid, gang.ErrBadResource}},
 		{name: "shares beyond the queue's reach", ps: gang.PodSet{Count: 40, GPUShare: 500}, errs: []error{fleet.ErrNeverFits}},
+		{name: "cores beyond the queue's reach", ps: gang.PodSet{Count: 13, Resources: []gang.Resource{{Name: "cpu", Amount: 8000}}}, errs: []error{fleet.ErrNeverFits}},
+		{name: "a resource the queue has no quota of", ps: gang.PodSet{Count: 1, Resources: []gang.Resource{{Name: "cpu", Amount: 1000}}},
+			mod: func(w *gang.Workload) { w.Queue = "lean" }, errs: []error{fleet.ErrNeverFits}},
 		{name: "min above count", ps: gang.PodSet{Count: 2, MinCount: 3, GPUShare: 500}, errs: []error{fleet.ErrInvalid, gang.ErrBadMinCount}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
