@@ -123,14 +123,17 @@ func (s *Scheduler) quotaModels(e *entry) *gang.Workload {
 	}
 	req := s.specRequest(e)
 	var fit, nominal []string
-	for i, m := range models {
+	asked := false
+	for _, m := range models {
 		f, ok := s.tree.Flavor(m)
 		if !ok || !s.tree.Serves(e.queue, f) {
 			continue
 		}
 		v := s.tree.FitsRequest(e.queue, f, req)
-		if i == 0 || len(fit) == 0 && !v.Fits() {
-			e.wait.quota = v
+		// The verdict recorded is the first model's that fits, else the
+		// first model's.
+		if !asked || v.Fits() && len(fit) == 0 {
+			e.wait.quota, asked = v, true
 		}
 		if v.Fits() {
 			fit = append(fit, m)

@@ -234,6 +234,24 @@ func TestModelSets(t *testing.T) {
 	assert.Equal(t, int64(16000), s.UsageOf("team", "H100", ""))
 	require.NoError(t, s.CheckInvariants())
 
+	// H100 quota is full and the A100 node is cordoned: 4 GPUs wait for
+	// room on A100, the one model whose quota fits them, and Explain says
+	// so with that model's verdict.
+	_, err = s.SetNodeHealth(t0, "a0", topology.Cordoned)
+	require.NoError(t, err)
+	big := sharedWork("big", gang.PodSet{Count: 1, GPUsPerPod: 4})
+	big.Flavor, big.Flavors = "", []string{"H100", "A100"}
+	require.NoError(t, s.Submit(t0, big))
+	assert.Empty(t, s.Schedule(t0).Admit)
+	x, err := s.Explain("big")
+	require.NoError(t, err)
+	assert.Equal(t, fleet.WaitTopology, x.Waiting)
+	require.NotNil(t, x.Quota)
+	assert.True(t, x.Quota.Fits(), x.Message)
+	require.NoError(t, s.Cancel(t0, "big"))
+	_, err = s.SetNodeHealth(t0, "a0", topology.Healthy)
+	require.NoError(t, err)
+
 	// In preference order, the first model that fits wins even when a
 	// later one fits better.
 	require.NoError(t, s.Exited(t0, "fill", gang.ExitFinished))
