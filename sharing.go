@@ -25,11 +25,13 @@ import (
 // one model.
 func (e *entry) sharing() bool { return e.w.Shared() || len(e.w.Flavors) > 1 }
 
-// checkSharing refuses, whole, what no node of the fleet can ever give e:
-// a MIG profile no accepted GPU model has (placement.ErrUnknownProfile),
-// or a resource no node has (placement.ErrUnknownResource). Shares
-// outside (0, 1000] and a minimum count above the count are refused by
-// the workload's own validation.
+// checkSharing refuses, whole, what e can never get: a MIG profile no
+// accepted GPU model has (placement.ErrUnknownProfile), a resource no node
+// has (placement.ErrUnknownResource), and, for one model, a resource its
+// queue has no quota of or more shares or resources than the queue could
+// reach with the tree idle (ErrNeverFits). Shares outside (0, 1000] and a
+// minimum count above the count are refused by the workload's own
+// validation.
 func (s *Scheduler) checkSharing(op string, e *entry) error {
 	if !e.sharing() {
 		return nil
@@ -48,8 +50,8 @@ func (s *Scheduler) checkSharing(op string, e *entry) error {
 		for _, a := range s.specRequest(e).Resources {
 			name := s.tree.ResourceName(a.Resource)
 			if !s.tree.ServesResource(e.queue, e.flavor, a.Resource) {
-				// As in Kueue: a resource the quotas cover but the queue's
-				// flavor entry lists not is never admitted.
+				// As in Kueue: a resource the quotas cover that the queue's
+				// flavor entry does not list is never admitted.
 				return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
 					Detail: fmt.Sprintf("queue %q has no quota of %s for %s", w.Queue, name, w.Flavor)}
 			}
