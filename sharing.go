@@ -25,21 +25,40 @@ import (
 // one model.
 func (e *entry) sharing() bool { return e.w.Shared() || len(e.w.Flavors) > 1 }
 
-// checkSharing refuses, whole, what no node of the fleet can ever give e:
-// a MIG profile no accepted GPU model has (placement.ErrUnknownProfile),
-// or a resource no node has (placement.ErrUnknownResource). Shares
-// outside (0, 1000] and a minimum count above the count are refused by
-// the workload's own validation.
+// checkSharing refuses, whole, what e can never get: a MIG profile no
+// accepted GPU model has (placement.ErrUnknownProfile), a resource no node
+// has (placement.ErrUnknownResource), and, for one model, a resource its
+// queue has no quota of or more shares or resources than the queue could
+// reach with the tree idle (ErrNeverFits). Shares outside (0, 1000] and a
+// minimum count above the count are refused by the workload's own
+// validation.
 func (s *Scheduler) checkSharing(op string, e *entry) error {
+	if !e.sharing() {
+		return nil
+	}
 	w := &e.w
 	never := func(err error, format string, args ...any) error {
 		return &Error{Op: op, Workload: w.ID, Detail: fmt.Sprintf(format, args...), Err: fmt.Errorf("%w: %w", ErrNeverFits, err)}
 	}
-	// Shares add up: more than the queue could ever reach never fits.
+	// Shares and resources add up: more than the queue could ever reach
+	// never fits.
 	if op != "restore" && len(w.Flavors) < 2 {
 		if need := (w.MilliGPUs() + gang.MilliGPU - 1) / gang.MilliGPU; need > s.tree.Potential(e.queue, e.flavor) {
 			return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
 				Detail: fmt.Sprintf("needs %d GPUs of shares, queue %q can reach at most %d", need, w.Queue, s.tree.Potential(e.queue, e.flavor))}
+		}
+		for _, a := range s.specRequest(e).Resources {
+			name := s.tree.ResourceName(a.Resource)
+			if !s.tree.ServesResource(e.queue, e.flavor, a.Resource) {
+				// As in Kueue: a resource the quotas cover that the queue's
+				// flavor entry does not list is never admitted.
+				return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
+					Detail: fmt.Sprintf("queue %q has no quota of %s for %s", w.Queue, name, w.Flavor)}
+			}
+			if p := s.tree.PotentialOf(e.queue, e.flavor, a.Resource); a.Value > p {
+				return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
+					Detail: fmt.Sprintf("needs %d %s, queue %q can reach at most %d", a.Value, name, w.Queue, p)}
+			}
 		}
 	}
 	for i := range w.PodSets {
@@ -96,27 +115,39 @@ func (s *Scheduler) specRequest(e *entry) quota.Request {
 
 // quotaModels returns the workload to place: e's own spec when quota fits
 // for every model it accepts, a copy that accepts only the models whose
-// quota fits otherwise (in e's order), or nil when none fits (e.wait then
-// holds the first model's verdict).
+// quota fits otherwise (in e's order; with the queue's whenCanBorrow at
+// TryNextFlavor, only those that fit within nominal quota when any does),
+// or nil when none fits (e.wait then holds the first model's verdict).
 func (s *Scheduler) quotaModels(e *entry) *gang.Workload {
 	models := e.w.Flavors
 	if len(models) == 0 {
 		models = []string{e.w.Flavor}
 	}
 	req := s.specRequest(e)
-	var fit []string
-	for i, m := range models {
+	var fit, nominal []string
+	asked := false
+	for _, m := range models {
 		f, ok := s.tree.Flavor(m)
 		if !ok || !s.tree.Serves(e.queue, f) {
 			continue
 		}
 		v := s.tree.FitsRequest(e.queue, f, req)
-		if i == 0 || len(fit) == 0 && !v.Fits() {
-			e.wait.quota = v
+		// The verdict recorded is the first model's that fits, else the
+		// first model's.
+		if !asked || v.Fits() && len(fit) == 0 {
+			e.wait.quota, asked = v, true
 		}
 		if v.Fits() {
 			fit = append(fit, m)
 		}
+		if v.Mode == quota.FitsNominal {
+			nominal = append(nominal, m)
+		}
+	}
+	// Kueue's whenCanBorrow: TryNextFlavor keeps to the models that fit
+	// within nominal quota while any does.
+	if s.tree.Fungibility(e.queue).WhenCanBorrow == quota.TryNextFlavor && len(nominal) > 0 {
+		fit = nominal
 	}
 	switch {
 	case len(fit) == 0:

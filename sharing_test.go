@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,8 +21,8 @@ import (
 
 // shareConfig is a small mixed fleet: two 8-GPU H100 nodes that share
 // GPUs by time-slicing, one MIG-partitioned H100 node and one A100 node,
-// each with 64 cores and 512 GiB; one queue with quotas of GPUs and cpu
-// for both models.
+// each with 64 cores and 512 GiB; a queue with quotas of GPUs and cpu
+// for both models, and one with no quota of cpu.
 func shareConfig() fleet.Config {
 	res := map[string]int64{"cpu": 64000, "memory": 512 << 30}
 	node := func(name, leaf, flavor string, mig bool) topology.NodeSpec {
@@ -32,7 +34,8 @@ func shareConfig() fleet.Config {
 	cfg.Quota = quota.Spec{Flavors: []string{"H100", "A100"}, Resources: []string{"cpu"}, Nodes: []quota.NodeSpec{
 		{Name: "team", Kind: quota.Queue, Quotas: []quota.FlavorQuota{
 			{Flavor: "H100", Nominal: 16, Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: 96000}}},
-			{Flavor: "A100", Nominal: 8, Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: 32000}}}}}}}
+			{Flavor: "A100", Nominal: 8, Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: 32000}}}}},
+		{Name: "lean", Kind: quota.Queue, Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 0}}}}}
 	return cfg
 }
 
@@ -84,11 +87,11 @@ func TestSharedWorkEndToEnd(t *testing.T) {
 				}
 			}
 			if tc.ps.MIG != "" {
-				slices := map[[2]int]bool{}
+				taken := map[[2]int]bool{}
 				for _, p := range a.Pods {
 					k := [2]int{p.GPU, p.Slice}
-					assert.False(t, slices[k], "slice %v booked twice", k)
-					slices[k] = true
+					assert.False(t, taken[k], "slice %v booked twice", k)
+					taken[k] = true
 				}
 			}
 			assert.Equal(t, tc.milli, s.UsageOf("team", "H100", ""))
@@ -147,6 +150,9 @@ func TestSharedBadInput(t *testing.T) {
 		{name: "resource amount zero", ps: gang.PodSet{Count: 1, Resources: []gang.Resource{{Name: "cpu", Amount: 0}}},
 			errs: []error{fleet.ErrInvalid, gang.ErrBadResource}},
 		{name: "shares beyond the queue's reach", ps: gang.PodSet{Count: 40, GPUShare: 500}, errs: []error{fleet.ErrNeverFits}},
+		{name: "cores beyond the queue's reach", ps: gang.PodSet{Count: 13, Resources: []gang.Resource{{Name: "cpu", Amount: 8000}}}, errs: []error{fleet.ErrNeverFits}},
+		{name: "a resource the queue has no quota of", ps: gang.PodSet{Count: 1, Resources: []gang.Resource{{Name: "cpu", Amount: 1000}}},
+			mod: func(w *gang.Workload) { w.Queue = "lean" }, errs: []error{fleet.ErrNeverFits}},
 		{name: "min above count", ps: gang.PodSet{Count: 2, MinCount: 3, GPUShare: 500}, errs: []error{fleet.ErrInvalid, gang.ErrBadMinCount}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,6 +233,24 @@ func TestModelSets(t *testing.T) {
 	assert.Equal(t, int64(4000), s.UsageOf("team", "A100", ""))
 	assert.Equal(t, int64(16000), s.UsageOf("team", "H100", ""))
 	require.NoError(t, s.CheckInvariants())
+
+	// H100 quota is full and the A100 node is cordoned: 4 GPUs wait for
+	// room on A100, the one model whose quota fits them, and Explain says
+	// so with that model's verdict.
+	_, err = s.SetNodeHealth(t0, "a0", topology.Cordoned)
+	require.NoError(t, err)
+	big := sharedWork("big", gang.PodSet{Count: 1, GPUsPerPod: 4})
+	big.Flavor, big.Flavors = "", []string{"H100", "A100"}
+	require.NoError(t, s.Submit(t0, big))
+	assert.Empty(t, s.Schedule(t0).Admit)
+	x, err := s.Explain("big")
+	require.NoError(t, err)
+	assert.Equal(t, fleet.WaitTopology, x.Waiting)
+	require.NotNil(t, x.Quota)
+	assert.True(t, x.Quota.Fits(), x.Message)
+	require.NoError(t, s.Cancel(t0, "big"))
+	_, err = s.SetNodeHealth(t0, "a0", topology.Healthy)
+	require.NoError(t, err)
 
 	// In preference order, the first model that fits wins even when a
 	// later one fits better.
@@ -366,4 +390,112 @@ func TestSharedQuotaExplained(t *testing.T) {
 		assert.Contains(t, x.Message, want)
 	}
 	require.NoError(t, s.CheckInvariants())
+}
+
+// TestModelSetsFungibility: with whenCanBorrow Borrow (Kueue's default) a
+// model set takes the best fit even when its quota there is borrowed;
+// with TryNextFlavor it keeps to a model it fits within nominal quota.
+func TestModelSetsFungibility(t *testing.T) {
+	for _, tc := range []struct {
+		when quota.WhenCanBorrow
+		node string
+	}{{quota.Borrow, "h0"}, {quota.TryNextFlavor, "a0"}} {
+		t.Run(tc.when.String(), func(t *testing.T) {
+			// "team" has no H100 quota of its own (it borrows "other"'s)
+			// and 8 A100 GPUs. h0 holds 4 GPUs of "other"'s work, so a
+			// 4-GPU pod fits it tighter than the empty a0.
+			cfg := shareConfig()
+			cfg.Quota.Nodes = []quota.NodeSpec{
+				{Name: "all", Kind: quota.Cohort},
+				{Name: "team", Parent: "all", Kind: quota.Queue, FlavorFungibility: quota.Fungibility{WhenCanBorrow: tc.when},
+					Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 0}, {Flavor: "A100", Nominal: 8}}},
+				{Name: "other", Parent: "all", Kind: quota.Queue, Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 24}}},
+			}
+			s, err := fleet.New(cfg)
+			require.NoError(t, err)
+			for _, n := range []string{"h1", "m0"} {
+				_, err := s.SetNodeHealth(t0, n, topology.Cordoned)
+				require.NoError(t, err)
+			}
+			o := sharedWork("o", gang.PodSet{Count: 1, GPUsPerPod: 4})
+			o.Queue = "other"
+			require.NoError(t, s.Submit(t0, o))
+			require.Len(t, s.Schedule(t0).Admit, 1)
+			w := sharedWork("any", gang.PodSet{Count: 1, GPUsPerPod: 4})
+			w.Flavor, w.Flavors = "", []string{"H100", "A100"}
+			require.NoError(t, s.Submit(t0, w))
+			d := s.Schedule(t0)
+			require.Len(t, d.Admit, 1)
+			assert.Equal(t, tc.node, d.Admit[0].Pods[0].Node)
+			assert.Equal(t, tc.when == quota.Borrow, d.Admit[0].Borrowing)
+			require.NoError(t, s.CheckInvariants())
+		})
+	}
+}
+
+// TestSharedJournalReplaysByteForByte records a random run of shared,
+// MIG, CPU-only, whole-GPU and model-set work with exits and node
+// failures, and replays it: the decisions must be byte-identical.
+func TestSharedJournalReplaysByteForByte(t *testing.T) {
+	s, err := fleet.New(shareConfig())
+	require.NoError(t, err)
+	var journal, recorded bytes.Buffer
+	j := fleet.NewJournal(s, &journal)
+	enc := json.NewEncoder(&recorded)
+	r := rand.New(rand.NewPCG(5, 6))
+	now := t0
+	var running []string
+	shared := 0
+	for i := range 600 {
+		now = now.Add(time.Duration(r.IntN(60)) * time.Second)
+		switch op := r.IntN(10); {
+		case op < 5:
+			ps := gang.PodSet{Count: 1 + r.IntN(3)}
+			switch r.IntN(5) {
+			case 0:
+				ps.GPUShare = []int{100, 250, 500, 750}[r.IntN(4)]
+			case 1:
+				ps.MIG = []string{"1g.10gb", "2g.20gb", "3g.40gb"}[r.IntN(3)]
+			case 2:
+				ps.Resources = []gang.Resource{{Name: "cpu", Amount: int64(1+r.IntN(8)) * 1000}}
+			default:
+				ps.GPUsPerPod = 1 + r.IntN(4)
+			}
+			w := sharedWork(fmt.Sprintf("w%d", i), ps)
+			if ps.GPUsPerPod > 0 && r.IntN(2) == 0 {
+				w.Flavor, w.Flavors = "", []string{"H100", "A100"}
+			}
+			_ = j.Submit(now, w)
+		case op < 7 && len(running) > 0:
+			k := r.IntN(len(running))
+			_ = j.Exited(now, running[k], gang.ExitFinished)
+			running = append(running[:k], running[k+1:]...)
+		case op == 7:
+			affected, _ := j.SetNodeHealth(now, []string{"h0", "h1", "m0", "a0"}[r.IntN(4)], topology.Health(r.IntN(3)))
+			for _, id := range affected {
+				if k := slices.Index(running, id); k >= 0 {
+					running = append(running[:k], running[k+1:]...)
+				}
+			}
+		default:
+			d := j.Schedule(now)
+			require.NoError(t, j.Err())
+			require.NoError(t, enc.Encode(d))
+			for _, a := range d.Admit {
+				running = append(running, a.ID)
+				if a.Pods[0].Share > 0 || a.Pods[0].MIG != "" {
+					shared++
+				}
+			}
+		}
+		require.NoError(t, s.CheckInvariants())
+	}
+	assert.Positive(t, shared, "no shared work ran")
+	var replayed bytes.Buffer
+	enc2 := json.NewEncoder(&replayed)
+	_, err = fleet.Replay(shareConfig(), bytes.NewReader(journal.Bytes()), func(d fleet.Decisions) {
+		require.NoError(t, enc2.Encode(d))
+	})
+	require.NoError(t, err)
+	assert.Equal(t, recorded.String(), replayed.String())
 }

@@ -19,6 +19,7 @@ func (t *Tree) setSettings(n NodeID, spec NodeSpec) {
 	}
 	t.rules[n] = r
 	t.strategy[n] = spec.QueueingStrategy
+	t.fungibility[n] = spec.FlavorFungibility
 }
 
 // SetNode replaces, as one edit, the settings of the cohort or queue

@@ -150,6 +150,12 @@ func (t *Tree) AvailableOf(n NodeID, f FlavorID, r ResourceID) int64 {
 	return max(0, a)
 }
 
+// PotentialOf is Potential for any resource of flavor f, in its unit
+// (thousandths of a GPU for GPU): what n could take with the tree idle.
+func (t *Tree) PotentialOf(n NodeID, f FlavorID, r ResourceID) int64 {
+	return t.potential(n, t.s.col(int(f), r))
+}
+
 // ServesResource reports whether node n has a quota entry for resource r
 // of flavor f.
 func (t *Tree) ServesResource(n NodeID, f FlavorID, r ResourceID) bool {

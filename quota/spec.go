@@ -42,6 +42,8 @@ type NodeSpec struct {
 	// leave them zero.
 	Preemption       Rules    `json:"preemption,omitzero"`
 	QueueingStrategy Strategy `json:"queueingStrategy,omitzero"`
+	// FlavorFungibility applies to queues only, as Preemption does.
+	FlavorFungibility Fungibility `json:"flavorFungibility,omitzero"`
 }
 
 // FlavorQuota is a node's quota for one flavor, as in a Kueue resource

@@ -50,6 +50,8 @@ type Tree struct {
 	weightSet []bool
 	rules     []Rules
 	strategy  []Strategy
+	// fungibility is each queue's flavorFungibility.
+	fungibility []Fungibility
 }
 
 // shape is the part of a Tree no call can change.
@@ -189,21 +191,22 @@ func New(spec Spec) (*Tree, error) {
 	s.children = make([][]NodeID, N)
 	s.specOrder = make([]NodeID, N)
 	t := &Tree{
-		s:          s,
-		nominal:    make([]int64, N*C),
-		borrow:     make([]int64, N*C),
-		lend:       make([]int64, N*C),
-		served:     make([]bool, N*C),
-		subtree:    make([]int64, N*C),
-		usage:      make([]int64, N*C),
-		inUse:      make([]int64, N*C),
-		nominalSum: make([]int64, C),
-		inUseSum:   make([]int64, C),
-		order:      make([][]FlavorID, N),
-		weight:     make([]float64, N),
-		weightSet:  make([]bool, N),
-		rules:      make([]Rules, N),
-		strategy:   make([]Strategy, N),
+		s:           s,
+		nominal:     make([]int64, N*C),
+		borrow:      make([]int64, N*C),
+		lend:        make([]int64, N*C),
+		served:      make([]bool, N*C),
+		subtree:     make([]int64, N*C),
+		usage:       make([]int64, N*C),
+		inUse:       make([]int64, N*C),
+		nominalSum:  make([]int64, C),
+		inUseSum:    make([]int64, C),
+		order:       make([][]FlavorID, N),
+		weight:      make([]float64, N),
+		weightSet:   make([]bool, N),
+		rules:       make([]Rules, N),
+		strategy:    make([]Strategy, N),
+		fungibility: make([]Fungibility, N),
 	}
 	for i := range t.borrow {
 		t.borrow[i], t.lend[i] = noLimit, noLimit
@@ -281,7 +284,7 @@ func checkNode(n NodeSpec, s *shape) error {
 	if w := n.Weight; w != nil && (*w < 0 || math.IsNaN(*w) || math.IsInf(*w, 0)) {
 		return &SpecError{Node: n.Name, Field: "weight", Detail: fmt.Sprintf("weight %v", *w), Err: ErrInvalidWeight}
 	}
-	if n.Kind == Cohort && (n.Preemption != Rules{} || n.QueueingStrategy != BestEffortFIFO) {
+	if n.Kind == Cohort && (n.Preemption != Rules{} || n.QueueingStrategy != BestEffortFIFO || n.FlavorFungibility != Fungibility{}) {
 		return &SpecError{Node: n.Name, Field: "preemption", Err: ErrRulesOnCohort}
 	}
 	if err := checkRules(n); err != nil {
@@ -316,6 +319,8 @@ func checkRules(n NodeSpec) error {
 		return &SpecError{Node: n.Name, Field: "preemption.borrowWithinCohort.policy", Detail: r.BorrowWithinCohort.Policy.String(), Err: ErrInvalidSpec}
 	case int(n.QueueingStrategy) >= len(strategyNames()):
 		return &SpecError{Node: n.Name, Field: "queueingStrategy", Detail: n.QueueingStrategy.String(), Err: ErrInvalidSpec}
+	case !n.FlavorFungibility.WhenCanBorrow.Valid():
+		return &SpecError{Node: n.Name, Field: "flavorFungibility.whenCanBorrow", Detail: n.FlavorFungibility.WhenCanBorrow.String(), Err: ErrInvalidSpec}
 	case r.BorrowWithinCohort.Policy != BorrowNever && r.ReclaimWithinCohort == ReclaimNever:
 		// Kueue refuses it too: borrowing by preemption is a form of
 		// reclaiming, so it needs reclaimWithinCohort.
@@ -401,6 +406,7 @@ func (t *Tree) copyInto(c *Tree) {
 	c.weightSet = append(c.weightSet[:0], t.weightSet...)
 	c.rules = append(c.rules[:0], t.rules...)
 	c.strategy = append(c.strategy[:0], t.strategy...)
+	c.fungibility = append(c.fungibility[:0], t.fungibility...)
 }
 
 // Spec returns the current configuration, reflecting SetQuota and SetNode edits, with
@@ -413,10 +419,11 @@ func (t *Tree) Spec() Spec {
 	}
 	for i, n := range s.specOrder {
 		ns := NodeSpec{
-			Name:             s.names[n],
-			Kind:             s.kind[n],
-			Preemption:       t.rules[n],
-			QueueingStrategy: t.strategy[n],
+			Name:              s.names[n],
+			Kind:              s.kind[n],
+			Preemption:        t.rules[n],
+			QueueingStrategy:  t.strategy[n],
+			FlavorFungibility: t.fungibility[n],
 		}
 		if p := s.parent[n]; p != None {
 			ns.Parent = s.names[p]

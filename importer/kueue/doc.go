@@ -11,12 +11,13 @@
 // cohorts (implicit ones too), ClusterQueues queues, and the quotas of one
 // resource (nvidia.com/gpu unless Options.Resource says otherwise) per
 // flavor become nominal quota, borrowing and lending limits. Preemption
-// policies, queueing strategy and fair-sharing weights carry over.
+// policies, queueing strategy, flavorFungibility.whenCanBorrow and
+// fair-sharing weights carry over.
 // Quantities go through Kubernetes' own parser and are rounded up to whole
 // GPUs, as Kueue rounds.
 //
 // Nothing is dropped silently: other kinds, other resources (CPU, memory)
-// and fields fleet does not model (namespaceSelector, flavorFungibility,
+// and fields fleet does not model (namespaceSelector, whenCanPreempt,
 // stopPolicy, admission checks...) are listed in Result.Notes. Status and
 // metadata other than name and namespace are ignored.
 //

@@ -86,6 +86,9 @@ func Export(w io.Writer, spec quota.Spec, opts ExportOptions) error {
 			}
 			s["namespaceSelector"] = map[string]any{}
 			s["queueingStrategy"] = n.QueueingStrategy.String()
+			if n.FlavorFungibility.WhenCanBorrow == quota.TryNextFlavor {
+				s["flavorFungibility"] = map[string]any{"whenCanBorrow": n.FlavorFungibility.WhenCanBorrow.String()}
+			}
 			r := n.Preemption
 			bwc := map[string]any{"policy": r.BorrowWithinCohort.Policy.String()}
 			if th, ok := r.BorrowWithinCohort.Threshold(); ok {

@@ -428,6 +428,9 @@ func (b *treeBuilder) clusterQueue(version string, spec obj) {
 	if v, ok := spec.take("preemption"); ok {
 		n.Preemption = b.preemption(p.object(v, "spec.preemption"))
 	}
+	if v, ok := spec.take("flavorFungibility"); ok {
+		n.FlavorFungibility = b.fungibility(p.object(v, "spec.flavorFungibility"))
+	}
 	n.Weight = b.fairSharing(spec)
 	if v, ok := spec.take("namespaceSelector"); ok {
 		if m, isMap := v.(map[string]any); !isMap || len(m) > 0 {

@@ -57,7 +57,9 @@ func (l *Ledger) hold(r *Record, a placement.Assignment, nodes []placement.NodeG
 		panic("ledger: workload started twice: " + r.W.ID)
 	}
 	l.listNodes(r, 1)
-	l.indexUpdate(r) // work holding no whole GPU stays out of the victim index
+	if len(nodes) > 0 { // work holding no whole GPU stays out of the victim index
+		l.indexAdd(r)
+	}
 }
 
 // Exit ends a workload with the state how records. A holder's GPUs are
@@ -175,10 +177,9 @@ func (l *Ledger) OnNodes(lo, hi topology.NodeID) []string {
 	return slices.Compact(out)
 }
 
-// listNodes files r under the nodes it holds GPUs on (sign 1) or takes it
-// off them (sign -1).
-// Every pod counts, those holding only a share, a slice or named
-// resources included.
+// listNodes files r under the nodes its pods run on (sign 1) or takes it
+// off them (sign -1): every pod counts, one holding only a share, a slice
+// or named resources included.
 func (l *Ledger) listNodes(r *Record, sign int) {
 	l.countCrossing(r, sign)
 	for j := range r.Assign.Pods {
