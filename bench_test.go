@@ -211,26 +211,40 @@ func spikeScheduler(b *testing.B, gpus int, now time.Time) (*fleet.Scheduler, ma
 // GPUs. spike=25x8gpu is the same spike at every size (25 replicas of 8
 // GPUs); spike=scaled grows with the fleet (200/2,048 of it, 25 replicas
 // at 2,048 GPUs, 1,600 at 131,072), and its ns/replica says whether one
-// search serves the whole spike.
+// search serves the whole spike. spike=25x8gpu-warm is the first with
+// every eighth node reported warm for the replicas' model: placement and
+// the victim search prefer those nodes.
 func BenchmarkScheduleSpike(b *testing.B) {
 	for _, gpus := range []int{2048, 16384, 131072} {
-		for _, spike := range []string{"25x8gpu", "scaled"} {
+		for _, spike := range []string{"25x8gpu", "scaled", "25x8gpu-warm"} {
 			b.Run(fmt.Sprintf("gpus=%d/spike=%s", gpus, spike), func(b *testing.B) {
 				replicas := 25
 				if spike == "scaled" {
 					replicas = gpus * 200 / 2048 / 8
 				}
-				benchSpike(b, gpus, replicas)
+				benchSpike(b, gpus, replicas, spike == "25x8gpu-warm")
 			})
 		}
 	}
 }
 
 // benchSpike times one spike of replicas 8-GPU inference replicas at gpus
-// GPUs; each iteration starts from an equally full fleet.
-func benchSpike(b *testing.B, gpus, replicas int) {
+// GPUs; each iteration starts from an equally full fleet. With warm, every
+// eighth node holds the replicas' model.
+func benchSpike(b *testing.B, gpus, replicas int, warm bool) {
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	s, specs, now := spikeScheduler(b, gpus, start)
+	model := ""
+	if warm {
+		model = "llama-70b"
+		for i, n := range topology.Scaled(gpus).Nodes {
+			if i%8 == 0 {
+				if err := s.SetWarm(now, n.Name, []string{model}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
 	lat := make([]time.Duration, 0, min(b.N, 1<<20))
 	drains := 0
 	b.ReportAllocs()
@@ -241,7 +255,7 @@ func benchSpike(b *testing.B, gpus, replicas int) {
 		var ids []string
 		for j := range replicas {
 			w := gang.Workload{ID: fmt.Sprintf("spike-%d-%d", i, j), Queue: "prod-inference", PriorityClass: fleet.ClassProdInference,
-				Shape: gang.Inference, PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 8}}}
+				Shape: gang.Inference, Model: model, PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 8}}}
 			if err := s.Submit(now, w); err != nil {
 				b.Fatal(err)
 			}

@@ -18,7 +18,7 @@ import (
 
 // replicas returns the run of workloads at the head of pending that are
 // replicas of its first one: same queue, priority, flavor, pools, submit
-// time, expected runtime and drain contract, and one pod set of the same
+// time, expected runtime, drain contract and model, and one pod set of the same
 // size with no topology constraint, so that placing them together is the
 // same as placing them one by one and every rule sees them alike. An inference
 // spike is such a run, and one victim search then serves all of it.
@@ -32,7 +32,7 @@ func replicas(pending []*entry) []*entry {
 		x := pending[n]
 		if !replicable(x) || x.queue != e.queue || x.priority != e.priority || x.flavor != e.flavor ||
 			x.w.ExpectedRuntime != e.w.ExpectedRuntime || x.w.Drain.Preemptible != e.w.Drain.Preemptible ||
-			!x.submitted.Equal(e.submitted) ||
+			!x.submitted.Equal(e.submitted) || x.w.Model != e.w.Model ||
 			!slices.Equal(x.w.Pools, e.w.Pools) || x.w.PodSets[0].Count != e.w.PodSets[0].Count ||
 			x.w.PodSets[0].GPUsPerPod != e.w.PodSets[0].GPUsPerPod {
 			break

@@ -101,6 +101,7 @@ func (m *machine) Submit(t *rapid.T) {
 			ps.Resources = []gang.Resource{{Name: "cpu", Amount: int64(rapid.IntRange(1, 4).Draw(t, "cores")) * 1000}}
 		}
 	}
+	w.Model = rapid.SampledFrom([]string{"", "", "llama", "qwen"}).Draw(t, "model")
 	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Submit(m.now, w) })
 	if err == nil {
 		m.h.specs[w.ID] = w
@@ -281,6 +282,15 @@ func (m *machine) NodeHealth(t *rapid.T) {
 		delete(m.h.specs, id)
 		delete(m.h.draining, id)
 	}
+}
+
+// Warm reports the models whose weights a node holds; a restart from a
+// snapshot keeps them (the twin, which never restarts, would diverge).
+func (m *machine) Warm(t *rapid.T) {
+	node := rapid.SampledFrom(m.nodes).Draw(t, "node")
+	models := rapid.SliceOfN(rapid.SampledFrom([]string{"llama", "qwen", "mistral"}), 0, 2).Draw(t, "models")
+	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.SetWarm(m.now, node, models) })
+	require.NoError(t, err)
 }
 
 // SnapshotRestart restarts the scheduler from its snapshot, mid-drain or

@@ -158,3 +158,44 @@ func TestSpikeFreesAWarmNode(t *testing.T) {
 		})
 	}
 }
+
+// A run of replicas of one model, searched together, frees warm nodes
+// for all of them, and they start there.
+func TestSpikeRunFreesWarmNodes(t *testing.T) {
+	s := newRef(t)
+	for i := range 193 {
+		require.NoError(t, s.Submit(t0, batchJob(fmt.Sprintf("b%03d", i))))
+	}
+	for i := range 63 {
+		require.NoError(t, s.Submit(t0, replica(fmt.Sprintf("inf-%02d", i), 8)))
+	}
+	require.Equal(t, 256, len(s.Schedule(t0).Admit))
+	now := t0.Add(time.Hour)
+	warm := map[string]bool{"node-1-2-3": true, "node-2-6-1": true}
+	occupants := map[string]bool{}
+	for _, r := range s.Snapshot().Running {
+		if warm[r.Nodes[0].Node] {
+			occupants[r.ID] = true
+			continue
+		}
+		require.NoError(t, s.Checkpointed(now, r.ID, now.Add(-time.Minute)))
+	}
+	require.Len(t, occupants, 2)
+	for n := range warm {
+		require.NoError(t, s.SetWarm(now, n, []string{"llama-70b"}))
+	}
+	require.NoError(t, s.Submit(now, served("spike-0", 8, "llama-70b")))
+	require.NoError(t, s.Submit(now, served("spike-1", 8, "llama-70b")))
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 2)
+	for _, x := range d.Drain {
+		require.True(t, occupants[x.ID], "%s drained", x.ID)
+		require.NoError(t, s.Exited(now.Add(time.Minute), x.ID, gang.ExitDrained))
+	}
+	d = s.Schedule(now.Add(time.Minute))
+	require.Len(t, d.Admit, 2)
+	for _, a := range d.Admit {
+		require.True(t, warm[a.Pods[0].Node], "%s on %s", a.ID, a.Pods[0].Node)
+	}
+	require.NoError(t, s.CheckInvariants())
+}

@@ -9,8 +9,10 @@
 //
 // The policy (lowest span first, best fit, fewest child domains, bin-pack
 // sub-node pods, whole nodes for training, segments, rank groups, spread,
-// pools, uplink tie-breaks) is documented on Placer.Place, where it is
-// decided. Pods come back in rank order: the pods of a pod set inside any
+// pools, uplink tie-breaks, warm nodes first for replicas naming their
+// model) is documented on Placer.Place, where it is decided. A Ranker
+// (Fragmentation is the built-in one, for GPU-sharing fleets) may decide
+// among every feasible node of a one-pod workload. Pods come back in rank order: the pods of a pod set inside any
 // domain hold consecutive indices (Assignment.RankOrder), so neighbouring
 // ranks share the lowest domain they can. Speed comes from the
 // fleet's per-domain aggregates and ordered indexes, not from scans: a

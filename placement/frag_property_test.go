@@ -1,6 +1,7 @@
 package placement_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,15 +12,36 @@ import (
 	"github.com/fleetsched/fleet/topology"
 )
 
+// mixShape is one observed pod set and the models its workload accepts
+// (nil: any).
+type mixShape struct {
+	ps     gang.PodSet
+	models []string
+}
+
+func accepts(models []string, model string) bool {
+	return models == nil || slices.Contains(models, model)
+}
+
 // naiveFrag is the fragmentation measure computed the slow way, GPU by
 // GPU and shape by shape: the free thousandths of node n that pods of a
-// shape cannot use, weighted by the shape's count and GPUs, over the mix.
-func naiveFrag(f *topology.Fleet, n topology.NodeID, left []int, res map[string]int64, mix []gang.PodSet) float64 {
-	var sum, total float64
-	for _, s := range mix {
-		total++
+// shape cannot use (all of them when the shape does not accept the
+// node's model), weighted by the shape's count and GPUs over the GPUs of
+// the models it accepts, over the mix.
+func naiveFrag(f *topology.Fleet, n topology.NodeID, left []int, res map[string]int64, mix []mixShape) float64 {
+	var sum float64
+	total := float64(len(mix))
+	fleetGPUs := f.Stats(topology.Root, topology.AllGroups).GPUs
+	for _, m := range mix {
+		s := m.ps
 		demand := s.GPUsPerPod*topology.MilliGPU + s.GPUShare
-		if demand == 0 {
+		supply := 0
+		for g := range topology.GroupID(f.NumGroups()) {
+			if accepts(m.models, f.GroupFlavor(g)) {
+				supply += f.Stats(topology.Root, g).GPUs
+			}
+		}
+		if demand == 0 || supply == 0 {
 			continue
 		}
 		free, whole, partial, small, fitsShare := 0, 0, 0, 0, false
@@ -45,6 +67,9 @@ func naiveFrag(f *topology.Fleet, n topology.NodeID, left []int, res map[string]
 		if s.GPUsPerPod > 0 {
 			fits, waste = whole >= s.GPUsPerPod, partial
 		}
+		if !accepts(m.models, f.GroupFlavor(f.NodeGroup(n))) {
+			fits = false
+		}
 		for _, r := range s.Resources {
 			if _, ok := f.Resource(r.Name); !ok || res[r.Name] < r.Amount {
 				fits = false
@@ -53,19 +78,54 @@ func naiveFrag(f *topology.Fleet, n topology.NodeID, left []int, res map[string]
 		if !fits {
 			waste = free
 		}
-		sum += float64(demand) * float64(waste)
+		sum += float64(demand) * float64(waste) * float64(fleetGPUs) / float64(supply)
 	}
 	return sum / total / topology.MilliGPU
 }
 
+// naiveReserve is what taking one thousandth of GPU on node n costs the
+// shapes bound to models, n's among them: each one's share of the mix's
+// demand times the fleet's free capacity over the free capacity of its
+// models.
+func naiveReserve(f *topology.Fleet, n topology.NodeID, mix []mixShape) float64 {
+	freeOf := func(g topology.GroupID) float64 {
+		return float64(int64(f.Stats(topology.Root, g).GPUs)*topology.MilliGPU - f.MilliAllocated(topology.Root, g))
+	}
+	fleetGPUs := f.Stats(topology.Root, topology.AllGroups).GPUs
+	var cost float64
+	for _, m := range mix {
+		s := m.ps
+		demand := s.GPUsPerPod*topology.MilliGPU + s.GPUShare
+		if m.models == nil || demand == 0 || !accepts(m.models, f.GroupFlavor(f.NodeGroup(n))) {
+			continue
+		}
+		supply, free := 0, 0.0
+		for g := range topology.GroupID(f.NumGroups()) {
+			if accepts(m.models, f.GroupFlavor(g)) {
+				supply += f.Stats(topology.Root, g).GPUs
+				free += freeOf(g)
+			}
+		}
+		if supply == 0 || supply == fleetGPUs {
+			continue
+		}
+		u := float64(demand) / float64(len(mix)) / topology.MilliGPU
+		cost += u * freeOf(topology.AllGroups) / max(free, topology.MilliGPU)
+	}
+	return cost
+}
+
 // The Fragmentation ranker's score of an option is the fall of the naive
-// measure on its node when the pod lands there.
+// measure on its node when the pod lands there, less the naive reserve
+// cost of the GPU capacity it takes, on a fleet of two models with shapes
+// bound to one, the other, a model the fleet lacks, or none.
 func TestPropertyFragmentationAgreesWithNaive(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		spec := topology.Uniform(topology.UniformSpec{Levels: []string{"node"}, Fanout: []int{3}, GPUsPerNode: 8, Flavor: "A10"})
 		for i := range spec.Nodes {
 			spec.Nodes[i].Resources = map[string]int64{"cpu": int64(rapid.IntRange(0, 16).Draw(t, "cpu")) * 1000}
 		}
+		spec.Nodes[2].Flavor = "L4"
 		f, err := topology.New(spec)
 		require.NoError(t, err)
 		for range rapid.IntRange(0, 30).Draw(t, "busy") {
@@ -91,11 +151,11 @@ func TestPropertyFragmentationAgreesWithNaive(t *testing.T) {
 			return ps
 		}
 		fr := placement.NewFragmentation()
-		var mix []gang.PodSet
+		var mix []mixShape
 		for range rapid.IntRange(1, 12).Draw(t, "mix") {
-			ps := podSet("mix")
-			mix = append(mix, ps)
-			fr.Observe(&gang.Workload{ID: "m", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{ps}})
+			m := mixShape{ps: podSet("mix"), models: rapid.SampledFrom([][]string{nil, {"A10"}, {"L4"}, {"H100"}}).Draw(t, "models")}
+			mix = append(mix, m)
+			fr.Observe(&gang.Workload{ID: "m", Queue: "q", Shape: gang.Batch, Flavors: m.models, PodSets: []gang.PodSet{m.ps}})
 		}
 		ps := podSet("pod")
 		w := &gang.Workload{ID: "w", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{ps}}
@@ -130,7 +190,11 @@ func TestPropertyFragmentationAgreesWithNaive(t *testing.T) {
 		}
 		res := map[string]int64{"cpu": f.ResourceFree(n, cpu)}
 		resAfter := map[string]int64{"cpu": res["cpu"] - ps.Resource("cpu")}
-		want := naiveFrag(f, n, left, res, mix) - naiveFrag(f, n, after, resAfter, mix)
+		used := 0
+		for i := range left {
+			used += max(left[i], 0) - max(after[i], 0)
+		}
+		want := naiveFrag(f, n, left, res, mix) - naiveFrag(f, n, after, resAfter, mix) - float64(used)*naiveReserve(f, n, mix)
 		require.InDelta(t, want, fr.Rank(f, w, o), 1e-9)
 	})
 }

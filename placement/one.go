@@ -203,7 +203,7 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 				return false
 			}
 			visits++
-			if p.nodeCap(n) > 0 {
+			if p.holdsOne(n) {
 				gpu := -1
 				fit := int64(free-need) << 32
 				if p.k == 0 {
@@ -216,6 +216,17 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 			return inClass < per && !enough() && visits < 8*per
 		})
 	}
+}
+
+// holdsOne reports whether node n, found with whole-free GPUs, can take
+// one more pod of the current pod set: nodeCap(n) > 0, without counting
+// the shares its GPUs could take.
+func (p *Placer) holdsOne(n topology.NodeID) bool {
+	f := p.f
+	if p.share > 0 && p.maxPerNode == 0 && f.Free(n) > 0 && !f.MIG(n) {
+		return f.Health(n) == topology.Healthy && f.NodeGroup(n) == p.g && !p.avoided(n) && p.resourcesFit(n)
+	}
+	return p.nodeCap(n) > 0
 }
 
 // resourcesFit reports whether node n has the current pod set's

@@ -41,9 +41,10 @@ type Options struct {
 	// among leaves equally good by the fewest-domains rule, those crossed
 	// by the fewest gangs (see Crossings). nil: ties go to the lowest ID.
 	Uplinks Uplinks
-	// Warm, when set, says where model weights are present: a one-pod
-	// workload naming its gang.Workload.Model goes to such a node when
-	// one holds it (see Warm). nil: no preference.
+	// Warm, when set, says where model weights are present: a workload
+	// naming its gang.Workload.Model, with interchangeable pods
+	// (WarmEligible), goes to such nodes when they hold all its pods (see
+	// Warm). nil: no preference.
 	Warm Warm
 	// MaxWarm bounds the warm nodes read per placement (default 256).
 	MaxWarm int
@@ -286,9 +287,10 @@ func (p *Placer) avoided(n topology.NodeID) bool {
 //  9. With Options.Uplinks, a gang placed above the leaf level breaks
 //     ties between equally good leaves toward those crossed by the fewest
 //     other gangs, so concurrent cross-leaf gangs share few uplinks.
-//  10. With Options.Warm, a one-pod workload naming its model goes to a
-//     node holding the model's weights whenever one has room, ahead of
-//     every rule above but the groups' tiers (see Warm).
+//  10. With Options.Warm, a workload naming its model, with
+//     interchangeable pods, goes to nodes holding the model's weights
+//     whenever they have room for all its pods, ahead of every rule above
+//     but the groups' tiers (see WarmEligible).
 func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) {
 	if p.opt.MaxScored <= 0 {
 		p.opt.MaxScored = 8

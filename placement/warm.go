@@ -1,6 +1,10 @@
 package placement
 
 import (
+	"cmp"
+	"slices"
+
+	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -14,50 +18,83 @@ type Warm interface {
 	WarmNodes(model string) []topology.NodeID
 }
 
-// placeWarm places a one-pod workload that names its model on a warm
-// node, when Options.Warm lists one with room in an accepted group: the
-// node of the most preferred tier, then the tightest (the fewest pods of
-// the same shape left after it), then the preferred model, then the
-// lowest ID. It reads at most Options.MaxWarm warm nodes, in ID order.
-// Any other workload, or no warm node with room, is left to the usual
-// policy.
+// WarmEligible reports whether placement (and the victim search) may
+// prefer warm nodes for w: it names its model and has one pod set of
+// interchangeable pods, with no topology request, spread or rank groups,
+// so any node is as good as another but for its fit.
+func WarmEligible(w *gang.Workload) bool {
+	return w.Model != "" && len(w.PodSets) == 1 && w.Topology == (gang.TopologyRequest{}) &&
+		w.Spread == (gang.Spread{}) && len(w.PodSets[0].RankGroups) == 0
+}
+
+// placeWarm places a workload that WarmEligible accepts on warm nodes,
+// when Options.Warm lists enough with room in one accepted group for all
+// its pods: the group of the most preferred tier, then the preferred
+// model, then group order; in it the tightest nodes first (the fewest
+// pods of the same shape left after them), then the lowest ID. It reads
+// at most Options.MaxWarm warm nodes, in ID order. Any other workload, or
+// too little warm room, is left to the usual policy.
 func (p *Placer) placeWarm() (Assignment, bool) {
 	w, f := p.w, p.f
-	if p.opt.Warm == nil || w.Model == "" || w.Pods() != 1 {
+	if p.opt.Warm == nil || !WarmEligible(w) {
 		return Assignment{}, false
 	}
 	nodes := p.opt.Warm.WarmNodes(w.Model)
+	nodes = nodes[:min(len(nodes), p.opt.MaxWarm)]
 	p.setPodSet(p.order[0])
-	best, bestTier, bestFit, bestRank := topology.NodeID(-1), 0, 0, 0
-	for i, n := range nodes {
-		if i >= p.opt.MaxWarm {
-			break
-		}
+	count := w.PodSets[0].Count
+	p.nodes = p.nodes[:0]
+	for _, n := range nodes {
 		if n < 0 || int(n) >= f.NumNodes() {
 			continue
 		}
 		g := f.NodeGroup(n)
-		rank, ok := w.Accepts(f.GroupFlavor(g))
-		if !ok || !p.inGroups(g) {
+		if _, ok := w.Accepts(f.GroupFlavor(g)); !ok || !p.inGroups(g) {
 			continue
 		}
 		p.g = g
-		c := p.nodeCap(n)
-		if c == 0 {
+		if c := p.nodeCap(n); c > 0 {
+			p.nodes = append(p.nodes, candidate{n: n, free: c})
+		}
+	}
+	// The group: the first of the most preferred tier (then model) whose
+	// warm nodes hold every pod.
+	best, bestTier, bestRank, found := topology.GroupID(0), 0, 0, false
+	for _, g := range p.groups {
+		room := 0
+		for _, c := range p.nodes {
+			if f.NodeGroup(c.n) == g {
+				room += c.free
+			}
+		}
+		if room < count {
 			continue
 		}
 		tier := p.tier(g)
-		if best < 0 || tier < bestTier || tier == bestTier && (c < bestFit || c == bestFit && rank < bestRank) {
-			best, bestTier, bestFit, bestRank = n, tier, c, rank
+		rank, _ := w.Accepts(f.GroupFlavor(g))
+		if !found || tier < bestTier || tier == bestTier && rank < bestRank {
+			best, bestTier, bestRank, found = g, tier, rank, true
 		}
 	}
-	if best < 0 {
+	if !found {
 		return Assignment{}, false
 	}
-	p.g, p.pods, p.mutating = f.NodeGroup(best), p.pods[:0], false
+	p.nodes = slices.DeleteFunc(p.nodes, func(c candidate) bool { return f.NodeGroup(c.n) != best })
+	slices.SortStableFunc(p.nodes, func(a, b candidate) int { return cmp.Or(cmp.Compare(a.free, b.free), cmp.Compare(a.n, b.n)) })
+	p.g, p.pods, p.mutating = best, p.pods[:0], false
 	p.startTrial()
-	p.emitOn(best, 1, -1)
-	return Assignment{Workload: w.ID, Group: p.g, Domain: f.NodeDomain(best), Level: p.deep, Span: p.deep, Pods: p.pods}, true
+	for _, c := range p.nodes {
+		if count == 0 {
+			break
+		}
+		take := min(c.free, count)
+		p.emitOn(c.n, take, -1)
+		count -= take
+	}
+	a := Assignment{Workload: w.ID, Group: best, Pods: p.pods}
+	a.Span = p.span()
+	a.Level, a.Domain = a.Span, f.DomainOf(p.pods[0].Node, a.Span)
+	return a, true
 }
 
 // inGroups reports whether g is one of the workload's candidate groups.

@@ -54,16 +54,51 @@ func TestWarmNodesPreferred(t *testing.T) {
 	}
 }
 
-// A gang of several pods ignores warmth: it is placed for locality.
-func TestWarmNodesIgnoredForGangs(t *testing.T) {
-	f := smallFleet(t)
-	w := &gang.Workload{ID: "g", Queue: "q", Shape: gang.Inference, Model: "llama",
-		PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}}
-	a, err := placement.Place(f, w, placement.Options{Warm: warmList{"llama": {5, 7}}})
-	require.NoError(t, err)
-	want, err := placement.Place(f, w, placement.Options{})
-	require.NoError(t, err)
-	require.Equal(t, want.Pods[0].Node, a.Pods[0].Node)
+// Several interchangeable pods go to warm nodes, tightest first, when the
+// warm nodes hold them all; otherwise, and for gangs with a topology
+// request, placement is as without warmth.
+func TestWarmNodesForSeveralPods(t *testing.T) {
+	cases := []struct {
+		name string
+		pods int
+		gpus int
+		topo gang.TopologyRequest
+		warm []topology.NodeID
+		busy map[topology.NodeID]int
+		want []topology.NodeID // nil: as without warmth
+	}{
+		{name: "two replicas on two warm nodes", pods: 2, gpus: 8, warm: []topology.NodeID{5, 7}, want: []topology.NodeID{5, 7}},
+		{name: "tightest warm node first", pods: 3, gpus: 4, warm: []topology.NodeID{2, 6}, busy: map[topology.NodeID]int{6: 4},
+			want: []topology.NodeID{6, 2, 2}},
+		{name: "too little warm room", pods: 3, gpus: 8, warm: []topology.NodeID{5, 7}},
+		{name: "a topology request", pods: 2, gpus: 8, topo: gang.TopologyRequest{Preferred: "leaf"}, warm: []topology.NodeID{1, 5}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := smallFleet(t)
+			for n, g := range c.busy {
+				require.NoError(t, f.Allocate(n, g))
+			}
+			w := &gang.Workload{ID: "g", Queue: "q", Shape: gang.Inference, Model: "llama", Topology: c.topo,
+				PodSets: []gang.PodSet{{Name: "p", Count: c.pods, GPUsPerPod: c.gpus}}}
+			a, err := placement.Place(f, w, placement.Options{Warm: warmList{"llama": c.warm}})
+			require.NoError(t, err)
+			var got []topology.NodeID
+			for _, p := range a.Pods {
+				got = append(got, p.Node)
+			}
+			if c.want == nil {
+				plain, err := placement.Place(f, w, placement.Options{})
+				require.NoError(t, err)
+				c.want = nil
+				for _, p := range plain.Pods {
+					c.want = append(c.want, p.Node)
+				}
+			}
+			require.Equal(t, c.want, got)
+			require.NoError(t, placement.Apply(f, a))
+		})
+	}
 }
 
 // smallFleet is 2 leaves x 4 nodes x 8 GPUs.

@@ -40,7 +40,7 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		at   int
 		cell cellBound
 		prio int32
-		cold uint8 // no warm node holds the preemptor (see warm.go)
+		cold int // pods of the preemptor no warm node holds (see warm.go)
 		cost float64
 	}{at: -1}
 	bounded := !s.unbounded && !s.noBounds
@@ -116,7 +116,7 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		// The quota victims chose the node in eviction order; when that
 		// leaves no warm node for the preemptor, free the room first,
 		// warm nodes first, then top quota up.
-		if s.warm.on && best.at >= 0 && best.cold == 1 && len(s.quotaPicks) > 0 {
+		if s.warm.on && best.at >= 0 && best.cold > 0 && len(s.quotaPicks) > 0 {
 			s.untakeAll()
 			current = false
 			if s.fillCell(b.cell, b.groupSlot, a) && s.topUpQuota(a) {

@@ -1,15 +1,18 @@
 package preempt
 
 import (
+	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/topology"
 )
 
 // A spike of inference replicas should land where their model's weights
-// already are: when the preemptor is one pod naming its model
-// (gang.Workload.Model) and Options.Placement.Warm lists warm nodes, the
-// search frees warm nodes first. Warmth ranks after the victims' highest
-// priority and before their cost: the search never evicts more important
-// work to reach a warm node, but pays more lost work for one.
+// already are: when the preemptor names its model and has interchangeable
+// pods (placement.WarmEligible: one replica, or a run of them searched
+// together) and Options.Placement.Warm lists warm nodes, the search frees
+// warm nodes first. Warmth (how many pods warm nodes cannot hold) ranks
+// after the victims' highest priority and before their cost: the search
+// never evicts more important work to reach a warm node, but pays more
+// lost work for one.
 
 // warmMarks stamps, per search, the domains that hold a warm node for the
 // preemptor's model.
@@ -29,7 +32,7 @@ func (s *Searcher) markWarm() {
 	m := &s.warm
 	m.on, m.nodes = false, nil
 	w, warm := s.req.W, s.opt.Placement.Warm
-	if warm == nil || w == nil || w.Model == "" || w.Pods() != 1 {
+	if warm == nil || w == nil || !placement.WarmEligible(w) {
 		return
 	}
 	nodes := warm.WarmNodes(w.Model)
@@ -77,20 +80,25 @@ func (s *Searcher) coldDomain(d topology.DomainID) uint8 {
 // coldNode is coldDomain of node n.
 func (s *Searcher) coldNode(n topology.NodeID) uint8 { return s.coldDomain(s.fleet.NodeDomain(n)) }
 
-// coldSet is 1 when the preference is on and no warm node of an accepted
-// model has room for the preemptor's pod once the taken victims are gone.
-func (s *Searcher) coldSet() uint8 {
-	if !s.warm.on {
+// coldSet is, when the preference is on, how many of the preemptor's pods
+// the warm nodes of an accepted model cannot hold once the taken victims
+// are gone; 0 when it is off.
+func (s *Searcher) coldSet() int {
+	f, k, w := s.fleet, s.shape.podGPUs, s.req.W
+	if !s.warm.on || k <= 0 {
 		return 0
 	}
-	f, k, w := s.fleet, s.shape.podGPUs, s.req.W
+	cold := w.PodSets[0].Count
 	for _, n := range s.warm.nodes {
+		if cold <= 0 {
+			break
+		}
 		if n < 0 || int(n) >= f.NumNodes() || f.Health(n) != topology.Healthy {
 			continue
 		}
-		if _, ok := w.Accepts(f.GroupFlavor(f.NodeGroup(n))); ok && f.Free(n)+int(s.freed[n]) >= k {
-			return 0
+		if _, ok := w.Accepts(f.GroupFlavor(f.NodeGroup(n))); ok {
+			cold -= (f.Free(n) + int(s.freed[n])) / k
 		}
 	}
-	return 1
+	return max(cold, 0)
 }

@@ -17,7 +17,11 @@
 // with a warning when they do not. nvidia.com/gpu.product is the flavor
 // (cloud.google.com/gke-accelerator in the GKE preset, as GKE labels its
 // GPU nodes), and allocatable nvidia.com/gpu (or nvidia.com/gpu.count) the
-// GPU count; nodes left without a flavor are named in a warning.
+// GPU count; nodes left without a flavor are named in a warning. The
+// allocatable resources Options.Resources names (CPUAndMemory(), extended
+// resources) become the nodes' resources: cpu in millicores, memory in
+// bytes, others as counts, rounded up; Options.CPUOnly keeps nodes without
+// GPUs that have them.
 //
 // What it is not: it talks to no API server. The host lists the nodes
 // (ParseNodes reads `kubectl get nodes -o yaml`, `kubectl get node X -o

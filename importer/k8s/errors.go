@@ -12,6 +12,7 @@ var (
 	ErrDuplicateNode  = errors.New("k8s: duplicate node name")
 	ErrNoName         = errors.New("k8s: node without a name")
 	ErrBadGPUs        = errors.New("k8s: bad GPU count")
+	ErrBadResource    = errors.New("k8s: bad resource quantity")
 	ErrMissingLabel   = errors.New("k8s: node lacks a level label")
 	ErrNotNested      = errors.New("k8s: NVLink domains are not nested in the lowest level")
 	ErrNoNodes        = errors.New("k8s: no usable node")

@@ -26,7 +26,10 @@ const emptyValue = "-"
 // domain is identified by the path of label values from the top, written
 // with '/' between values. GPUs come from Node.GPUs or, when the node's
 // status did not give them, the nvidia.com/gpu.count label; nodes without
-// GPUs are left out (WarnNoGPUs). Node order is the input order.
+// GPUs are left out (WarnNoGPUs), unless Options.CPUOnly keeps those with
+// some of Options.Resources. The allocatable quantities of
+// Options.Resources become the nodes' resources (a bad one is
+// ErrBadResource). Node order is the input order.
 func Import(nodes []Node, opts Options) (*Result, error) {
 	levels := slices.Clone(opts.Levels)
 	if n := len(levels); n > 0 && levels[n-1].Label == HostnameLabel {
@@ -38,6 +41,9 @@ func Import(nodes []Node, opts Options) (*Result, error) {
 			return nil, &Error{Index: -1, Detail: fmt.Sprintf("level %+v: labels and names must be set and names unique (\"node\" and \"nvlink\" are taken)", l), Err: ErrInvalidOptions}
 		}
 		seenLevel[l.Name] = true
+	}
+	if err := checkResources(opts.Resources); err != nil {
+		return nil, err
 	}
 	flavorLabel := opts.FlavorLabel
 	if flavorLabel == "" {
@@ -83,7 +89,11 @@ nodes:
 		if gpus < 0 || gpus > maxNodeGPUs {
 			return nil, &Error{Node: n.Name, Index: i, Detail: fmt.Sprintf("gpus=%d", gpus), Err: ErrBadGPUs}
 		}
-		if gpus == 0 {
+		resources, err := nodeResources(&n, i, opts.Resources)
+		if err != nil {
+			return nil, err
+		}
+		if gpus == 0 && (!opts.CPUOnly || len(resources) == 0) {
 			warn(WarnNoGPUs, n.Name, "no GPUs; left out")
 			continue
 		}
@@ -98,11 +108,14 @@ nodes:
 		if padded != "" {
 			warn(WarnPadded, n.Name, "lacks %s; padded", padded)
 		}
-		node := topology.NodeSpec{Name: n.Name, Path: path, GPUs: gpus, Flavor: opts.DefaultFlavor}
+		node := topology.NodeSpec{Name: n.Name, Path: path, GPUs: gpus, Flavor: opts.DefaultFlavor, Resources: resources}
 		if v, ok := n.Labels[flavorLabel]; ok && v != "" {
 			node.Flavor = v
 		}
-		if node.Flavor == "" {
+		if gpus == 0 {
+			node.Flavor = "" // a CPU-only node has no GPU model
+		}
+		if node.Flavor == "" && gpus > 0 {
 			noFlavor = append(noFlavor, n.Name)
 		}
 		if opts.PoolLabel != "" {

@@ -217,6 +217,13 @@ func FuzzImport(f *testing.F) {
 	node := "apiVersion: v1\nkind: Node\nmetadata: {name: a, labels: {cloud.google.com/gce-topology-block: b}}\nstatus: {allocatable: {nvidia.com/gpu: \"8\"}}\n"
 	f.Add([]byte(node), "gke", false)
 	f.Add([]byte(node+"---\nkind: List\nitems:\n- metadata: {name: b}\n  status: {capacity: {nvidia.com/gpu: 1e19}}\n"), "gke", true)
+	// Allocatable cpu, memory and an extended resource; a CPU-only node.
+	res := "kind: List\nitems:\n- metadata: {name: a, labels: {cloud.google.com/gce-topology-block: b}}\n" +
+		"  status: {allocatable: {nvidia.com/gpu: 8, cpu: 95500m, memory: 1Ti, example.com/nic: \"4\"}}\n" +
+		"- metadata: {name: c, labels: {cloud.google.com/gce-topology-block: b}}\n  status: {allocatable: {cpu: \"64\", memory: -1}}\n"
+	f.Add([]byte(res), "gke", false)
+	f.Add([]byte(res), "gke", true)
+	f.Add([]byte("[{name: a, gpus: 8, allocatable: {cpu: 96, memory: 512Gi}}, {name: b, allocatable: {cpu: 1e20}}]"), "gke", false)
 	f.Fuzz(func(t *testing.T, data []byte, preset string, strict bool) {
 		if len(data) > 1<<16 {
 			return
@@ -234,6 +241,7 @@ func FuzzImport(f *testing.F) {
 			return
 		}
 		opts.Strict = strict
+		opts.Resources, opts.CPUOnly = append(k8s.CPUAndMemory(), "example.com/nic"), !strict
 		res, err := k8s.Import(nodes, opts)
 		if err != nil {
 			var ke *k8s.Error

@@ -23,6 +23,11 @@ type Node struct {
 	// (nvidia.com/gpu.count), except for a node ParseNodes read from a
 	// core/v1 Node whose status gave the resource: its 0 is a count.
 	GPUs int `json:"gpus,omitempty"`
+	// Allocatable is the node's allocatable resources as Kubernetes
+	// quantities ("cpu": "95500m", "memory": "512Gi", extended resources),
+	// read from status.allocatable (status.capacity for a resource
+	// allocatable lacks). Import reads those Options.Resources names.
+	Allocatable map[string]Quantity `json:"allocatable,omitempty"`
 	// fromStatus is set when GPUs came from status.allocatable or
 	// status.capacity, so a 0 there is not replaced by the label.
 	fromStatus bool
@@ -162,6 +167,17 @@ func decodeKube(items []json.RawMessage, resourceName string) ([]Node, error) {
 			return nil, &Error{Index: i, Detail: err.Error(), Err: ErrSyntax}
 		}
 		n := Node{Name: kn.Metadata.Name, Labels: kn.Metadata.Labels}
+		for _, m := range []map[string]json.RawMessage{kn.Status.Allocatable, kn.Status.Capacity} {
+			for name, raw := range m {
+				if _, seen := n.Allocatable[name]; seen || name == resourceName {
+					continue
+				}
+				if n.Allocatable == nil {
+					n.Allocatable = map[string]Quantity{}
+				}
+				n.Allocatable[name] = rawQuantity(raw)
+			}
+		}
 		q, ok := kn.Status.Allocatable[resourceName]
 		if !ok {
 			q, ok = kn.Status.Capacity[resourceName]

@@ -50,6 +50,14 @@ type Options struct {
 	PadBottom, PadTop bool
 	// KeepLabels lists node labels copied into the fleet's node labels.
 	KeepLabels []string
+	// Resources lists the allocatable resources besides GPUs that become
+	// the fleet nodes' resources (CPUAndMemory(), extended resources by
+	// name): "cpu" in millicores, "memory" in bytes, others as counts.
+	// nil reads none.
+	Resources []string
+	// CPUOnly keeps nodes without GPUs that have some of Resources, as
+	// CPU-only nodes; without it they are left out (WarnNoGPUs).
+	CPUOnly bool
 	// Strict refuses what would otherwise be a warning: a node lacking a
 	// level label (ErrMissingLabel) and unnested NVLink domains
 	// (ErrNotNested).

@@ -14,9 +14,13 @@
 // policies, queueing strategy, flavorFungibility.whenCanBorrow and
 // fair-sharing weights carry over.
 // Quantities go through Kubernetes' own parser and are rounded up to whole
-// GPUs, as Kueue rounds.
+// GPUs, as Kueue rounds. The other resources a resource group covers that
+// Options.Resources names (cpu, memory, extended resources) become the
+// flavors' quota.ResourceQuota entries, in fleet units: cpu in
+// millicores, memory in bytes, others as counts; a group without GPUs
+// gives its flavors 0 GPUs and those resources (CPU-only pod sets).
 //
-// Nothing is dropped silently: other kinds, other resources (CPU, memory)
+// Nothing is dropped silently: other kinds, resources not asked for
 // and fields fleet does not model (namespaceSelector, whenCanPreempt,
 // stopPolicy, admission checks...) are listed in Result.Notes. Status and
 // metadata other than name and namespace are ignored.

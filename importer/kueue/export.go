@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"sigs.k8s.io/yaml"
@@ -24,6 +25,14 @@ type ExportOptions struct {
 // ClusterQueue per queue in Spec order, then the priority classes. Parse
 // reads it back to the same Spec. Queues select every namespace
 // (namespaceSelector: {}), as fleet's queues are not namespaced.
+//
+// A node whose quotas name other resources (Spec.Resources) gets one
+// resource group covering the GPU and those resources ("cpu" written in
+// millicores, others in their unit); Parse with those names in
+// Options.Resources reads them back. Kueue makes every flavor of a group
+// list every covered resource: where a flavor entry lacks one (fleet:
+// the queue may not use it), Export writes a nominal quota of 0 and, under
+// a cohort, a borrowing limit of 0, which Parse reads back as such.
 //
 // It refuses a Spec that quota.New refuses (ErrCannotExport wrapping the
 // quota error) and a queue that Kueue would refuse: borrowWithinCohort
@@ -57,6 +66,11 @@ func Export(w io.Writer, spec quota.Spec, opts ExportOptions) error {
 	for _, n := range spec.Nodes {
 		s := map[string]any{}
 		if len(n.Quotas) > 0 {
+			others := usedResources(spec.Resources, n.Quotas)
+			covered := []any{res}
+			for _, r := range others {
+				covered = append(covered, r)
+			}
 			var flavors []any
 			for _, q := range n.Quotas {
 				r := map[string]any{"name": res, "nominalQuota": strconv.FormatInt(q.Nominal, 10)}
@@ -66,9 +80,13 @@ func Export(w io.Writer, spec quota.Spec, opts ExportOptions) error {
 				if v, ok := q.LendingLimit.Get(); ok {
 					r["lendingLimit"] = strconv.FormatInt(v, 10)
 				}
-				flavors = append(flavors, map[string]any{"name": q.Flavor, "resources": []any{r}})
+				rs := []any{r}
+				for _, name := range others {
+					rs = append(rs, resourceEntry(name, q.Resources, n.Parent != ""))
+				}
+				flavors = append(flavors, map[string]any{"name": q.Flavor, "resources": rs})
 			}
-			s["resourceGroups"] = []any{map[string]any{"coveredResources": []any{res}, "flavors": flavors}}
+			s["resourceGroups"] = []any{map[string]any{"coveredResources": covered, "flavors": flavors}}
 		}
 		if n.Weight != nil {
 			s["fairSharing"] = map[string]any{"weight": strconv.FormatFloat(*n.Weight, 'f', -1, 64)}
@@ -123,4 +141,49 @@ func Export(w io.Writer, spec quota.Spec, opts ExportOptions) error {
 		bw.Write(out)
 	}
 	return bw.Flush()
+}
+
+// usedResources lists the resources of names (Spec.Resources order) that
+// some quota of qs names.
+func usedResources(names []string, qs []quota.FlavorQuota) []string {
+	var out []string
+	for _, name := range names {
+		for _, q := range qs {
+			if slices.ContainsFunc(q.Resources, func(r quota.ResourceQuota) bool { return r.Name == name }) {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// resourceEntry is a flavor's quota of resource name as Kueue writes it;
+// a quota the flavor lacks is 0, not to be borrowed either.
+func resourceEntry(name string, rqs []quota.ResourceQuota, hasParent bool) map[string]any {
+	i := slices.IndexFunc(rqs, func(r quota.ResourceQuota) bool { return r.Name == name })
+	if i < 0 {
+		e := map[string]any{"name": name, "nominalQuota": "0"}
+		if hasParent {
+			e["borrowingLimit"] = "0"
+		}
+		return e
+	}
+	rq := rqs[i]
+	e := map[string]any{"name": name, "nominalQuota": amountText(name, rq.Nominal)}
+	if v, ok := rq.BorrowingLimit.Get(); ok {
+		e["borrowingLimit"] = amountText(name, v)
+	}
+	if v, ok := rq.LendingLimit.Get(); ok {
+		e["lendingLimit"] = amountText(name, v)
+	}
+	return e
+}
+
+// amountText writes an amount in fleet units as a Kueue quantity.
+func amountText(name string, v int64) string {
+	if name == "cpu" {
+		return strconv.FormatInt(v, 10) + "m"
+	}
+	return strconv.FormatInt(v, 10)
 }

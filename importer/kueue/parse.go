@@ -29,11 +29,18 @@ const DefaultResource = "nvidia.com/gpu"
 // MaxFileSize bounds the files Parse reads.
 const MaxFileSize = 16 << 20
 
-// Options says which resource is the GPU.
+// Options says which resource is the GPU and which others to read.
 type Options struct {
 	// Resource is the resource name whose quotas become fleet quotas;
-	// "" means nvidia.com/gpu. Every other resource is reported in Notes.
+	// "" means nvidia.com/gpu.
 	Resource string
+	// Resources lists the other covered resources whose quotas become
+	// quota.ResourceQuota entries ("cpu" in millicores, "memory" in bytes,
+	// extended resources as counts, rounded up), listed in
+	// Spec.Resources in the order first met. A flavor of a group that
+	// covers some of them but not the GPU gets a FlavorQuota of 0 GPUs.
+	// Every resource neither names is reported in Notes.
+	Resources []string
 }
 
 // PriorityClass is a WorkloadPriorityClass.
@@ -91,9 +98,10 @@ func (o obj) take(k string) (any, bool) {
 }
 
 type parser struct {
-	res      *Result
-	resource string
-	errs     []error
+	res       *Result
+	resource  string
+	resources []string // Options.Resources
+	errs      []error
 	// current object
 	d          yamldocs.Doc
 	kind, name string
@@ -190,6 +198,24 @@ func (p *parser) gpus(v any, path string) (int64, bool) {
 	return n, true
 }
 
+// amount reads a quota of resource name in fleet units (see Options),
+// bounded as quota bounds every amount.
+func (p *parser) amount(name string, v any, path string) (int64, bool) {
+	q, ok := p.quantity(v, path)
+	if !ok {
+		return 0, false
+	}
+	n, err := quantity.Amount(name, q)
+	if err == nil && n > quota.MaxAmount {
+		err = fmt.Errorf("%w: above %d", quantity.ErrOutOfRange, quota.MaxAmount)
+	}
+	if err != nil {
+		p.fail(path, ErrQuantity, "%s: %v", quantityText(v), err)
+		return 0, false
+	}
+	return n, true
+}
+
 // quantityText is a quantity as the file wrote it.
 func quantityText(v any) string {
 	if s, ok := v.(string); ok {
@@ -218,9 +244,14 @@ func Parse(data []byte, opts Options) (*Result, error) {
 	if len(data) > MaxFileSize {
 		return nil, &ObjectError{Detail: "file too large", Err: ErrSyntax}
 	}
-	p := &parser{res: &Result{Lines: map[string]int{}}, resource: opts.Resource}
+	p := &parser{res: &Result{Lines: map[string]int{}}, resource: opts.Resource, resources: opts.Resources}
 	if p.resource == "" {
 		p.resource = DefaultResource
+	}
+	for i, r := range opts.Resources {
+		if r == "" || r == p.resource || slices.Contains(opts.Resources[:i], r) {
+			return nil, &ObjectError{Detail: fmt.Sprintf("resource %q: names must be set, unique and not %s", r, p.resource), Err: ErrInvalidOption}
+		}
 	}
 	b := &treeBuilder{p: p, kindOf: map[string]string{}}
 	for _, d := range yamldocs.Split(data) {
@@ -563,6 +594,7 @@ func (b *treeBuilder) resourceGroups(spec obj, hasParent bool) []quota.FlavorQuo
 				p.fail(fpath+".resources", ErrInvalid, "flavor %q lists %d resources, the group covers %d", fname, len(rs), len(covered))
 				continue
 			}
+			fq, modelled := quota.FlavorQuota{Flavor: fname}, false
 			for ri, r := range rs {
 				rpath := fmt.Sprintf("%s.resources[%d]", fpath, ri)
 				ro := p.object(r, rpath)
@@ -582,7 +614,39 @@ func (b *treeBuilder) resourceGroups(spec obj, hasParent bool) []quota.FlavorQuo
 					p.fail(rpath, ErrInvalid, "borrowingLimit and lendingLimit need a cohort (parent)")
 					continue
 				}
-				if rname != p.resource {
+				switch {
+				case rname == p.resource:
+					fq.Nominal, _ = p.gpus(nq, rpath+".nominalQuota")
+					if hasBL {
+						if n, ok := p.gpus(bl, rpath+".borrowingLimit"); ok {
+							fq.BorrowingLimit = quota.LimitOf(n)
+						}
+					}
+					if hasLL {
+						if n, ok := p.gpus(ll, rpath+".lendingLimit"); ok {
+							fq.LendingLimit = quota.LimitOf(n)
+						}
+					}
+					modelled = true
+				case slices.Contains(p.resources, rname):
+					rq := quota.ResourceQuota{Name: rname}
+					rq.Nominal, _ = p.amount(rname, nq, rpath+".nominalQuota")
+					if hasBL {
+						if n, ok := p.amount(rname, bl, rpath+".borrowingLimit"); ok {
+							rq.BorrowingLimit = quota.LimitOf(n)
+						}
+					}
+					if hasLL {
+						if n, ok := p.amount(rname, ll, rpath+".lendingLimit"); ok {
+							rq.LendingLimit = quota.LimitOf(n)
+						}
+					}
+					fq.Resources = append(fq.Resources, rq)
+					if !slices.Contains(p.res.Spec.Resources, rname) {
+						p.res.Spec.Resources = append(p.res.Spec.Resources, rname)
+					}
+					modelled = true
+				default:
 					desc := fmt.Sprintf("nominal %v", nq)
 					if hasBL {
 						desc += fmt.Sprintf(", borrowingLimit %v", bl)
@@ -591,26 +655,14 @@ func (b *treeBuilder) resourceGroups(spec obj, hasParent bool) []quota.FlavorQuo
 						desc += fmt.Sprintf(", lendingLimit %v", ll)
 					}
 					p.note("resource %s of flavor %s not modelled (%s)", rname, fname, desc)
-					p.leftovers(rpath+".", ro)
-					continue
 				}
-				fq := quota.FlavorQuota{Flavor: fname}
-				fq.Nominal, _ = p.gpus(nq, rpath+".nominalQuota")
-				if hasBL {
-					if n, ok := p.gpus(bl, rpath+".borrowingLimit"); ok {
-						fq.BorrowingLimit = quota.LimitOf(n)
-					}
-				}
-				if hasLL {
-					if n, ok := p.gpus(ll, rpath+".lendingLimit"); ok {
-						fq.LendingLimit = quota.LimitOf(n)
-					}
-				}
+				p.leftovers(rpath+".", ro)
+			}
+			if modelled {
 				out = append(out, fq)
 				if !b.gpuFlvSeen(fname) {
 					b.refs = append(b.refs, fname)
 				}
-				p.leftovers(rpath+".", ro)
 			}
 			p.leftovers(fpath+".", fo)
 		}

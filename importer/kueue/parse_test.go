@@ -248,13 +248,19 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(b)
+		f.Add(b, false)
+		f.Add(b, true)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Add([]byte(multiResource), true)
+	f.Fuzz(func(t *testing.T, data []byte, resources bool) {
 		if len(data) > 1<<16 {
 			return
 		}
-		res, err := kueue.Parse(data, kueue.Options{})
+		opts := kueue.Options{}
+		if resources {
+			opts.Resources = []string{"cpu", "memory", "example.com/nic"}
+		}
+		res, err := kueue.Parse(data, opts)
 		if err != nil {
 			errs := []error{err}
 			if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -270,6 +276,14 @@ func FuzzParse(f *testing.F) {
 		}
 		if _, err := quota.New(res.Spec); err != nil {
 			t.Fatalf("result refused by quota.New: %v", err)
+		}
+		// What Export writes of it, Parse reads again.
+		var buf bytes.Buffer
+		if err := kueue.Export(&buf, res.Spec, kueue.ExportOptions{}); err != nil {
+			return
+		}
+		if _, err := kueue.Parse(buf.Bytes(), opts); err != nil {
+			t.Fatalf("exported spec refused: %v", err)
 		}
 	})
 }

@@ -309,6 +309,22 @@ func (r *Runner) Exec(line string) (string, error) {
 			return result(err)
 		}
 		return x.Message + "\n", nil
+	case "warm":
+		// warm node model... reports the models whose weights are on node.
+		node, err := arg(0)
+		if err != nil {
+			return "", err
+		}
+		return result(r.S.SetWarm(r.Now, node, pos[1:]))
+	case "crossings":
+		var b strings.Builder
+		for _, c := range r.S.Snapshot().Fleet.Crossings {
+			fmt.Fprintf(&b, "%s: %d gangs\n", c.Leaf, c.Gangs)
+		}
+		if b.Len() == 0 {
+			return "(none)\n", nil
+		}
+		return b.String(), nil
 	case "map":
 		return r.S.Snapshot().Fleet.Occupancy, nil
 	case "usage":
@@ -454,6 +470,7 @@ func parseWorkload(kv map[string]string) (gang.Workload, error) {
 		w.PodSets[0].RankGroups = g
 	}
 	w.Topology.Required, w.Topology.Preferred = kv["required"], kv["preferred"]
+	w.Model = kv["model"]
 	w.Drain.Preemptible = kv["preemptible"] == "true"
 	w.Drain.SurvivesNodeLoss = kv["survives"] == "true"
 	for _, f := range []struct {

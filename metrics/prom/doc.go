@@ -11,6 +11,7 @@
 //	fleet_gpus_healthy, fleet_gpus_free, fleet_gpus_nominated        gauges, from snapshots
 //	fleet_stranded_gpus                                            free GPUs on partly used nodes
 //	fleet_largest_free_block_nodes{level}                          fully free nodes in one domain
+//	fleet_leaf_crossing_gangs{leaf}                                cross-leaf gangs sharing its uplinks
 //	fleet_gpus_allocated{queue,flavor}                             in use by the queue's workloads
 //	fleet_gpus_borrowed{queue,flavor}, fleet_gpus_lendable{queue,flavor}
 //	fleet_gpus_used{queue}, fleet_gpus_idle{queue}                 from usage samples (ObserveUsage)
@@ -24,8 +25,8 @@
 //
 // The Prometheus client is safe for concurrent use, so the host may feed
 // the Exporter from its scheduling loop while an HTTP handler scrapes it.
-// Snapshot gauges with a queue label are reset on each snapshot, so queues
-// that disappear stop being exported.
+// Snapshot gauges with a queue or leaf label are reset on each snapshot,
+// so queues and leaves that disappear stop being exported.
 //
 //	reg := prometheus.NewRegistry()
 //	x, err := prom.New(reg)

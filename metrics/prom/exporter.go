@@ -9,7 +9,7 @@ import (
 // Exporter holds fleet's Prometheus collectors.
 type Exporter struct {
 	healthy, free, nominated, stranded prometheus.Gauge
-	largestBlock                       *prometheus.GaugeVec
+	largestBlock, leafCrossings        *prometheus.GaugeVec
 	allocated, borrowed, lendable      *prometheus.GaugeVec
 	used, idle                         *prometheus.GaugeVec
 	wait                               *prometheus.HistogramVec
@@ -36,16 +36,17 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
 	x := &Exporter{
-		healthy:      gauge("fleet_gpus_healthy", "GPUs on healthy nodes."),
-		free:         gauge("fleet_gpus_free", "GPUs neither allocated nor nominated."),
-		nominated:    gauge("fleet_gpus_nominated", "GPUs held for beneficiaries of drains in progress."),
-		stranded:     gauge("fleet_stranded_gpus", "Free GPUs on partly used healthy nodes, which cannot form a whole node."),
-		largestBlock: gaugeVec("fleet_largest_free_block_nodes", "Most fully free nodes inside one domain of the level.", "level"),
-		allocated:    gaugeVec("fleet_gpus_allocated", "GPUs held by the queue's workloads.", "queue", "flavor"),
-		borrowed:     gaugeVec("fleet_gpus_borrowed", "GPUs the queue uses above its nominal quota.", "queue", "flavor"),
-		lendable:     gaugeVec("fleet_gpus_lendable", "Nominal quota the queue does not use.", "queue", "flavor"),
-		used:         gaugeVec("fleet_gpus_used", "Allocated GPUs weighted by their latest SM activity sample.", "queue"),
-		idle:         gaugeVec("fleet_gpus_idle", "Allocated GPUs whose SM activity is under the idle threshold.", "queue"),
+		healthy:       gauge("fleet_gpus_healthy", "GPUs on healthy nodes."),
+		free:          gauge("fleet_gpus_free", "GPUs neither allocated nor nominated."),
+		nominated:     gauge("fleet_gpus_nominated", "GPUs held for beneficiaries of drains in progress."),
+		stranded:      gauge("fleet_stranded_gpus", "Free GPUs on partly used healthy nodes, which cannot form a whole node."),
+		largestBlock:  gaugeVec("fleet_largest_free_block_nodes", "Most fully free nodes inside one domain of the level.", "level"),
+		leafCrossings: gaugeVec("fleet_leaf_crossing_gangs", "Running gangs spanning several leaves with pods under the leaf: how many share its uplinks.", "leaf"),
+		allocated:     gaugeVec("fleet_gpus_allocated", "GPUs held by the queue's workloads.", "queue", "flavor"),
+		borrowed:      gaugeVec("fleet_gpus_borrowed", "GPUs the queue uses above its nominal quota.", "queue", "flavor"),
+		lendable:      gaugeVec("fleet_gpus_lendable", "Nominal quota the queue does not use.", "queue", "flavor"),
+		used:          gaugeVec("fleet_gpus_used", "Allocated GPUs weighted by their latest SM activity sample.", "queue"),
+		idle:          gaugeVec("fleet_gpus_idle", "Allocated GPUs whose SM activity is under the idle threshold.", "queue"),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "fleet_queue_wait_seconds", Help: "Time from submission to admission.", Buckets: WaitBuckets(),
 		}, []string{"queue"}),
@@ -56,7 +57,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 		crossSpine:   counterVec("fleet_cross_spine_gangs_total", "Gangs admitted across spines.", "queue"),
 		nodeFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleet_node_failures_total", Help: "Nodes reported down."}),
 	}
-	for _, c := range []prometheus.Collector{x.healthy, x.free, x.nominated, x.stranded, x.largestBlock,
+	for _, c := range []prometheus.Collector{x.healthy, x.free, x.nominated, x.stranded, x.largestBlock, x.leafCrossings,
 		x.allocated, x.borrowed, x.lendable, x.used, x.idle, x.wait, x.admissions, x.preemptions,
 		x.lost, x.misses, x.crossSpine, x.nodeFailures} {
 		if err := reg.Register(c); err != nil {
@@ -107,6 +108,10 @@ func (x *Exporter) ObserveSnapshot(s fleet.Snapshot) {
 	x.largestBlock.Reset()
 	for _, b := range s.Fleet.LargestFreeBlock {
 		x.largestBlock.WithLabelValues(b.Level).Set(float64(b.Nodes))
+	}
+	x.leafCrossings.Reset()
+	for _, c := range s.Fleet.Crossings {
+		x.leafCrossings.WithLabelValues(c.Leaf).Set(float64(c.Gangs))
 	}
 	x.allocated.Reset()
 	x.borrowed.Reset()

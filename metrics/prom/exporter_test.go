@@ -35,7 +35,8 @@ func TestScrape(t *testing.T) {
 	x.RecordAll(events)
 	x.ObserveSnapshot(fleet.Snapshot{Time: t0.Add(2 * time.Hour), Nominated: 8,
 		Fleet: fleet.FleetView{HealthyGPUs: 2040, FreeGPUs: 100, StrandedGPUs: 12,
-			LargestFreeBlock: []fleet.LevelBlock{{Level: "spine", Nodes: 3}, {Level: "leaf", Nodes: 2}}},
+			LargestFreeBlock: []fleet.LevelBlock{{Level: "spine", Nodes: 3}, {Level: "leaf", Nodes: 2}},
+			Crossings:        []fleet.LeafCrossings{{Leaf: "leaf-0-3", Gangs: 2}, {Leaf: "leaf-0-4", Gangs: 1}}},
 		Queues: []fleet.QueueView{
 			{Name: "all"},
 			{Name: "inference", Parent: "all", IsQueue: true, Flavors: []fleet.FlavorView{{Flavor: "h100", Nominal: 1200, InUse: 500, Lendable: 700}}},
@@ -68,6 +69,8 @@ func TestScrape(t *testing.T) {
 		"fleet_gpus_nominated 8",
 		"fleet_stranded_gpus 12",
 		`fleet_largest_free_block_nodes{level="spine"} 3`,
+		`fleet_leaf_crossing_gangs{leaf="leaf-0-3"} 2`,
+		`fleet_leaf_crossing_gangs{leaf="leaf-0-4"} 1`,
 		`fleet_gpus_used{queue="inference"} 2`,
 		`fleet_gpus_used{queue="research"} 0.64`,
 		`fleet_gpus_idle{queue="research"} 64`,
