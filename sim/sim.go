@@ -111,6 +111,7 @@ type sim struct {
 	nextID                      int
 
 	dirty        bool
+	unsent       bool // a call since the last cycle that did not make it dirty (a checkpoint)
 	lastSchedule int64
 	draining     []int32
 	live         []int32 // jobs holding GPUs, in no particular order
@@ -315,7 +316,9 @@ func (sm *sim) loop() {
 
 // tick is one cycle period: the autoscaler on its period, then Schedule
 // when anything changed, a drain deadline passed, work has waited a
-// minute since the last cycle, or never.
+// minute since the last cycle, or never. An inference scale-up is
+// scheduled at once, in the same cycle as the batch top-up: one cycle
+// serves both, and inference goes first by priority.
 func (sm *sim) tick() {
 	c := sm.cfg
 	if sm.now%int64(c.Autoscale) == 0 {
@@ -355,7 +358,7 @@ func (sm *sim) schedule() {
 	now := sm.at(sm.now)
 	for range 3 {
 		d := sm.s.Schedule(now)
-		sm.dirty = false
+		sm.dirty, sm.unsent = false, false
 		sm.lastSchedule = sm.now
 		sm.res.Cycles++
 		sm.res.SchedulerEvents += len(d.Events)
@@ -567,6 +570,7 @@ func (sm *sim) checkpoint(e event) {
 	// counting from now: progress is done plus run time since runStart.
 	j.done = sm.progress(j)
 	j.runStart = max(j.runStart, sm.now)
+	sm.unsent = true
 	if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
 		sm.fail(err)
 		return
@@ -618,7 +622,8 @@ func (sm *sim) stopped(i int32, how gang.ExitReason) {
 		lost, j.done = sm.progress(j), 0
 	case how == gang.ExitDrained && j.w.Shape == gang.Training:
 		j.done = sm.progress(j)
-		if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
+		sm.unsent = true
+	if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
 			sm.fail(err)
 			return
 		}
@@ -722,10 +727,6 @@ func (sm *sim) autoscale() {
 			delete(sm.byID, j.w.ID)
 			sm.res.ScaleDowns++
 		}
-	}
-	if sm.dirty {
-		// Inference is latency-bound: its scale-up is scheduled at once.
-		sm.schedule()
 	}
 }
 
@@ -944,8 +945,12 @@ func (sm *sim) advance(t int64) {
 func (sm *sim) sample() {
 	// A cycle first, so every event before now reaches the observer
 	// before the sample does; it runs with or without an observer, so
-	// observing a run does not change it.
-	sm.schedule()
+	// observing a run does not change it. When a cycle already ran at
+	// this instant and nothing reached the scheduler since, that cycle
+	// serves.
+	if sm.dirty || sm.unsent || sm.lastSchedule != sm.now {
+		sm.schedule()
+	}
 	if sm.err != nil {
 		return
 	}
