@@ -196,4 +196,3 @@ func ExampleScheduler_RelocateBooking() {
 	// booking pretrain lost node [node-0-2-5] of [spine-0] at 2026-11-01 01:00:00; the calendar offers [spine-1] in its place
 	// [spine-1] <nil>
 }
-

@@ -51,14 +51,15 @@ type Scheduler struct {
 	cycles     uint64 // Schedule calls so far
 	events     []Event
 	reserve    *reservation
-	// refused remembers, for one cycle, the plans found but refused
-	// (preemption.go): an identical request would find them again.
-	refused map[failKey]refusal
 	searcher   *preempt.Searcher
 	lastEvents int      // events of the last cycle, to size the next
 	dropped    int      // events not kept since the last cycle (MaxEvents)
 	pendingBuf []*entry // scratch of Schedule
 	idle       idleBook // usage the host reported, for Policy.IdleReclaim
+
+	// refused remembers, for one cycle, the plans found but refused
+	// (preemption.go): an identical request would find them again.
+	refused map[failKey]refusal
 }
 
 // entry is the scheduler's record of one workload: the spec and the

@@ -623,7 +623,7 @@ func (sm *sim) stopped(i int32, how gang.ExitReason) {
 	case how == gang.ExitDrained && j.w.Shape == gang.Training:
 		j.done = sm.progress(j)
 		sm.unsent = true
-	if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
+		if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
 			sm.fail(err)
 			return
 		}
