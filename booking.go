@@ -125,12 +125,14 @@ type holds struct {
 	// waiting marks bookings with a workload that found no room in its
 	// blocks this cycle: nothing more is lent there.
 	waiting map[string]bool
+	// against is holdsAgainst's buffer.
+	against []topology.DomainID
 }
 
 // loadHolds reads the calendar's holds for this cycle.
 func (s *Scheduler) loadHolds(now time.Time) {
 	clear(s.held.waiting)
-	s.held.list = s.cal.Held(now)
+	s.held.list = s.cal.AppendHeld(s.held.list[:0], now)
 	if len(s.held.list) == 0 {
 		return
 	}
@@ -204,8 +206,10 @@ func (s *Scheduler) drainBlock(now time.Time, h calendar.Hold, deadline time.Tim
 // booking is only booked, work expected to end before its drain; during
 // a booking's window, preemptible work may use its idle GPUs unless one
 // of its workloads waits for room.
+//
+// The list is a buffer the next call reuses: callers use it at once.
 func (s *Scheduler) holdsAgainst(now time.Time, e *entry) []topology.DomainID {
-	var out []topology.DomainID
+	out := s.held.against[:0]
 	for _, h := range s.held.list {
 		if e.w.Booking == h.Booking {
 			continue
@@ -224,6 +228,7 @@ func (s *Scheduler) holdsAgainst(now time.Time, e *entry) []topology.DomainID {
 		}
 		out = append(out, h.Domain)
 	}
+	s.held.against = out[:0]
 	return out
 }
 

@@ -68,6 +68,11 @@ type Calendar struct {
 
 	log []Decision
 	now time.Time // the latest now a decision was made at
+
+	// gen counts changes to the approved bookings; held caches the holds
+	// between them (AppendHeld).
+	gen  uint64
+	held heldCache
 }
 
 // slot is one booking in an index.

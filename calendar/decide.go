@@ -173,6 +173,7 @@ func (c *Calendar) Shorten(now time.Time, id string, end time.Time, who, reason 
 			end.Format(time.RFC3339), b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339), now.Format(time.RFC3339))
 	}
 	b.End = end // indexes are keyed by start: only the bound of a scan may now be loose
+	c.gen++
 	c.record(Decision{At: now, Who: who, Kind: Shorten, Booking: id, End: end, Reason: reason})
 	return nil
 }

@@ -75,15 +75,40 @@ func (c *Calendar) holdsOf(b *Booking, now time.Time, out []Hold) []Hold {
 // Held returns every block held at now, one Hold per domain of every
 // approved booking that has not ended, by start, then booking ID, then
 // domain ID. The caller owns the slice.
-func (c *Calendar) Held(now time.Time) []Hold {
-	var out []Hold
-	c.all.Ascend(func(x slot) bool {
-		if x.b.End.After(now) {
-			out = c.holdsOf(x.b, now, out)
-		}
-		return true
-	})
-	return out
+func (c *Calendar) Held(now time.Time) []Hold { return c.AppendHeld(nil, now) }
+
+// AppendHeld appends Held(now) to dst and returns it: a scheduler that
+// asks every cycle reuses one buffer instead of allocating a list. The
+// list is kept from one call to the next while no booking changes and no
+// drain, start or end falls between their nows.
+func (c *Calendar) AppendHeld(dst []Hold, now time.Time) []Hold {
+	h := &c.held
+	if !h.valid || h.gen != c.gen || now.Before(h.from) || !h.until.IsZero() && !now.Before(h.until) {
+		h.valid, h.gen, h.from, h.until, h.list = true, c.gen, now, time.Time{}, h.list[:0]
+		c.all.Ascend(func(x slot) bool {
+			b := x.b
+			if b.End.After(now) {
+				h.list = c.holdsOf(b, now, h.list)
+			}
+			for _, t := range [3]time.Time{b.DrainAt(), b.Start, b.End} {
+				if t.After(now) && (h.until.IsZero() || t.Before(h.until)) {
+					h.until = t
+				}
+			}
+			return true
+		})
+	}
+	return append(dst, h.list...)
+}
+
+// heldCache is the list of holds AppendHeld keeps: valid for the
+// bookings as of gen, at every instant of [from, until) (until zero: from
+// on, nothing changes any more).
+type heldCache struct {
+	valid       bool
+	gen         uint64
+	from, until time.Time
+	list        []Hold
 }
 
 // Due returns the holds whose drain has come and whose end has not

@@ -36,6 +36,7 @@ func (c *Calendar) insert(b *Booking) {
 	c.flavMax[b.flavor] = max(c.flavMax[b.flavor], b.End.Sub(b.Start))
 	c.all.ReplaceOrInsert(s)
 	c.bookings[b.ID] = b
+	c.gen++
 }
 
 // remove takes b out of every index.
@@ -50,6 +51,7 @@ func (c *Calendar) remove(b *Booking) {
 	c.byFlavor[b.flavor].Delete(s)
 	c.all.Delete(s)
 	delete(c.bookings, b.ID)
+	c.gen++
 }
 
 func tree(t **btree.BTreeG[slot]) *btree.BTreeG[slot] {

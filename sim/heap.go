@@ -19,7 +19,9 @@ const (
 
 // event is one entry of the simulation's agenda. Times are nanoseconds
 // since the start; seq orders events of the same time by scheduling
-// order, so the run is deterministic.
+// order, so the run is deterministic, except that a sample comes after
+// every other event of its time: it sees what they did, and the cycle
+// they ran serves it.
 type event struct {
 	at   int64
 	seq  uint64
@@ -28,7 +30,15 @@ type event struct {
 	gen  int32 // the job's run generation when scheduled; stale events are dropped
 }
 
-func (a event) before(b event) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
+func (a event) before(b event) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if as, bs := a.kind == evSample, b.kind == evSample; as != bs {
+		return bs
+	}
+	return a.seq < b.seq
+}
 
 // agenda is a binary min-heap of events by (at, seq). It holds values,
 // so pushing and popping do not allocate once the slice has grown.

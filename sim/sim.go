@@ -119,6 +119,7 @@ type sim struct {
 	nextID                      int
 
 	dirty        bool
+	unsent       bool // a call since the last cycle that did not make it dirty (a checkpoint)
 	lastSchedule int64
 	draining     []int32
 	live         []int32 // jobs holding GPUs, in no particular order
@@ -323,7 +324,9 @@ func (sm *sim) loop() {
 
 // tick is one cycle period: the autoscaler on its period, then Schedule
 // when anything changed, a drain deadline passed, work has waited a
-// minute since the last cycle, or never.
+// minute since the last cycle, or never. An inference scale-up is
+// scheduled at once, in the same cycle as the batch top-up: one cycle
+// serves both, and inference goes first by priority.
 func (sm *sim) tick() {
 	c := sm.cfg
 	if sm.now%int64(c.Autoscale) == 0 {
@@ -363,7 +366,7 @@ func (sm *sim) schedule() {
 	now := sm.at(sm.now)
 	for range 3 {
 		d := sm.s.Schedule(now)
-		sm.dirty = false
+		sm.dirty, sm.unsent = false, false
 		sm.lastSchedule = sm.now
 		sm.res.Cycles++
 		sm.res.SchedulerEvents += len(d.Events)
@@ -390,9 +393,6 @@ func (sm *sim) schedule() {
 		// booked block whose booking then asks for the room): it is
 		// started first, then drained.
 		late := d.Drain[:0:0]
-		for _, g := range d.Grow {
-			sm.grow(g)
-		}
 		for _, dr := range d.Drain {
 			if dr.Of != "" {
 				sm.shrink(dr)
@@ -406,6 +406,10 @@ func (sm *sim) schedule() {
 		}
 		for _, a := range d.Admit {
 			sm.admit(a)
+		}
+		// A workload admitted below its size may grow in the same cycle.
+		for _, g := range d.Grow {
+			sm.grow(g)
 		}
 		for _, dr := range late {
 			sm.drain(dr)
@@ -583,6 +587,7 @@ func (sm *sim) checkpoint(e event) {
 	// counting from now: progress is done plus run time since runStart.
 	j.done, j.carry = sm.progress(j), 0
 	j.runStart = max(j.runStart, sm.now)
+	sm.unsent = true
 	if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
 		sm.fail(err)
 		return
@@ -643,6 +648,7 @@ func (sm *sim) stopped(i int32, how gang.ExitReason) {
 		lost, j.done = sm.progress(j), 0
 	case how == gang.ExitDrained && j.w.Shape == gang.Training:
 		j.done, j.carry = sm.progress(j), 0
+		sm.unsent = true
 		if err := sm.s.Checkpointed(sm.at(sm.now), j.w.ID, sm.at(sm.now)); err != nil {
 			sm.fail(err)
 			return
@@ -765,10 +771,6 @@ func (sm *sim) autoscale() {
 			delete(sm.byID, j.w.ID)
 			sm.res.ScaleDowns++
 		}
-	}
-	if sm.dirty {
-		// Inference is latency-bound: its scale-up is scheduled at once.
-		sm.schedule()
 	}
 }
 
@@ -995,8 +997,12 @@ func (sm *sim) advance(t int64) {
 func (sm *sim) sample() {
 	// A cycle first, so every event before now reaches the observer
 	// before the sample does; it runs with or without an observer, so
-	// observing a run does not change it.
-	sm.schedule()
+	// observing a run does not change it. When a cycle already ran at
+	// this instant and nothing reached the scheduler since, that cycle
+	// serves.
+	if sm.dirty || sm.unsent || sm.lastSchedule != sm.now {
+		sm.schedule()
+	}
 	if sm.err != nil {
 		return
 	}
