@@ -35,7 +35,7 @@ func TestHotSwapKeepsTheGangRunning(t *testing.T) {
 		}
 		assert.Equal(t, 1, r.PodsLost)
 		assert.Zero(t, r.FailedRuns, "the gang is not requeued")
-		assert.InDelta(t, (10 * time.Minute).Hours()*16, r.HotSwapLostGPUh, 1e-9, "back to its last checkpoint")
+		assert.InDelta(t, (10*time.Minute).Hours()*16, r.HotSwapLostGPUh, 1e-9, "back to its last checkpoint")
 		assert.Equal(t, jsRunning, j.state)
 		assert.Equal(t, 8, j.lostGPUs)
 		assert.Equal(t, (40 * time.Minute).Nanoseconds(), sm.progress(j), "no progress while a rank is missing")
@@ -46,7 +46,7 @@ func TestHotSwapKeepsTheGangRunning(t *testing.T) {
 		require.Empty(t, r.Violations)
 		assert.Equal(t, 1, r.HotSwaps)
 		assert.Equal(t, []time.Duration{10 * time.Second}, r.HotSwapWaits)
-		assert.InDelta(t, (3 * time.Minute).Hours()*16, r.HotSwapRestartGPUh, 1e-9)
+		assert.InDelta(t, (3*time.Minute).Hours()*16, r.HotSwapRestartGPUh, 1e-9)
 		assert.Zero(t, j.lostGPUs)
 		assert.Len(t, j.pods, 2)
 		sm.now += int64(time.Hour)
