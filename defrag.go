@@ -41,6 +41,8 @@ type DefragPlan struct {
 	LostGPUSeconds float64
 	// FreeGPUs is what the domain will have free once they are gone.
 	FreeGPUs int
+
+	price float64 // LostGPUSeconds with work of the request's own priority weighted up (movePrice)
 }
 
 // Move is one workload a plan drains, and where it would fit now.
@@ -197,7 +199,7 @@ func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.Group
 	s.defrag.doms = doms
 	best, found := DefragPlan{}, false
 	for _, x := range doms {
-		if found && x.bound > best.LostGPUSeconds {
+		if found && x.bound > best.price {
 			break
 		}
 		whole, nodes, movers, ok := s.clearable(now, x.d, g, priority, forID, x.need == f.Stats(x.d, g).HealthyGPUs)
@@ -212,15 +214,14 @@ func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.Group
 			exact += nc.cost
 			left -= f.Capacity(nc.n)
 		}
-		if left > 0 || found && exact > best.LostGPUSeconds {
+		if left > 0 || found && exact > best.price {
 			continue
 		}
-		p, ok := s.planDomain(now, x.d, x.need, whole, nodes, movers)
+		p, ok := s.planDomain(now, x.d, x.need, whole, nodes, movers, priority)
 		if !ok {
 			continue
 		}
-		if !found || p.LostGPUSeconds < best.LostGPUSeconds ||
-			p.LostGPUSeconds == best.LostGPUSeconds && len(p.Moves) < len(best.Moves) {
+		if !found || p.price < best.price || p.price == best.price && len(p.Moves) < len(best.Moves) {
 			best, found = p, true
 		}
 	}
@@ -254,7 +255,7 @@ func (s *Scheduler) clearable(now time.Time, d topology.DomainID, g topology.Gro
 				movable = false
 				break
 			}
-			nc.cost += s.moveCost(e, now)
+			nc.cost += s.movePrice(e, now, priority)
 			movers = append(movers, e)
 			for _, x := range e.rec.Nodes {
 				if x.Node == n {
@@ -292,7 +293,7 @@ func (s *Scheduler) movable(e *entry, priority int32, forID string) bool {
 // mover must fit outside d now, beside the movers already placed (tried
 // on the scratch fleet and given back); a node one of whose movers does
 // not fit is skipped.
-func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole int, nodes []nodeClear, movers []*entry) (DefragPlan, bool) {
+func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole int, nodes []nodeClear, movers []*entry, priority int32) (DefragPlan, bool) {
 	f := s.fleet
 	plan := DefragPlan{Level: f.LevelName(f.DomainLevel(d)), Domain: f.DomainName(d)}
 	scratch := s.books.Scratch()
@@ -336,12 +337,14 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 				placed = append(placed, x)
 			}
 			plan.Moves = append(plan.Moves, Move{ID: e.w.ID, LostGPUSeconds: s.moveCost(e, now), assign: a})
+			plan.price += s.movePrice(e, now, priority)
 			moved[e.w.ID] = true
 		}
 		if !fits {
 			giveBack(mark)
 			for _, m := range plan.Moves[movesAt:] {
 				delete(moved, m.ID)
+				plan.price -= s.movePrice(s.work[m.ID], now, priority)
 			}
 			plan.Moves = plan.Moves[:movesAt]
 			continue
@@ -372,6 +375,24 @@ func (s *Scheduler) restartOverhead() time.Duration {
 // last checkpoint, plus a restart.
 func (s *Scheduler) moveCost(e *entry, now time.Time) float64 {
 	return float64(e.gpus()) * (e.w.Drain.Unsaved(now, e.rec.Started) + s.restartOverhead()).Seconds()
+}
+
+// ownWorkWeight weighs up, in the choice of movers, work of the request's
+// own priority that does not borrow (a team's guaranteed work, moved for
+// its own gang), against lower-priority and borrowed work: a plan moves
+// it only when that saves four times the work.
+const ownWorkWeight = 4
+
+// movePrice is moveCost as plans compare it: weighted up for work of the
+// request's priority or above that runs within its queue's quota. Every
+// price is at least the cost, so the victim index's bounds on the cost
+// bound prices too.
+func (s *Scheduler) movePrice(e *entry, now time.Time, priority int32) float64 {
+	c := s.moveCost(e, now)
+	if e.priority >= priority && !e.rec.Borrowing {
+		c *= ownWorkWeight
+	}
+	return c
 }
 
 // defragScratch is planDefrag's reused buffers.
