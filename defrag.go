@@ -32,8 +32,13 @@ import (
 
 // DefragPlan opens one domain by moving work out of it.
 type DefragPlan struct {
-	Level  string
-	Domain string
+	// The request: a domain of Level with GPUs free GPUs of Flavor (0:
+	// the whole domain), moving work of priority at most Priority.
+	Level    string
+	Flavor   string
+	GPUs     int
+	Priority int32
+	Domain   string
 	// Moves are the workloads to drain, cheapest first.
 	Moves []Move
 	// LostGPUSeconds is the work the moves lose: since each mover's last
@@ -47,12 +52,15 @@ type DefragPlan struct {
 
 // Move is one workload a plan drains, and where it would fit now.
 type Move struct {
-	ID             string
-	From           []NodeGPUs
+	ID   string
+	From []NodeGPUs
+	// To is its new place per node; Pods the same pod by pod, as it will
+	// be admitted there.
 	To             []NodeGPUs
+	Pods           []PodAssignment
 	LostGPUSeconds float64
 
-	assign placement.Assignment // To, as placed
+	assign placement.Assignment // Pods, as placed
 }
 
 // PlanDefrag finds the cheapest set of moves that leaves a domain of
@@ -82,6 +90,7 @@ func (s *Scheduler) PlanDefrag(now time.Time, level, flavor string, gpus int, pr
 	if !ok {
 		return DefragPlan{}, refuse("plan-defrag", "", ErrNeverFits, "no %s can be opened for %d GPUs by moving work", level, gpus)
 	}
+	p.Flavor, p.GPUs, p.Priority = flavor, gpus, priority
 	return p, nil
 }
 
@@ -95,15 +104,21 @@ func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) 
 		return nil, err
 	}
 	want := map[topology.NodeID]int{}
-	for _, m := range plan.Moves {
+	to := make([]placement.Assignment, len(plan.Moves))
+	for i, m := range plan.Moves {
 		e, ok := s.work[m.ID]
 		if !ok || e.state() != gang.Admitted || !slices.Equal(s.nodeViews(e.rec.Nodes), m.From) {
 			return nil, refuse("defragment", m.ID, ErrBadState, "no longer runs where the plan saw it")
 		}
-		if len(m.assign.Pods) == 0 || !slices.Equal(s.nodeViews(m.assign.NodeGPUs()), m.To) {
-			return nil, refuse("defragment", m.ID, ErrInvalid, "not a move PlanDefrag made")
+		a, err := s.assignment("defragment", e, m.Pods)
+		if err != nil {
+			return nil, err
 		}
-		for _, x := range m.assign.NodeGPUs() {
+		if !slices.Equal(s.nodeViews(a.NodeGPUs()), m.To) {
+			return nil, refuse("defragment", m.ID, ErrInvalid, "its pods do not add up to its new place")
+		}
+		to[i] = a
+		for _, x := range a.NodeGPUs() {
 			want[x.Node] += x.GPUs
 		}
 	}
@@ -114,13 +129,13 @@ func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) 
 	}
 	s.advance(now)
 	var out []Drain
-	for _, m := range plan.Moves {
+	for i, m := range plan.Moves {
 		e := s.work[m.ID]
 		r, err := s.books.DrainFor(m.ID, now, now.Add(e.grace()), gang.DrainDefrag)
 		if err != nil {
 			panic("fleet: draining a checked mover: " + err.Error())
 		}
-		if err := s.books.ReserveMove(m.ID, m.assign); err != nil {
+		if err := s.books.ReserveMove(m.ID, to[i]); err != nil {
 			panic("fleet: reserving a checked move: " + err.Error())
 		}
 		d := Drain{ID: m.ID, Deadline: r.Drain.Deadline, Reason: gang.DrainDefrag, LostGPUSeconds: m.LostGPUSeconds,
@@ -356,7 +371,8 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 	}
 	for i := range plan.Moves {
 		m := &plan.Moves[i]
-		m.From, m.To = s.nodeViews(s.work[m.ID].rec.Nodes), s.nodeViews(m.assign.NodeGPUs())
+		e := s.work[m.ID]
+		m.From, m.To, m.Pods = s.nodeViews(e.rec.Nodes), s.nodeViews(m.assign.NodeGPUs()), s.podViews(e, m.assign)
 		plan.LostGPUSeconds += m.LostGPUSeconds
 	}
 	plan.FreeGPUs = got

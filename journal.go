@@ -17,7 +17,7 @@ import (
 
 // Call is one host call as a journal records it: a JSON line.
 type Call struct {
-	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, drain, health, adopt, schedule, set-queue, remove-node, add-node, usage
+	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, drain, health, adopt, schedule, set-queue, remove-node, add-node, usage, defragment
 	Time     time.Time       `json:"time"`
 	Workload *gang.Workload  `json:"workload,omitempty"`
 	ID       string          `json:"id,omitempty"`
@@ -44,6 +44,8 @@ type Call struct {
 	QuotaNode *quota.NodeSpec `json:"quotaNode,omitempty"`
 	// Busy is usage's report: the workload was busy (else idle).
 	Busy bool `json:"busy,omitempty"`
+	// Plan is defragment's plan.
+	Plan *DefragPlan `json:"plan,omitempty"`
 }
 
 // Journal wraps a Scheduler and records every call, before making it, as a
@@ -239,6 +241,8 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 		return &d, nil
 	case "set-queue", "remove-node", "add-node", "usage":
 		return nil, applyLive(s, c)
+	case "defragment":
+		return nil, applyDefrag(s, c)
 	}
 	return nil, fmt.Errorf("%w: unknown journal op %q", ErrInvalid, c.Op)
 }
@@ -248,7 +252,7 @@ func knownOp(op string) bool {
 	switch op {
 	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule",
 		"propose", "approve", "reject", "cancel-booking", "shorten-booking",
-		"set-queue", "remove-node", "add-node", "usage", "quota-schedule":
+		"set-queue", "remove-node", "add-node", "usage", "quota-schedule", "defragment":
 		return true
 	}
 	return false
