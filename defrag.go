@@ -339,7 +339,14 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 			if moved[e.w.ID] {
 				continue
 			}
-			a, err := s.placer.PlaceAvoiding(scratch, &e.w, d)
+			// Movers go around the domain and the blocks bookings hold
+			// against them, as any of their placements would.
+			avoid := append(s.defrag.avoid[:0], d)
+			if len(s.held.list) > 0 {
+				avoid = append(avoid, s.holdsAgainst(now, e)...)
+			}
+			s.defrag.avoid = avoid
+			a, err := s.placer.PlaceAvoiding(scratch, &e.w, avoid...)
 			if err != nil {
 				fits = false
 				break
@@ -417,6 +424,7 @@ type defragScratch struct {
 	nodes  []nodeClear
 	movers []*entry
 	placed []placement.NodeGPUs
+	avoid  []topology.DomainID
 }
 
 // defragFor opens a domain for a gang blocked by fragmentation, within the
