@@ -325,6 +325,15 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 		giveBack(0)
 		s.defrag.placed = placed
 	}()
+	// The movers' new pods, all in one list the plan keeps: move i's are
+	// pods[at[i]:at[i+1]].
+	n := 0
+	for _, e := range movers {
+		n += len(e.rec.Assign.Pods)
+	}
+	pods := make([]placement.Pod, 0, n)
+	at := append(make([]int, 0, len(movers)+1), 0)
+	plan.Moves = make([]Move, 0, len(movers))
 	// A mover on several nodes of d is planned with the first of them; a
 	// later node finds it already moved.
 	moved := make(map[string]bool, len(movers))
@@ -351,13 +360,19 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 				fits = false
 				break
 			}
-			a = a.Clone()
-			for _, x := range a.NodeGPUs() {
-				if err := scratch.Allocate(x.Node, x.GPUs); err != nil {
+			for _, p := range a.Pods {
+				if p.GPUs == 0 {
+					continue
+				}
+				if err := scratch.Allocate(p.Node, p.GPUs); err != nil {
 					panic("fleet: a defragmentation trial on a checked placement: " + err.Error())
 				}
-				placed = append(placed, x)
+				placed = append(placed, placement.NodeGPUs{Node: p.Node, GPUs: p.GPUs})
 			}
+			// The placer reuses a.Pods on its next call: keep a copy.
+			pods = append(pods, a.Pods...)
+			at = append(at, len(pods))
+			a.Pods = nil
 			plan.Moves = append(plan.Moves, Move{ID: e.w.ID, LostGPUSeconds: s.moveCost(e, now), assign: a})
 			plan.price += s.movePrice(e, now, priority)
 			moved[e.w.ID] = true
@@ -369,6 +384,8 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 				plan.price -= s.movePrice(s.work[m.ID], now, priority)
 			}
 			plan.Moves = plan.Moves[:movesAt]
+			at = at[:movesAt+1]
+			pods = pods[:at[movesAt]]
 			continue
 		}
 		got += f.Capacity(nc.n)
@@ -376,14 +393,56 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 	if got < need {
 		return DefragPlan{}, false
 	}
-	for i := range plan.Moves {
-		m := &plan.Moves[i]
-		e := s.work[m.ID]
-		m.From, m.To, m.Pods = s.nodeViews(e.rec.Nodes), s.nodeViews(m.assign.NodeGPUs()), s.podViews(e, m.assign)
+	s.moveViews(plan.Moves, pods, at)
+	for _, m := range plan.Moves {
 		plan.LostGPUSeconds += m.LostGPUSeconds
 	}
 	plan.FreeGPUs = got
 	return plan, true
+}
+
+// moveViews fills in each move's assignment (move i's pods are
+// pods[at[i]:at[i+1]]) and its From, To and Pods, in three lists the
+// plan keeps, so that a plan of many moves allocates a few times, not a
+// few times a move.
+func (s *Scheduler) moveViews(moves []Move, pods []placement.Pod, at []int) {
+	f := s.fleet
+	nFrom := 0
+	for _, m := range moves {
+		nFrom += len(s.work[m.ID].rec.Nodes)
+	}
+	from := make([]NodeGPUs, 0, nFrom)
+	to := make([]NodeGPUs, 0, len(pods))
+	views := make([]PodAssignment, 0, len(pods))
+	merged := s.defrag.merged
+	for i := range moves {
+		m := &moves[i]
+		e := s.work[m.ID]
+		m.assign.Pods = pods[at[i]:at[i+1]:at[i+1]]
+		lo := len(from)
+		for _, x := range e.rec.Nodes {
+			from = append(from, NodeGPUs{Node: f.NodeName(x.Node), GPUs: x.GPUs})
+		}
+		m.From = from[lo:len(from):len(from)]
+		merged = merged[:0]
+		lo, vlo := len(to), len(views)
+		for _, p := range m.assign.Pods {
+			views = append(views, PodAssignment{PodSet: e.w.PodSets[p.PodSet].Name, Index: p.Index, Node: f.NodeName(p.Node), GPUs: p.GPUs})
+			if p.GPUs > 0 {
+				merged = append(merged, placement.NodeGPUs{Node: p.Node, GPUs: p.GPUs})
+			}
+		}
+		slices.SortFunc(merged, func(a, b placement.NodeGPUs) int { return cmp.Compare(a.Node, b.Node) })
+		for j, x := range merged {
+			if j > 0 && merged[j-1].Node == x.Node {
+				to[len(to)-1].GPUs += x.GPUs
+				continue
+			}
+			to = append(to, NodeGPUs{Node: f.NodeName(x.Node), GPUs: x.GPUs})
+		}
+		m.To, m.Pods = to[lo:len(to):len(to)], views[vlo:len(views):len(views)]
+	}
+	s.defrag.merged = merged
 }
 
 // restartOverhead is the work a mover redoes when it restarts.
@@ -425,6 +484,7 @@ type defragScratch struct {
 	movers []*entry
 	placed []placement.NodeGPUs
 	avoid  []topology.DomainID
+	merged []placement.NodeGPUs
 }
 
 // defragFor opens a domain for a gang blocked by fragmentation, within the
