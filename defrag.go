@@ -32,8 +32,13 @@ import (
 
 // DefragPlan opens one domain by moving work out of it.
 type DefragPlan struct {
-	Level  string
-	Domain string
+	// The request: a domain of Level with GPUs free GPUs of Flavor (0:
+	// the whole domain), moving work of priority at most Priority.
+	Level    string
+	Flavor   string
+	GPUs     int
+	Priority int32
+	Domain   string
 	// Moves are the workloads to drain, cheapest first.
 	Moves []Move
 	// LostGPUSeconds is the work the moves lose: since each mover's last
@@ -41,16 +46,21 @@ type DefragPlan struct {
 	LostGPUSeconds float64
 	// FreeGPUs is what the domain will have free once they are gone.
 	FreeGPUs int
+
+	price float64 // LostGPUSeconds with work of the request's own priority weighted up (movePrice)
 }
 
 // Move is one workload a plan drains, and where it would fit now.
 type Move struct {
-	ID             string
-	From           []NodeGPUs
+	ID   string
+	From []NodeGPUs
+	// To is its new place per node; Pods the same pod by pod, as it will
+	// be admitted there.
 	To             []NodeGPUs
+	Pods           []PodAssignment
 	LostGPUSeconds float64
 
-	assign placement.Assignment // To, as placed
+	assign placement.Assignment // Pods, as placed
 }
 
 // PlanDefrag finds the cheapest set of moves that leaves a domain of
@@ -80,6 +90,7 @@ func (s *Scheduler) PlanDefrag(now time.Time, level, flavor string, gpus int, pr
 	if !ok {
 		return DefragPlan{}, refuse("plan-defrag", "", ErrNeverFits, "no %s can be opened for %d GPUs by moving work", level, gpus)
 	}
+	p.Flavor, p.GPUs, p.Priority = flavor, gpus, priority
 	return p, nil
 }
 
@@ -93,15 +104,21 @@ func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) 
 		return nil, err
 	}
 	want := map[topology.NodeID]int{}
-	for _, m := range plan.Moves {
+	to := make([]placement.Assignment, len(plan.Moves))
+	for i, m := range plan.Moves {
 		e, ok := s.work[m.ID]
 		if !ok || e.state() != gang.Admitted || !slices.Equal(s.nodeViews(e.rec.Nodes), m.From) {
 			return nil, refuse("defragment", m.ID, ErrBadState, "no longer runs where the plan saw it")
 		}
-		if len(m.assign.Pods) == 0 || !slices.Equal(s.nodeViews(m.assign.NodeGPUs()), m.To) {
-			return nil, refuse("defragment", m.ID, ErrInvalid, "not a move PlanDefrag made")
+		a, err := s.assignment("defragment", e, m.Pods)
+		if err != nil {
+			return nil, err
 		}
-		for _, x := range m.assign.NodeGPUs() {
+		if !slices.Equal(s.nodeViews(a.NodeGPUs()), m.To) {
+			return nil, refuse("defragment", m.ID, ErrInvalid, "its pods do not add up to its new place")
+		}
+		to[i] = a
+		for _, x := range a.NodeGPUs() {
 			want[x.Node] += x.GPUs
 		}
 	}
@@ -112,13 +129,13 @@ func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) 
 	}
 	s.advance(now)
 	var out []Drain
-	for _, m := range plan.Moves {
+	for i, m := range plan.Moves {
 		e := s.work[m.ID]
 		r, err := s.books.DrainFor(m.ID, now, now.Add(e.grace()), gang.DrainDefrag)
 		if err != nil {
 			panic("fleet: draining a checked mover: " + err.Error())
 		}
-		if err := s.books.ReserveMove(m.ID, m.assign); err != nil {
+		if err := s.books.ReserveMove(m.ID, to[i]); err != nil {
 			panic("fleet: reserving a checked move: " + err.Error())
 		}
 		d := Drain{ID: m.ID, Deadline: r.Drain.Deadline, Reason: gang.DrainDefrag, LostGPUSeconds: m.LostGPUSeconds,
@@ -197,7 +214,7 @@ func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.Group
 	s.defrag.doms = doms
 	best, found := DefragPlan{}, false
 	for _, x := range doms {
-		if found && x.bound > best.LostGPUSeconds {
+		if found && x.bound > best.price {
 			break
 		}
 		whole, nodes, movers, ok := s.clearable(now, x.d, g, priority, forID, x.need == f.Stats(x.d, g).HealthyGPUs)
@@ -212,15 +229,14 @@ func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.Group
 			exact += nc.cost
 			left -= f.Capacity(nc.n)
 		}
-		if left > 0 || found && exact > best.LostGPUSeconds {
+		if left > 0 || found && exact > best.price {
 			continue
 		}
-		p, ok := s.planDomain(now, x.d, x.need, whole, nodes, movers)
+		p, ok := s.planDomain(now, x.d, x.need, whole, nodes, movers, priority)
 		if !ok {
 			continue
 		}
-		if !found || p.LostGPUSeconds < best.LostGPUSeconds ||
-			p.LostGPUSeconds == best.LostGPUSeconds && len(p.Moves) < len(best.Moves) {
+		if !found || p.price < best.price || p.price == best.price && len(p.Moves) < len(best.Moves) {
 			best, found = p, true
 		}
 	}
@@ -254,7 +270,7 @@ func (s *Scheduler) clearable(now time.Time, d topology.DomainID, g topology.Gro
 				movable = false
 				break
 			}
-			nc.cost += s.moveCost(e, now)
+			nc.cost += s.movePrice(e, now, priority)
 			movers = append(movers, e)
 			for _, x := range e.rec.Nodes {
 				if x.Node == n {
@@ -292,7 +308,7 @@ func (s *Scheduler) movable(e *entry, priority int32, forID string) bool {
 // mover must fit outside d now, beside the movers already placed (tried
 // on the scratch fleet and given back); a node one of whose movers does
 // not fit is skipped.
-func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole int, nodes []nodeClear, movers []*entry) (DefragPlan, bool) {
+func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole int, nodes []nodeClear, movers []*entry, priority int32) (DefragPlan, bool) {
 	f := s.fleet
 	plan := DefragPlan{Level: f.LevelName(f.DomainLevel(d)), Domain: f.DomainName(d)}
 	scratch := s.books.Scratch()
@@ -309,6 +325,15 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 		giveBack(0)
 		s.defrag.placed = placed
 	}()
+	// The movers' new pods, all in one list the plan keeps: move i's are
+	// pods[at[i]:at[i+1]].
+	n := 0
+	for _, e := range movers {
+		n += len(e.rec.Assign.Pods)
+	}
+	pods := make([]placement.Pod, 0, n)
+	at := append(make([]int, 0, len(movers)+1), 0)
+	plan.Moves = make([]Move, 0, len(movers))
 	// A mover on several nodes of d is planned with the first of them; a
 	// later node finds it already moved.
 	moved := make(map[string]bool, len(movers))
@@ -323,32 +348,49 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 			if moved[e.w.ID] {
 				continue
 			}
-			a, err := s.placer.PlaceAvoiding(scratch, &e.w, d)
+			// Movers go around the domain and the blocks bookings hold
+			// against them, as any of their placements would.
+			avoid := append(s.defrag.avoid[:0], d)
+			if len(s.held.list) > 0 {
+				avoid = append(avoid, s.holdsAgainst(now, e)...)
+			}
+			s.defrag.avoid = avoid
+			a, err := s.placer.PlaceAvoiding(scratch, &e.w, avoid...)
 			if err != nil {
 				fits = false
 				break
 			}
-			a = a.Clone()
-			// Movers hold whole GPUs, kept by count: the indexes the
-			// scratch fleet happened to give are not the fleet's.
 			for i := range a.Pods {
+				// Movers hold whole GPUs, kept by count: the indexes the
+				// scratch fleet happened to give are not the fleet's.
 				a.Pods[i].GPUMask = 0
 			}
-			for _, x := range a.NodeGPUs() {
-				if err := scratch.Allocate(x.Node, x.GPUs); err != nil {
+			for _, p := range a.Pods {
+				if p.GPUs == 0 {
+					continue
+				}
+				if err := scratch.Allocate(p.Node, p.GPUs); err != nil {
 					panic("fleet: a defragmentation trial on a checked placement: " + err.Error())
 				}
-				placed = append(placed, x)
+				placed = append(placed, placement.NodeGPUs{Node: p.Node, GPUs: p.GPUs})
 			}
+			// The placer reuses a.Pods on its next call: keep a copy.
+			pods = append(pods, a.Pods...)
+			at = append(at, len(pods))
+			a.Pods = nil
 			plan.Moves = append(plan.Moves, Move{ID: e.w.ID, LostGPUSeconds: s.moveCost(e, now), assign: a})
+			plan.price += s.movePrice(e, now, priority)
 			moved[e.w.ID] = true
 		}
 		if !fits {
 			giveBack(mark)
 			for _, m := range plan.Moves[movesAt:] {
 				delete(moved, m.ID)
+				plan.price -= s.movePrice(s.work[m.ID], now, priority)
 			}
 			plan.Moves = plan.Moves[:movesAt]
+			at = at[:movesAt+1]
+			pods = pods[:at[movesAt]]
 			continue
 		}
 		got += f.Capacity(nc.n)
@@ -356,13 +398,56 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 	if got < need {
 		return DefragPlan{}, false
 	}
-	for i := range plan.Moves {
-		m := &plan.Moves[i]
-		m.From, m.To = s.nodeViews(s.work[m.ID].rec.Nodes), s.nodeViews(m.assign.NodeGPUs())
+	s.moveViews(plan.Moves, pods, at)
+	for _, m := range plan.Moves {
 		plan.LostGPUSeconds += m.LostGPUSeconds
 	}
 	plan.FreeGPUs = got
 	return plan, true
+}
+
+// moveViews fills in each move's assignment (move i's pods are
+// pods[at[i]:at[i+1]]) and its From, To and Pods, in three lists the
+// plan keeps, so that a plan of many moves allocates a few times, not a
+// few times a move.
+func (s *Scheduler) moveViews(moves []Move, pods []placement.Pod, at []int) {
+	f := s.fleet
+	nFrom := 0
+	for _, m := range moves {
+		nFrom += len(s.work[m.ID].rec.Nodes)
+	}
+	from := make([]NodeGPUs, 0, nFrom)
+	to := make([]NodeGPUs, 0, len(pods))
+	views := make([]PodAssignment, 0, len(pods))
+	merged := s.defrag.merged
+	for i := range moves {
+		m := &moves[i]
+		e := s.work[m.ID]
+		m.assign.Pods = pods[at[i]:at[i+1]:at[i+1]]
+		lo := len(from)
+		for _, x := range e.rec.Nodes {
+			from = append(from, NodeGPUs{Node: f.NodeName(x.Node), GPUs: x.GPUs})
+		}
+		m.From = from[lo:len(from):len(from)]
+		merged = merged[:0]
+		lo, vlo := len(to), len(views)
+		for _, p := range m.assign.Pods {
+			views = append(views, PodAssignment{PodSet: e.w.PodSets[p.PodSet].Name, Index: p.Index, Node: f.NodeName(p.Node), GPUs: p.GPUs})
+			if p.GPUs > 0 {
+				merged = append(merged, placement.NodeGPUs{Node: p.Node, GPUs: p.GPUs})
+			}
+		}
+		slices.SortFunc(merged, func(a, b placement.NodeGPUs) int { return cmp.Compare(a.Node, b.Node) })
+		for j, x := range merged {
+			if j > 0 && merged[j-1].Node == x.Node {
+				to[len(to)-1].GPUs += x.GPUs
+				continue
+			}
+			to = append(to, NodeGPUs{Node: f.NodeName(x.Node), GPUs: x.GPUs})
+		}
+		m.To, m.Pods = to[lo:len(to):len(to)], views[vlo:len(views):len(views)]
+	}
+	s.defrag.merged = merged
 }
 
 // restartOverhead is the work a mover redoes when it restarts.
@@ -379,12 +464,32 @@ func (s *Scheduler) moveCost(e *entry, now time.Time) float64 {
 	return float64(e.gpus()) * (e.w.Drain.Unsaved(now, e.rec.Started) + s.restartOverhead()).Seconds()
 }
 
+// ownWorkWeight weighs up, in the choice of movers, work of the request's
+// own priority that does not borrow (a team's guaranteed work, moved for
+// its own gang), against lower-priority and borrowed work: a plan moves
+// it only when that saves four times the work.
+const ownWorkWeight = 4
+
+// movePrice is moveCost as plans compare it: weighted up for work of the
+// request's priority or above that runs within its queue's quota. Every
+// price is at least the cost, so the victim index's bounds on the cost
+// bound prices too.
+func (s *Scheduler) movePrice(e *entry, now time.Time, priority int32) float64 {
+	c := s.moveCost(e, now)
+	if e.priority >= priority && !e.rec.Borrowing {
+		c *= ownWorkWeight
+	}
+	return c
+}
+
 // defragScratch is planDefrag's reused buffers.
 type defragScratch struct {
 	doms   []defragDomain
 	nodes  []nodeClear
 	movers []*entry
 	placed []placement.NodeGPUs
+	avoid  []topology.DomainID
+	merged []placement.NodeGPUs
 }
 
 // defragFor opens a domain for a gang blocked by fragmentation, within the

@@ -43,7 +43,7 @@ func TestPlanDefragEqualsPlanningEveryDomain(t *testing.T) {
 		now := t0.Add(time.Hour)
 		level := rapid.SampledFrom([]string{"leaf", "spine"}).Draw(t, "level")
 		gpus := rapid.SampledFrom([]int{0, 8, 24, 64, 200}).Draw(t, "want")
-		prio := rapid.SampledFrom([]int32{0, 1000}).Draw(t, "prio")
+		prio := rapid.SampledFrom([]int32{0, 100, 500, 1000}).Draw(t, "prio")
 		before := s.Snapshot()
 		plan, err := s.PlanDefrag(now, level, "H100", gpus, prio)
 		lost, moves, ok := s.PlanDefragNaive(now, level, "H100", gpus, prio)

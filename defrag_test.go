@@ -118,3 +118,45 @@ func TestPlanDefragOpensASpineOnRequest(t *testing.T) {
 		assert.Error(t, err, "%+v", bad)
 	}
 }
+
+// A plan prefers moving lower-priority work to moving the requester's own
+// guaranteed work: a research gang's leaf is opened by moving a batch job
+// that loses twice the work of a research job elsewhere, not the research
+// job (whose work counts four times); a host asking at a priority above
+// both moves the cheaper one.
+func TestDefragPrefersMovingLowerPriorityWork(t *testing.T) {
+	cfg := fleet.ReferenceConfig()
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	adopt := func(id, queue, class, node string, gpus int, age time.Duration) {
+		w := gang.Workload{ID: id, Queue: queue, PriorityClass: class, Shape: gang.Batch,
+			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: gpus}},
+			Drain:   gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
+		require.NoError(t, s.Adopt(t0.Add(time.Hour), w, t0.Add(time.Hour-age), []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: gpus}}))
+	}
+	// One small job on the first node of every leaf; the research one
+	// costs 2 x 20 min, the batch one 4 x 20 min, every other 8 x 20 min.
+	for sp := range 4 {
+		for lf := range 8 {
+			node := fmt.Sprintf("node-%d-%d-0", sp, lf)
+			switch {
+			case sp == 1 && lf == 2:
+				adopt("own", "research", fleet.ClassReservedResearch, node, 2, 17*time.Minute)
+			case sp == 2 && lf == 5:
+				adopt("filler", "batch", fleet.ClassPreemptibleBatch, node, 4, 17*time.Minute)
+			default:
+				adopt(fmt.Sprintf("big-%d-%d", sp, lf), "batch", fleet.ClassPreemptibleBatch, node, 8, 17*time.Minute)
+			}
+		}
+	}
+	now := t0.Add(time.Hour)
+	plan, err := s.PlanDefrag(now, "leaf", "H100", 0, 1000)
+	require.NoError(t, err)
+	require.Len(t, plan.Moves, 1)
+	assert.Equal(t, "own", plan.Moves[0].ID, "above every priority, the cheapest move")
+	plan, err = s.PlanDefrag(now, "leaf", "H100", 0, 500)
+	require.NoError(t, err)
+	require.Len(t, plan.Moves, 1)
+	assert.Equal(t, "filler", plan.Moves[0].ID, "at research's priority, batch moves first")
+	assert.InDelta(t, 4*20*60, plan.LostGPUSeconds, 1e-6, "the plan reports the work lost, not its weight")
+}

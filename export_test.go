@@ -39,6 +39,7 @@ func (s *Scheduler) PlanDefragNaive(now time.Time, level, flavor string, gpus in
 	l, _ := s.fleet.Level(level)
 	g, _ := s.groupOfFlavor(flavor)
 	lo, hi := s.fleet.DomainsAt(l)
+	price := 0.0
 	for d := lo; d < hi; d++ {
 		st := s.fleet.Stats(d, g)
 		need := gpus
@@ -52,12 +53,12 @@ func (s *Scheduler) PlanDefragNaive(now time.Time, level, flavor string, gpus in
 		if !fine {
 			continue
 		}
-		p, found := s.planDomain(now, d, need, whole, nodes, movers)
+		p, found := s.planDomain(now, d, need, whole, nodes, movers, priority)
 		if !found {
 			continue
 		}
-		if !ok || p.LostGPUSeconds < lost || p.LostGPUSeconds == lost && len(p.Moves) < moves {
-			lost, moves, ok = p.LostGPUSeconds, len(p.Moves), true
+		if !ok || p.price < price || p.price == price && len(p.Moves) < moves {
+			price, lost, moves, ok = p.price, p.LostGPUSeconds, len(p.Moves), true
 		}
 	}
 	return lost, moves, ok

@@ -17,7 +17,7 @@ import (
 
 // Call is one host call as a journal records it: a JSON line.
 type Call struct {
-	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, drain, health, adopt, schedule, set-queue, remove-node, add-node, usage, warm
+	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, drain, health, adopt, schedule, set-queue, remove-node, add-node, usage, warm, defragment
 	Time     time.Time       `json:"time"`
 	Workload *gang.Workload  `json:"workload,omitempty"`
 	ID       string          `json:"id,omitempty"`
@@ -46,6 +46,8 @@ type Call struct {
 	Busy bool `json:"busy,omitempty"`
 	// Models is warm's report: the models with weights on Node.
 	Models []string `json:"models,omitempty"`
+	// Plan is defragment's plan.
+	Plan *DefragPlan `json:"plan,omitempty"`
 }
 
 // Journal wraps a Scheduler and records every call, before making it, as a
@@ -254,6 +256,8 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 		return nil, applyLive(s, c)
 	case "warm":
 		return nil, s.SetWarm(c.Time, c.Node, c.Models)
+	case "defragment":
+		return nil, applyDefrag(s, c)
 	}
 	return nil, fmt.Errorf("%w: unknown journal op %q", ErrInvalid, c.Op)
 }
@@ -263,7 +267,7 @@ func knownOp(op string) bool {
 	switch op {
 	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule",
 		"propose", "approve", "reject", "cancel-booking", "shorten-booking", "relocate-booking",
-		"set-queue", "remove-node", "add-node", "usage", "quota-schedule", "warm":
+		"set-queue", "remove-node", "add-node", "usage", "quota-schedule", "warm", "defragment":
 		return true
 	}
 	return false

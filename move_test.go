@@ -1,6 +1,8 @@
 package fleet_test
 
 import (
+	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -72,4 +74,42 @@ func TestAMoveToANodeGoneDownIsDropped(t *testing.T) {
 	_, err = s.Explain(drains[0].ID)
 	assert.ErrorIs(t, err, fleet.ErrUnknownID, "it ended; the host resubmits it")
 	require.NoError(t, s.CheckInvariants())
+}
+
+// A carried-out plan is journaled with its moves: a replay drains the
+// same movers, reserves the same places and restarts them there, byte
+// for byte.
+func TestJournalReplaysADefragmentation(t *testing.T) {
+	s, err := fleet.New(fleet.ReferenceConfig())
+	require.NoError(t, err)
+	var journal bytes.Buffer
+	j := fleet.NewJournal(s, &journal)
+	for sp := range 4 {
+		for lf := range 8 {
+			w := gang.Workload{ID: fmt.Sprintf("small-%d-%d", sp, lf), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
+				Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 2}},
+				Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
+			pods := []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: fmt.Sprintf("node-%d-%d-0", sp, lf), GPUs: 2}}
+			require.NoError(t, j.Adopt(t0, w, t0, pods))
+		}
+	}
+	now := t0.Add(time.Hour)
+	plan, err := s.PlanDefrag(now, "spine", "H100", 0, 1000)
+	require.NoError(t, err)
+	drains, err := j.Defragment(now, plan)
+	require.NoError(t, err)
+	require.Len(t, drains, 8)
+	now = now.Add(time.Minute)
+	for _, d := range drains {
+		require.NoError(t, j.Exited(now, d.ID, gang.ExitDrained))
+	}
+	want := j.Schedule(now)
+	require.Len(t, want.Admit, len(drains), "every mover restarts at its new place")
+
+	var got []fleet.Decisions
+	r, err := fleet.Replay(fleet.ReferenceConfig(), bytes.NewReader(journal.Bytes()), func(d fleet.Decisions) { got = append(got, d) })
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, want, got[0])
+	assert.Equal(t, s.Snapshot(), r.Snapshot())
 }

@@ -200,6 +200,9 @@ type Config struct {
 	// DrainFailShare is the share of victims that do not exit in time and
 	// are killed at the deadline (default 0.05; negative means none).
 	DrainFailShare float64
+	// NoHotSwap: training gangs do not declare that they survive the loss
+	// of a node, so a node failure under one requeues it whole.
+	NoHotSwap bool
 	// FailuresPerGPUDay is the node failure rate per GPU per day (default
 	// 5e-4, as in Llama 3's training run; negative means none).
 	FailuresPerGPUDay float64

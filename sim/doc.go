@@ -16,7 +16,11 @@
 //   - Training: research gangs of 8 to 512 GPUs in whole nodes (one leaf
 //     up to 64 GPUs, one spine above), lognormal run times, checkpoints
 //     every 20 minutes (Checkpointed), a restart overhead of 3 minutes;
-//     a preempted or failed job is resubmitted with the work it has left.
+//     a preempted or failed job is resubmitted with the work it has left,
+//     except a defragmentation mover, which the scheduler restarts at its
+//     reserved place. A gang of more than one node survives the loss of
+//     a node (unless Config.NoHotSwap): it stops at its last checkpoint
+//     and runs on once the scheduler has replaced the lost pods.
 //     Researchers stop submitting into a deep queue (a backlog cap).
 //   - Batch: preemptible filler of 1 to 64 GPUs that checkpoints every
 //     Config.BatchCheckpoint (10 min) but not on SIGTERM; a fixed backlog
@@ -26,7 +30,8 @@
 //     it checkpoints; a configurable share hangs and is killed when the
 //     scheduler asks (Kill, Exited killed).
 //   - Node failures at a rate per GPU-day (default 5e-4, as in Llama 3's
-//     training run), taking every workload on the node down; repair
+//     training run), taking every workload on the node down (but gangs
+//     that survive it); repair
 //     after 2-6 hours. A stateless inference replica loses only its
 //     restart and warm-up; other work what it had not saved.
 //   - Policies: Borrow (the reference quota tree) and Static (no lending

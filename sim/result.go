@@ -50,6 +50,13 @@ type Result struct {
 	// in the two above too).
 	Moves        int
 	MoveLostGPUh float64
+	// Hot-swaps: pods lost under gangs that survive a node loss, gangs
+	// whose lost pods were all replaced and the time that took, gangs
+	// requeued whole after the wait (counted in FailedRuns too), the work
+	// lost back to the last checkpoint and the restarts paid, in GPU-hours.
+	PodsLost, HotSwaps, HotSwapsFailed  int
+	HotSwapWaits                        []time.Duration
+	HotSwapLostGPUh, HotSwapRestartGPUh float64
 	// Node failures: nodes, runs they ended, the work those runs lost
 	// since their last checkpoint (none for an inference replica) and
 	// their restart (and, for a replica, warm-up) in GPU-hours.
@@ -221,6 +228,8 @@ func (r *Result) WriteText(w io.Writer) error {
 	p("GPU-h: reserved-idle %.1f borrowed %.1f busy %.1f useful %.1f\n", r.ReservedIdleGPUh, r.BorrowedGPUh, r.BusyGPUh, r.UsefulGPUh)
 	p("preemption: drains %d (pods of elastic batch %d) kills %d inference-reclaims %d lost %.1f GPU-h restart %.1f GPU-h grows %d\n", r.Drains, r.Shrinks, r.Kills, r.InferenceReclaims, r.PreemptedLostGPUh, r.RestartGPUh, r.Grows)
 	p("failures: nodes %d runs %d lost %.1f GPU-h restart %.1f GPU-h\n", r.NodeFailures, r.FailedRuns, r.FailureLostGPUh, r.FailureRestartGPUh)
+	p("moves: %d lost %.1f GPU-h; hot-swaps: pods lost %d gangs replaced %d failed %d lost %.1f GPU-h restart %.1f GPU-h\n",
+		r.Moves, r.MoveLostGPUh, r.PodsLost, r.HotSwaps, r.HotSwapsFailed, r.HotSwapLostGPUh, r.HotSwapRestartGPUh)
 	p("jobs: requeues %d checkpoints %d turned-away %d spikes %d scale-ups %d scale-downs %d completed %v\n",
 		r.Requeues, r.Checkpoints, r.TurnedAway, r.Spikes, r.ScaleUps, r.ScaleDowns, r.Completed[1:])
 	p("inference waits: n=%d p50 %v p99 %v max %v; reclaim n=%d p50 %v p99 %v\n", len(r.InferenceWaits),

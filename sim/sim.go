@@ -74,7 +74,9 @@ type job struct {
 	// share of the job's unsaved work, in GPU-ns.
 	split     bool
 	splitLost float64
-	moving    bool // drained by a defragmentation move, its new place reserved
+	moving    bool  // drained by a defragmentation move, its new place reserved
+	lostGPUs  int   // GPUs of pods lost with their node, waiting for a replacement
+	lostAt    int64 // when the first of them was lost
 }
 
 type pod struct {
@@ -380,6 +382,7 @@ func (sm *sim) schedule() {
 				return
 			}
 		}
+		sm.hotSwaps(d)
 		for _, k := range d.Kill {
 			i, ok := sm.byID[k.ID]
 			if !ok || (sm.jobs[i].state != jsDraining && sm.jobs[i].state != jsRunning) {
@@ -454,6 +457,7 @@ func (sm *sim) pendingDelta(j *job, d int) {
 }
 
 func (sm *sim) newJob(w gang.Workload, work int64, service int) int32 {
+	sm.survives(&w)
 	if sm.pools {
 		w.Pools = []string{PoolTraining}
 		if w.Shape == gang.Inference {
@@ -682,7 +686,7 @@ func (sm *sim) release(j *job) {
 			sm.violate("node %q released below zero by %q", sm.nodeName[p.node], j.w.ID)
 		}
 	}
-	j.pods = j.pods[:0]
+	j.pods, j.lostGPUs = j.pods[:0], 0
 	sm.account(j, -1)
 	last := sm.live[len(sm.live)-1]
 	sm.live[j.live] = last
@@ -933,6 +937,7 @@ func (sm *sim) failNode(n int32) {
 		sm.release(j)
 		sm.requeue(i)
 	}
+	sm.losePods(n)
 	if sm.nodeUsed[n] != 0 {
 		sm.violate("node %q down with %d GPUs still booked", sm.nodeName[n], sm.nodeUsed[n])
 	}
@@ -1052,8 +1057,9 @@ func (sm *sim) check() {
 	running := 0
 	perNode := make([]int, len(sm.nodeCap))
 	for _, r := range snap.Running {
-		running += r.GPUs
+		// A gang waiting for a replacement node holds fewer GPUs than it asks.
 		for _, ng := range r.Nodes {
+			running += ng.GPUs
 			perNode[sm.nodeIdx[ng.Node]] += ng.GPUs
 		}
 	}

@@ -96,7 +96,14 @@ func figures() []figure {
 		{"  restarts", percent, share(func(oc *outcome) float64 { return oc.rep.Fleet.RestartGPUHours }), ""},
 		{"drains per day", count, always(func(oc *outcome) float64 { return float64(oc.res.Drains) / (oc.res.Hours / 24) }), ""},
 		{"  killed at the deadline", count, always(func(oc *outcome) float64 { return float64(oc.res.Kills) / (oc.res.Hours / 24) }), ""},
+		{"defrag moves per day", count, always(func(oc *outcome) float64 { return float64(oc.res.Moves) / (oc.res.Hours / 24) }), ""},
+		{"  lost work, of borrowed", percent, share(func(oc *outcome) float64 { return oc.res.MoveLostGPUh }), ""},
 		{"node losses, per month", gpuHours, always(func(oc *outcome) float64 { return month(oc, oc.rep.Fleet.NodeLostGPUHours) }), ""},
+		{"  hot-swapped gangs", count, always(func(oc *outcome) float64 { return month(oc, float64(oc.res.HotSwaps)) }), ""},
+		{"  hot-swap lost work", gpuHours, always(func(oc *outcome) float64 {
+			return month(oc, oc.res.HotSwapLostGPUh+oc.res.HotSwapRestartGPUh)
+		}), ""},
+		{"  hot-swaps failed", count, always(func(oc *outcome) float64 { return month(oc, float64(oc.res.HotSwapsFailed)) }), ""},
 		{"stranded GPUs, mean", percent, always(func(oc *outcome) float64 { m, _ := oc.res.StrandedShare(); return 100 * m }), "<5%"},
 		{"  peak", percent, always(func(oc *outcome) float64 { _, p := oc.res.StrandedShare(); return 100 * p }), ""},
 		{"inference capacity back p99", hours, capacityBack(0.99), "<=5 min"},
