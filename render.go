@@ -13,19 +13,33 @@ func (d Decisions) String() string {
 	var b strings.Builder
 	for _, k := range d.Kill {
 		fmt.Fprintf(&b, "kill %s (deadline %s", k.ID, k.Deadline.Format(time.TimeOnly))
+		if k.Of != "" {
+			fmt.Fprintf(&b, ", pod %s[%d] of %s on %s", k.Pod.PodSet, k.Pod.Index, k.Of, k.Pod.Node)
+		}
 		if k.Overdue > 0 {
 			fmt.Fprintf(&b, ", overdue %s", k.Overdue)
 		}
 		b.WriteString(")\n")
 	}
 	for _, x := range d.Drain {
-		fmt.Fprintf(&b, "drain %s for %s by %s (%s, lost %.0f GPU-s)\n", x.ID, strings.Join(x.Beneficiaries, ","), x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		fmt.Fprintf(&b, "drain %s for %s by %s (%s, lost %.0f GPU-s", x.ID, strings.Join(x.Beneficiaries, ","), x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		if x.Of != "" {
+			fmt.Fprintf(&b, "; pod %s[%d] of %s on %s", x.Pod.PodSet, x.Pod.Index, x.Of, x.Pod.Node)
+		}
+		b.WriteString(")\n")
 	}
 	for _, id := range d.Failed {
 		fmt.Fprintf(&b, "failed %s (no replacement node in time)\n", id)
 	}
 	for _, x := range d.Replace {
 		fmt.Fprintf(&b, "replace %s %s[%d] %s -> %s (%d GPUs, after %s)\n", x.ID, x.PodSet, x.Index, x.OldNode, x.NewNode, x.GPUs, x.Wait)
+	}
+	for _, g := range d.Grow {
+		fmt.Fprintf(&b, "grow %s:", g.ID)
+		for _, p := range g.Pods {
+			fmt.Fprintf(&b, " %s[%d]@%s=%d", p.PodSet, p.Index, p.Node, p.GPUs)
+		}
+		b.WriteByte('\n')
 	}
 	for _, a := range d.Admit {
 		fmt.Fprintf(&b, "admit %s queue=%s wait=%s span=%s", a.ID, a.Queue, a.Wait, a.Span)

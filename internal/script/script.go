@@ -403,8 +403,8 @@ func (r *Runner) review() (string, error) {
 	return b.String(), nil
 }
 
-// parseWorkload reads id= queue= class= shape= pods=NxG[,NxG] required=
-// preferred= preemptible=true ckpt= grace= runtime= priority=.
+// parseWorkload reads id= queue= class= shape= pods=NxG[,NxG] min=
+// required= preferred= preemptible=true ckpt= grace= runtime= priority=.
 func parseWorkload(kv map[string]string) (gang.Workload, error) {
 	w := gang.Workload{ID: kv["id"], Queue: kv["queue"], PriorityClass: kv["class"]}
 	if err := w.Shape.UnmarshalText([]byte(kv["shape"])); err != nil {
@@ -418,6 +418,14 @@ func parseWorkload(kv map[string]string) (gang.Workload, error) {
 			return w, fmt.Errorf("pods=%q: want NxG", kv["pods"])
 		}
 		w.PodSets = append(w.PodSets, gang.PodSet{Name: fmt.Sprintf("ps%d", i), Count: count, GPUsPerPod: gpus})
+	}
+	if m, ok := kv["min"]; ok {
+		// min=N makes the first pod set elastic down to N pods.
+		v, err := strconv.Atoi(m)
+		if err != nil {
+			return w, fmt.Errorf("min=%q: %w", m, err)
+		}
+		w.PodSets[0].MinCount = v
 	}
 	w.Topology.Required, w.Topology.Preferred = kv["required"], kv["preferred"]
 	w.Drain.Preemptible = kv["preemptible"] == "true"
