@@ -43,8 +43,8 @@ type Result struct {
 	Drains, Kills, InferenceReclaims int
 	// Shrinks counts pods elastic batch gave up (each also a drain);
 	// Grows the cycles that started pods again.
-	Shrinks, Grows int
-	PreemptedLostGPUh, RestartGPUh   float64
+	Shrinks, Grows                 int
+	PreemptedLostGPUh, RestartGPUh float64
 	// Node failures: nodes, runs they ended, the work those runs lost
 	// since their last checkpoint (none for an inference replica) and
 	// their restart (and, for a replica, warm-up) in GPU-hours.
