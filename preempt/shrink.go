@@ -219,3 +219,26 @@ func addTo(list []placement.NodeGPUs, n topology.NodeID, g int) []placement.Node
 	}
 	return slices.Insert(list, i, placement.NodeGPUs{Node: n, GPUs: g})
 }
+
+// checkShrinkable returns what is wrong with r's shrinkable pods ("" for
+// nothing): each must be on a node of r.Nodes, and they must hold less
+// than r does there (a shrink keeps at least one pod).
+func checkShrinkable(r Running) string {
+	if len(r.Shrinkable) == 0 {
+		return ""
+	}
+	left := slices.Clone(r.Nodes)
+	total := gpusOf(r.Nodes)
+	for _, p := range r.Shrinkable {
+		i := slices.IndexFunc(left, func(x placement.NodeGPUs) bool { return x.Node == p.Node })
+		if p.GPUs <= 0 || i < 0 || left[i].GPUs < p.GPUs {
+			return "a shrinkable pod is not on its nodes"
+		}
+		left[i].GPUs -= p.GPUs
+		total -= p.GPUs
+	}
+	if total <= 0 {
+		return "shrinkable pods hold all its GPUs"
+	}
+	return ""
+}

@@ -284,3 +284,21 @@ func TestShrinkGivesUpOnlyWhatIsNeeded(t *testing.T) {
 	require.Len(t, p.Victims, 1)
 	require.False(t, p.Victims[0].Shrink(), "4 GPUs need it whole: its minimum pod sits on them")
 }
+
+func TestIndexRefusesShrinkablePodsOffItsNodes(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 4, queue("a", "", 8, quota.Rules{}))
+	r := e.run("w", "a", 0, time.Hour, []int{0}, []int{4})
+	x := preempt.NewIndex(e.f, e.tree)
+	for name, pods := range map[string][]placement.Pod{
+		"off its nodes": {{Node: 1, GPUs: 1}},
+		"every GPU":     {{Node: 0, GPUs: 2}, {Node: 0, GPUs: 2}},
+		"more GPUs":     {{Node: 0, GPUs: 5}},
+	} {
+		bad := *r
+		bad.Shrinkable = pods
+		require.ErrorIs(t, x.Add(bad), preempt.ErrInvalid, name)
+	}
+	ok := *r
+	ok.Shrinkable = []placement.Pod{{Node: 0, GPUs: 1}}
+	require.NoError(t, x.Add(ok))
+}
