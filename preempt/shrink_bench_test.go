@@ -33,9 +33,10 @@ func BenchmarkVictimsShrink(b *testing.B) {
 						pods = append(pods, placement.Pod{Index: len(pods), Node: x.Node, GPUs: 1})
 					}
 				}
-				for k := len(pods) - 1; k >= 1; k-- {
+				for k := len(pods) - 1; k >= 0; k-- {
 					r.Shrinkable = append(r.Shrinkable, pods[k])
 				}
+				r.Keep = []int{1}
 			}
 			view := v.View()
 			s := preempt.NewSearcher(preempt.Options{})
