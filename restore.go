@@ -49,6 +49,13 @@ func (s *Scheduler) restore(snap Snapshot) error {
 	}
 	s.cal = cal
 	s.sched, s.nextQuota = snap.QuotaSchedule, snap.NextQuotaChange
+	for _, name := range snap.Overflowing {
+		q, ok := s.tree.Node(name)
+		if !ok || !s.tree.IsQueue(q) {
+			return bad("", "overflowing queue %q unknown", name)
+		}
+		s.overflowing[q] = true
+	}
 	entries := map[string]*entry{}
 	// Running work first, in ID order; its drains after every holder is
 	// back, since claims refer to nominations restored last.

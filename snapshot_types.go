@@ -38,6 +38,10 @@ type Snapshot struct {
 	// boundary.
 	QuotaSchedule   *quota.Schedule
 	NextQuotaChange time.Time
+	// Overflowing names, in order, the queues the last cycle listed in
+	// Decisions.Overflow: Restore keeps them, so the cycle after a
+	// restart still records when each stops overflowing.
+	Overflowing []string
 }
 
 // FleetView sums up the physical fleet.
