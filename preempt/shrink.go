@@ -40,7 +40,9 @@ type shrinkWalk struct {
 	keptBack  []placement.NodeGPUs // GPUs allocated back on the scratch fleet, to undo
 	keptUsage []keptUsage          // usage added back to the tree, to undo
 	podBuf    []placement.NodeGPUs
-	keptCount []int // per pod set: pods still to keep to reach Running.Keep
+	keptCount []int                // per pod set: pods still to keep to reach Running.Keep
+	refused   []placement.NodeGPUs // pods of the victim that could not be kept back
+	yieldBuf  []placement.Pod      // the pods given up, per victim in s.yields
 }
 
 type keptUsage struct {
@@ -55,6 +57,7 @@ type keptUsage struct {
 func (s *Searcher) shrinkTaken(allowBorrow bool) bool {
 	s.yields = slices.Grow(s.yields[:0], len(s.taken))[:len(s.taken)]
 	clear(s.yields)
+	s.yieldBuf = s.yieldBuf[:0]
 	s.keptBack, s.keptUsage = s.keptBack[:0], s.keptUsage[:0]
 	any := false
 	for j, ci := range s.taken {
@@ -75,9 +78,18 @@ func (s *Searcher) shrinkTaken(allowBorrow bool) bool {
 			s.undoShrinksFrom(mark, usageMark)
 			continue
 		}
-		var yielded []placement.Pod
+		// Pods given up go to a buffer reused across calls (applyShrinks
+		// copies those of the plan).
+		start := len(s.yieldBuf)
 		kept := append(s.keptCount[:0], c.run.Keep...)
+		// The scratch fleet counts GPUs per node: once a pod of g GPUs on
+		// node n cannot be kept, no pod of g or more there can.
+		refused := s.refused[:0]
 		for _, p := range slices.Backward(pods) {
+			if slices.ContainsFunc(refused, func(x placement.NodeGPUs) bool { return x.Node == p.Node && p.GPUs >= x.GPUs }) {
+				s.yieldBuf = append(s.yieldBuf, p)
+				continue
+			}
 			one := [1]placement.NodeGPUs{{Node: p.Node, GPUs: p.GPUs}}
 			m, um := len(s.keptBack), len(s.keptUsage)
 			if s.keepBack(c, one[:]) && s.fitsShrunk(allowBorrow) {
@@ -87,12 +99,16 @@ func (s *Searcher) shrinkTaken(allowBorrow bool) bool {
 				continue
 			}
 			s.undoShrinksFrom(m, um)
-			yielded = append(yielded, p)
+			s.yieldBuf = append(s.yieldBuf, p)
+			refused = append(refused, one[0])
 		}
+		s.refused = refused
+		yielded := s.yieldBuf[start:len(s.yieldBuf):len(s.yieldBuf)]
 		s.keptCount = kept
 		if slices.ContainsFunc(kept, func(k int) bool { return k > 0 }) {
 			// Fewer pods than a pod set's minimum: it goes whole.
 			s.undoShrinksFrom(mark, usageMark)
+			s.yieldBuf = s.yieldBuf[:start]
 			continue
 		}
 		if len(yielded) == 0 {
@@ -101,7 +117,8 @@ func (s *Searcher) shrinkTaken(allowBorrow bool) bool {
 			// change the set.
 			last := pods[0]
 			s.releaseKept(c, []placement.NodeGPUs{{Node: last.Node, GPUs: last.GPUs}})
-			yielded = append(yielded, last)
+			s.yieldBuf = append(s.yieldBuf, last)
+			yielded = s.yieldBuf[start:len(s.yieldBuf):len(s.yieldBuf)]
 		}
 		slices.Reverse(yielded) // the order it gives them up
 		s.yields[j] = yielded
