@@ -1,6 +1,8 @@
 package fleet_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -168,4 +170,67 @@ func TestElasticAtMinimumIsEvictedWhole(t *testing.T) {
 	}
 	assert.True(t, found, "at its minimum, e is evicted whole")
 	require.NoError(t, s.CheckInvariants())
+}
+
+// A journal of an elastic run (admitted smaller, shrunk for a spike, pods
+// drained and killed, waiting elastic work started smaller) replays byte
+// for byte.
+func TestElasticJournalReplays(t *testing.T) {
+	s, err := fleet.New(fleet.ReferenceConfig())
+	require.NoError(t, err)
+	var journal, recorded, replayed bytes.Buffer
+	j := fleet.NewJournal(s, &journal)
+	enc := json.NewEncoder(&recorded)
+	schedule := func(now time.Time) fleet.Decisions {
+		d := j.Schedule(now)
+		require.NoError(t, j.Err())
+		require.NoError(t, enc.Encode(d))
+		return d
+	}
+	for i := range 62 {
+		require.NoError(t, j.Submit(t0, replica(fmt.Sprintf("inf-%02d", i), 8)))
+	}
+	own := training("own", 106, fleet.ClassReservedResearch, "research")
+	own.Drain.Preemptible = false
+	own.Topology = gang.TopologyRequest{}
+	require.NoError(t, j.Submit(t0, own))
+	require.NoError(t, j.Submit(t0, elasticBatch("e", 100, 10)))
+	require.NoError(t, j.Submit(t0, elasticBatch("f", 40, 4)))
+	schedule(t0)
+	now := t0.Add(time.Hour)
+	for i := range 30 {
+		require.NoError(t, j.Submit(now, replica(fmt.Sprintf("spike-%02d", i), 8)))
+	}
+	d := schedule(now)
+	require.NotEmpty(t, d.Drain)
+	for k, x := range d.Drain {
+		how := gang.ExitDrained
+		if k%3 == 0 {
+			continue // killed at the deadline below
+		}
+		require.NoError(t, j.Exited(now.Add(time.Minute), x.ID, how))
+	}
+	schedule(now.Add(time.Minute))
+	for _, k := range schedule(now.Add(3 * time.Minute)).Kill {
+		require.NoError(t, j.Exited(now.Add(3*time.Minute), k.ID, gang.ExitKilled))
+	}
+	schedule(now.Add(3 * time.Minute))
+	for i := range 30 {
+		_ = j.Exited(now.Add(2*time.Hour), fmt.Sprintf("spike-%02d", i), gang.ExitFinished)
+	}
+	// The room the spike gives back goes to f, which waited, at the size
+	// the borrowed quota left (29 pods), before e may grow.
+	end := schedule(now.Add(2 * time.Hour))
+	require.Len(t, end.Admit, 1)
+	assert.Equal(t, "f", end.Admit[0].ID)
+	assert.Len(t, end.Admit[0].Pods, 29)
+	assert.Empty(t, end.Grow)
+	require.NoError(t, s.CheckInvariants())
+
+	enc2 := json.NewEncoder(&replayed)
+	_, err = fleet.Replay(fleet.ReferenceConfig(), bytes.NewReader(journal.Bytes()), func(d fleet.Decisions) {
+		require.NoError(t, enc2.Encode(d))
+	})
+	require.NoError(t, err)
+	assert.Equal(t, recorded.String(), replayed.String())
 }

@@ -14,6 +14,9 @@ func (d Decisions) String() string {
 	var b strings.Builder
 	for _, k := range d.Kill {
 		fmt.Fprintf(&b, "kill %s (deadline %s", k.ID, k.Deadline.Format(time.TimeOnly))
+		if k.Of != "" {
+			fmt.Fprintf(&b, ", pod %s[%d] of %s on %s", k.Pod.PodSet, k.Pod.Index, k.Of, k.Pod.Node)
+		}
 		if k.Overdue > 0 {
 			fmt.Fprintf(&b, ", overdue %s", k.Overdue)
 		}
@@ -24,7 +27,11 @@ func (d Decisions) String() string {
 		if len(x.Beneficiaries) > 0 {
 			fmt.Fprintf(&b, " for %s", strings.Join(x.Beneficiaries, ","))
 		}
-		fmt.Fprintf(&b, " by %s (%s, lost %.0f GPU-s)", x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		fmt.Fprintf(&b, " by %s (%s, lost %.0f GPU-s", x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		if x.Of != "" {
+			fmt.Fprintf(&b, "; pod %s[%d] of %s on %s", x.Pod.PodSet, x.Pod.Index, x.Of, x.Pod.Node)
+		}
+		b.WriteByte(')')
 		if len(x.MoveTo) > 0 {
 			b.WriteString(" move to")
 			for _, n := range x.MoveTo {
@@ -38,6 +45,13 @@ func (d Decisions) String() string {
 	}
 	for _, x := range d.Replace {
 		fmt.Fprintf(&b, "replace %s %s[%d] %s -> %s (%d GPUs, after %s)\n", x.ID, x.PodSet, x.Index, x.OldNode, x.NewNode, x.GPUs, x.Wait)
+	}
+	for _, g := range d.Grow {
+		fmt.Fprintf(&b, "grow %s:", g.ID)
+		for _, p := range g.Pods {
+			fmt.Fprintf(&b, " %s[%d]@%s=%d", p.PodSet, p.Index, p.Node, p.GPUs)
+		}
+		b.WriteByte('\n')
 	}
 	for _, a := range d.Admit {
 		fmt.Fprintf(&b, "admit %s queue=%s wait=%s span=%s", a.ID, a.Queue, a.Wait, a.Span)

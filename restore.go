@@ -46,19 +46,19 @@ func (s *Scheduler) restore(snap Snapshot) error {
 	if err := s.restoreWarm(snap); err != nil {
 		return err
 	}
-	for _, name := range snap.Overflowing {
-		q, ok := s.tree.Node(name)
-		if !ok {
-			return bad(name, "overflowing queue %q is not in the quota tree", name)
-		}
-		s.overflowing[q] = true
-	}
 	cal, err := calendar.Restore(calendar.Config{Fleet: s.fleet, Quota: s.tree, Schedule: snap.QuotaSchedule}, snap.Calendar)
 	if err != nil {
 		return &Error{Op: "restore", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 	}
 	s.cal = cal
 	s.sched, s.nextQuota = snap.QuotaSchedule, snap.NextQuotaChange
+	for _, name := range snap.Overflowing {
+		q, ok := s.tree.Node(name)
+		if !ok || !s.tree.IsQueue(q) {
+			return bad("", "overflowing queue %q unknown", name)
+		}
+		s.overflowing[q] = true
+	}
 	entries := map[string]*entry{}
 	// Running work first, in ID order; its drains after every holder is
 	// back, since claims refer to nominations restored last.

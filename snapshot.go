@@ -83,6 +83,10 @@ func (s *Scheduler) Snapshot() Snapshot {
 	snap.Seq = s.seq
 	snap.Calendar = s.cal.Snapshot()
 	snap.QuotaSchedule, snap.NextQuotaChange = s.sched, s.nextQuota
+	for q := range s.overflowing {
+		snap.Overflowing = append(snap.Overflowing, s.tree.Name(q))
+	}
+	slices.Sort(snap.Overflowing)
 	for _, ev := range s.events {
 		ev.Beneficiaries, ev.Affected = slices.Clone(ev.Beneficiaries), slices.Clone(ev.Affected)
 		snap.Undelivered = append(snap.Undelivered, ev)
@@ -108,10 +112,6 @@ func (s *Scheduler) Snapshot() Snapshot {
 	}
 	slices.SortStableFunc(snap.Queues, func(a, b QueueView) int { return strings.Compare(a.Name, b.Name) })
 	snap.Warm = s.warmViews()
-	for q := range s.overflowing {
-		snap.Overflowing = append(snap.Overflowing, s.tree.Name(q))
-	}
-	slices.Sort(snap.Overflowing)
 	snap.Fleet.Crossings = s.crossingViews()
 	return snap
 }

@@ -41,9 +41,9 @@ type Snapshot struct {
 	NextQuotaChange time.Time
 	// Warm is what SetWarm reported: models with weights per node.
 	Warm []WarmNode
-	// Overflowing names the queues the last cycle listed in
-	// Decisions.Overflow, so that a restored scheduler still ends their
-	// overflow with an EventOverflow of 0 GPUs.
+	// Overflowing names, in order, the queues the last cycle listed in
+	// Decisions.Overflow: Restore keeps them, so the cycle after a
+	// restart still records when each stops overflowing.
 	Overflowing []string
 }
 

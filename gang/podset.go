@@ -15,7 +15,10 @@ type PodSet struct {
 	// Count is the number of pods, at least 1.
 	Count int `json:"count"`
 	// MinCount is the fewest pods an elastic pod set can run with:
-	// 1 <= MinCount <= Count, and 0 means Count (not elastic).
+	// 1 <= MinCount <= Count, and 0 means Count (not elastic). A
+	// scheduler admits an elastic pod set of whole-GPU pods at any size
+	// from MinCount to Count, takes pods from it one by one (each drained)
+	// before evicting it whole, and grows it back toward Count.
 	MinCount int `json:"minCount,omitempty"`
 	// GPUsPerPod is the whole GPUs of each pod: at most one node's GPUs.
 	// It is 0 when the pod asks for a share, a MIG slice or no GPU.

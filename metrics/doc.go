@@ -53,8 +53,9 @@
 //   - Preemption tax: preemption-lost over borrowed GPU-hours, broken
 //     down by team and cause (work since checkpoints, restarts, kills).
 //     A pod an elastic workload gives up (a drain event with Of set) is
-//     charged its own GPUs' loss under cause "shrink" (CauseShrink); the
-//     workload runs on at its new size, and grows (EventGrown) the same.
+//     charged its own GPUs' work since the last checkpoint under cause
+//     "shrink" (CauseShrink), and no restart: the workload runs on at its
+//     new size, and grows (EventGrown) the same way.
 //   - Busy but inefficient: SM activity at or above the idle threshold
 //     but MFU under the class's floor (Config.MFUFloor) past MFUWindow.
 //   - Right-sizing: per team and hour, inference GPUs beyond observed use

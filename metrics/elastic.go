@@ -11,7 +11,8 @@ const CauseShrink = "shrink"
 // shrunk takes a drain of one pod an elastic workload gives up (the
 // event names the workload in Of): the pod's GPUs leave the workload's
 // books for a victim of their own, whose exit is charged the work that
-// pod loses since the workload's last checkpoint, under CauseShrink.
+// pod loses since the workload's last checkpoint, under CauseShrink, and
+// no restart: the workload runs on without it.
 func (r *Recorder) shrunk(e *fleet.Event, t int64) {
 	p := r.find(e.Of)
 	if p == nil || p.draining || p.gpus <= 0 || r.find(e.Workload) != nil {
@@ -24,7 +25,7 @@ func (r *Recorder) shrunk(e *fleet.Event, t int64) {
 	pod := *p
 	pod.id = e.Workload
 	pod.gpus, pod.borrowed, pod.flops = g, p.borrowed*share, p.flops*share
-	pod.idleSince, pod.lowSince = noIdle, noIdle
+	pod.idleSince, pod.lowSince, pod.split = noIdle, noIdle, true
 	p.gpus, p.borrowed, p.flops = p.gpus-g, p.borrowed*(1-share), p.flops*(1-share)
 	var i int32
 	if n := len(r.freeWork); n > 0 {

@@ -78,6 +78,7 @@ type workload struct {
 	killed    bool
 	drainAt   int64
 	cause     int32 // the drain's (team, reason) while draining
+	split     bool  // a pod an elastic workload gave up: its workload runs on, nothing restarts
 }
 
 const noIdle = math.MinInt64
@@ -391,7 +392,11 @@ func (r *Recorder) lost(w *workload, t int64) (work, restart float64) {
 	if w.shape == gang.Inference {
 		return 0, w.gpus * r.cfg.ReplicaRestartTime.Seconds()
 	}
-	return w.gpus * float64(max(0, t-w.lastCkpt)) / 1e9, w.gpus * r.cfg.RestartTime.Seconds()
+	work = w.gpus * float64(max(0, t-w.lastCkpt)) / 1e9
+	if w.split {
+		return work, 0
+	}
+	return work, w.gpus * r.cfg.RestartTime.Seconds()
 }
 
 // drainStarted counts a preemption when the drain begins; what it

@@ -317,6 +317,9 @@ func (x *Index) check(op string, r Running, old *Running) error {
 				Detail: fmt.Sprintf("indexed workloads would hold %d GPUs on %s, above its %d", held, f.NodeName(n.Node), f.Capacity(n.Node))}
 		}
 	}
+	if err := checkShrinkable(r); err != "" {
+		return &IndexError{Op: op, ID: id, Err: ErrInvalid, Detail: err}
+	}
 	return nil
 }
 

@@ -12,11 +12,13 @@ import (
 // A victim that can shrink (Running.Shrinkable) is priced by the pods it
 // gives up, not by its whole run: once a search has a victim set that
 // makes room, each victim of the set that can shrink, in eviction order,
-// keeps back every pod the request does not need. It first keeps its
-// minimum (the pods it cannot give up): if the request no longer fits,
-// it is evicted whole. Then it keeps its other pods one by one, the last
-// it would give up first, each only if the request still fits. So a
-// shrink frees a subset of what the eviction freed, and:
+// keeps back every pod the request does not need. It first keeps the
+// pods it cannot give up (those of pod sets that are not elastic): if the
+// request no longer fits, it is evicted whole. Then it keeps its elastic
+// pods one by one, the last it would give up first, each only if the
+// request still fits; if it ends with fewer pods of a pod set than
+// Running.Keep, it is evicted whole. So a shrink frees a subset of what
+// the eviction freed, and:
 //
 //   - the plan still fits: every kept pod is checked with quota and a
 //     placement on the scratch fleet, and the target is placed after;
@@ -27,6 +29,10 @@ import (
 //     kept once others have been);
 //   - its cost is the lost work of the pods given up, by the CostModel
 //     asked about those pods alone, never more than evicting whole.
+//
+// The keep-back is greedy: a victim whose pods the request needs in
+// another combination may be evicted whole where a different choice of
+// kept pods would have met its minimum.
 
 // shrinkWalk is what the call decided about shrinking the taken victims.
 type shrinkWalk struct {
@@ -34,6 +40,9 @@ type shrinkWalk struct {
 	keptBack  []placement.NodeGPUs // GPUs allocated back on the scratch fleet, to undo
 	keptUsage []keptUsage          // usage added back to the tree, to undo
 	podBuf    []placement.NodeGPUs
+	keptCount []int                // per pod set: pods still to keep to reach Running.Keep
+	refused   []placement.NodeGPUs // pods of the victim that could not be kept back
+	yieldBuf  []placement.Pod      // the pods given up, per victim in s.yields
 }
 
 type keptUsage struct {
@@ -48,6 +57,7 @@ type keptUsage struct {
 func (s *Searcher) shrinkTaken(allowBorrow bool) bool {
 	s.yields = slices.Grow(s.yields[:0], len(s.taken))[:len(s.taken)]
 	clear(s.yields)
+	s.yieldBuf = s.yieldBuf[:0]
 	s.keptBack, s.keptUsage = s.keptBack[:0], s.keptUsage[:0]
 	any := false
 	for j, ci := range s.taken {
@@ -68,15 +78,38 @@ func (s *Searcher) shrinkTaken(allowBorrow bool) bool {
 			s.undoShrinksFrom(mark, usageMark)
 			continue
 		}
-		var yielded []placement.Pod
+		// Pods given up go to a buffer reused across calls (applyShrinks
+		// copies those of the plan).
+		start := len(s.yieldBuf)
+		kept := append(s.keptCount[:0], c.run.Keep...)
+		// The scratch fleet counts GPUs per node: once a pod of g GPUs on
+		// node n cannot be kept, no pod of g or more there can.
+		refused := s.refused[:0]
 		for _, p := range slices.Backward(pods) {
+			if slices.ContainsFunc(refused, func(x placement.NodeGPUs) bool { return x.Node == p.Node && p.GPUs >= x.GPUs }) {
+				s.yieldBuf = append(s.yieldBuf, p)
+				continue
+			}
 			one := [1]placement.NodeGPUs{{Node: p.Node, GPUs: p.GPUs}}
 			m, um := len(s.keptBack), len(s.keptUsage)
 			if s.keepBack(c, one[:]) && s.fitsShrunk(allowBorrow) {
+				if p.PodSet >= 0 && p.PodSet < len(kept) {
+					kept[p.PodSet]--
+				}
 				continue
 			}
 			s.undoShrinksFrom(m, um)
-			yielded = append(yielded, p)
+			s.yieldBuf = append(s.yieldBuf, p)
+			refused = append(refused, one[0])
+		}
+		s.refused = refused
+		yielded := s.yieldBuf[start:len(s.yieldBuf):len(s.yieldBuf)]
+		s.keptCount = kept
+		if slices.ContainsFunc(kept, func(k int) bool { return k > 0 }) {
+			// Fewer pods than a pod set's minimum: it goes whole.
+			s.undoShrinksFrom(mark, usageMark)
+			s.yieldBuf = s.yieldBuf[:start]
+			continue
 		}
 		if len(yielded) == 0 {
 			// It fits with every pod kept: a fill-back would have
@@ -84,7 +117,8 @@ func (s *Searcher) shrinkTaken(allowBorrow bool) bool {
 			// change the set.
 			last := pods[0]
 			s.releaseKept(c, []placement.NodeGPUs{{Node: last.Node, GPUs: last.GPUs}})
-			yielded = append(yielded, last)
+			s.yieldBuf = append(s.yieldBuf, last)
+			yielded = s.yieldBuf[start:len(s.yieldBuf):len(s.yieldBuf)]
 		}
 		slices.Reverse(yielded) // the order it gives them up
 		s.yields[j] = yielded
@@ -218,4 +252,39 @@ func addTo(list []placement.NodeGPUs, n topology.NodeID, g int) []placement.Node
 		return list
 	}
 	return slices.Insert(list, i, placement.NodeGPUs{Node: n, GPUs: g})
+}
+
+// checkShrinkable returns what is wrong with r's shrinkable pods ("" for
+// nothing): each must be on a node of r.Nodes within the GPUs r holds
+// there, of a pod set Keep covers, and Keep must leave one pod at least.
+func checkShrinkable(r Running) string {
+	if len(r.Shrinkable) == 0 {
+		return ""
+	}
+	left := slices.Clone(r.Nodes)
+	total := gpusOf(r.Nodes)
+	pods := make([]int, len(r.Keep))
+	for _, p := range r.Shrinkable {
+		i := slices.IndexFunc(left, func(x placement.NodeGPUs) bool { return x.Node == p.Node })
+		if p.GPUs <= 0 || i < 0 || left[i].GPUs < p.GPUs {
+			return "a shrinkable pod is not on its nodes"
+		}
+		if p.PodSet < 0 || p.PodSet >= len(pods) {
+			return "a shrinkable pod of a pod set Keep does not cover"
+		}
+		pods[p.PodSet]++
+		left[i].GPUs -= p.GPUs
+		total -= p.GPUs
+	}
+	kept := total
+	for i, k := range r.Keep {
+		if k < 0 || k > pods[i] {
+			return "Keep outside 0 and the pod set's shrinkable pods"
+		}
+		kept += k
+	}
+	if kept <= 0 {
+		return "shrinkable pods hold all its GPUs"
+	}
+	return ""
 }

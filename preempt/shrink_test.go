@@ -30,11 +30,12 @@ func makeElastic(t *rapid.T, e *env) {
 			}
 		}
 		minPods := rapid.IntRange(1, len(pods)).Draw(t, "min")
-		r.Shrinkable = slices.Clone(pods[minPods:])
-		slices.Reverse(r.Shrinkable)
-		if len(r.Shrinkable) == 0 {
-			r.Shrinkable = nil
+		if minPods == len(pods) {
+			continue // at its minimum: it cannot shrink
 		}
+		r.Shrinkable = slices.Clone(pods)
+		slices.Reverse(r.Shrinkable)
+		r.Keep = []int{minPods}
 	}
 }
 
@@ -128,7 +129,9 @@ func TestShrinkProperties(t *testing.T) {
 					require.False(t, fitsFreeing(e, req, freed, p.Borrowing), "pod-minimal: %s could keep %+v", v.ID, v.Pods[i])
 				}
 			} else if len(r.Shrinkable) > 0 && !r.Draining {
-				freed[v.ID] = podGPUs(r.Shrinkable)
+				// Keeping its last-preferred pods to give up, as many as
+				// it must keep, does not fit either.
+				freed[v.ID] = podGPUs(r.Shrinkable[:len(r.Shrinkable)-r.Keep[0]])
 				require.False(t, fitsFreeing(e, req, freed, p.Borrowing), "%s evicted whole, could have shrunk", v.ID)
 			}
 			freed[v.ID] = all
@@ -153,8 +156,8 @@ func TestShrinkAgainstBruteForce(t *testing.T) {
 				allowed = append(allowed, r)
 			}
 		}
-		// Each allowed candidate: 0 stays, k in 1..len(Shrinkable) gives
-		// up its first k pods, len+1 goes whole.
+		// Each allowed candidate: 0 stays, k in 1..len(Shrinkable)-Keep
+		// gives up its first k pods, beyond that it goes whole.
 		choices := make([]int, len(allowed))
 		exists := false
 		var walk func(i int)
@@ -167,7 +170,7 @@ func TestShrinkAgainstBruteForce(t *testing.T) {
 				for j, r := range allowed {
 					switch k := choices[j]; {
 					case k == 0:
-					case k <= len(r.Shrinkable) && !r.Draining:
+					case len(r.Keep) > 0 && k <= len(r.Shrinkable)-r.Keep[0] && !r.Draining:
 						freed[r.W.ID] = podGPUs(r.Shrinkable[:k])
 					default:
 						freed[r.W.ID] = r.Nodes
@@ -176,7 +179,11 @@ func TestShrinkAgainstBruteForce(t *testing.T) {
 				exists = fitsFreeing(e, req, freed, true)
 				return
 			}
-			for k := 0; k <= len(allowed[i].Shrinkable)+1; k++ {
+			shrinks := 0
+			if r := allowed[i]; len(r.Shrinkable) > 0 {
+				shrinks = len(r.Shrinkable) - r.Keep[0]
+			}
+			for k := 0; k <= shrinks+1; k++ {
 				choices[i] = k
 				walk(i + 1)
 			}
@@ -261,11 +268,12 @@ func allWhole(rs []*preempt.Running) map[string][]placement.NodeGPUs {
 func TestShrinkGivesUpOnlyWhatIsNeeded(t *testing.T) {
 	e := newEnv(t, 1, 1, 1, 4, queue("a", "", 4, quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}))
 	r := e.run("batch", "a", 0, time.Hour, []int{0}, []int{4})
-	for i := range 3 {
+	for i := range 4 {
 		r.Shrinkable = append(r.Shrinkable, placement.Pod{PodSet: 0, Index: 3 - i, Node: 0, GPUs: 1})
 	}
+	r.Keep = []int{1}
 	whole := *r
-	whole.Shrinkable = nil
+	whole.Shrinkable, whole.Keep = nil, nil
 	req := e.req("new", "a", 5, 1, 1, "")
 	p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
 	require.NoError(t, err)
@@ -283,4 +291,26 @@ func TestShrinkGivesUpOnlyWhatIsNeeded(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, p.Victims, 1)
 	require.False(t, p.Victims[0].Shrink(), "4 GPUs need it whole: its minimum pod sits on them")
+}
+
+func TestIndexRefusesShrinkablePodsOffItsNodes(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 4, queue("a", "", 8, quota.Rules{}))
+	r := e.run("w", "a", 0, time.Hour, []int{0}, []int{4})
+	x := preempt.NewIndex(e.f, e.tree)
+	for name, pods := range map[string][]placement.Pod{
+		"off its nodes": {{Node: 1, GPUs: 1}},
+		"every GPU":     {{Node: 0, GPUs: 2}, {Node: 0, GPUs: 2}},
+		"other pod set": {{PodSet: 1, Node: 0, GPUs: 1}},
+		"more GPUs":     {{Node: 0, GPUs: 5}},
+	} {
+		bad := *r
+		bad.Shrinkable, bad.Keep = pods, []int{0}
+		require.ErrorIs(t, x.Add(bad), preempt.ErrInvalid, name)
+	}
+	bad := *r
+	bad.Shrinkable, bad.Keep = []placement.Pod{{Node: 0, GPUs: 4}}, []int{0}
+	require.ErrorIs(t, x.Add(bad), preempt.ErrInvalid, "keeps nothing")
+	ok := *r
+	ok.Shrinkable, ok.Keep = []placement.Pod{{Node: 0, GPUs: 2}, {Node: 0, GPUs: 2}}, []int{1}
+	require.NoError(t, x.Add(ok))
 }

@@ -37,13 +37,15 @@ type Running struct {
 	// Request.Submitted by WithinQueueLowerOrNewerEqualPriority. Zero
 	// means Started.
 	Submitted time.Time
-	// Shrinkable lists the pods an elastic workload may give up, in the
-	// order it gives them up, without going below a pod set's minimum
-	// (gang.PodSet.MinCount); each is on a node of Nodes. Nil: it can
-	// only be evicted whole. A victim that can shrink is asked to give
-	// up pods instead of stopping whenever that makes room (see
-	// Victim.Pods).
+	// Shrinkable lists the pods of an elastic workload's elastic pod
+	// sets, each on a node of Nodes, in the order it prefers to give them
+	// up; Keep[i] is how many pods of pod set i (placement.Pod.PodSet) it
+	// must keep (gang.PodSet.MinCount). Nil: it can only be evicted
+	// whole. A victim that can shrink is asked to give up pods instead of
+	// stopping whenever that makes room (see Victim.Pods); any of its
+	// pods may go, so it keeps those the request does not need.
 	Shrinkable []placement.Pod
+	Keep       []int
 }
 
 // DefaultGrace is the drain grace period when Running.Grace is 0.

@@ -24,8 +24,11 @@
 //     Researchers stop submitting into a deep queue (a backlog cap).
 //   - Batch: preemptible filler of 1 to 64 GPUs that checkpoints every
 //     Config.BatchCheckpoint (10 min) but not on SIGTERM; a fixed backlog
-//     is kept waiting. It is not elastic: the scheduler cannot shrink a
-//     running workload yet.
+//     is kept waiting. It is elastic (unless Config.FixedBatch): pods of
+//     one GPU up to 8 GPUs, of 8 beyond, down to one pod; it starts at the
+//     size that fits, progresses with the GPUs it holds, gives up pods to
+//     a preemptor (Drain.Of: that pod loses its work since the job's last
+//     checkpoint) and grows back (Decisions.Grow) when nothing waits.
 //   - Drains: a victim exits 20-100 s after SIGTERM, saving its state if
 //     it checkpoints; a configurable share hangs and is killed when the
 //     scheduler asks (Kill, Exited killed).

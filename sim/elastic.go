@@ -34,8 +34,8 @@ func (sm *sim) batchJob(w gang.Workload) gang.Workload {
 	return elasticBatch(w)
 }
 
-// rate is the share of its full speed a job runs at: its GPUs over the
-// GPUs of its full size.
+// pace is the progress d of run time makes at the job's size: d times
+// its GPUs over the GPUs of its full size.
 func (j *job) pace(d int64) int64 {
 	if j.gpus == j.full || j.full == 0 {
 		return d

@@ -642,8 +642,8 @@ func (sm *sim) drain(d fleet.Drain) {
 func (sm *sim) stopped(i int32, how gang.ExitReason) {
 	j := sm.jobs[i]
 	if j.split {
+		// Its job runs on: only the pod's unsaved work is lost.
 		sm.splitGone(i, how, &sm.res.PreemptedLostGPUh)
-		sm.res.RestartGPUh += float64(sm.cfg.RestartOverhead) * float64(j.gpus) / float64(time.Hour)
 		return
 	}
 	var lost int64

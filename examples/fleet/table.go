@@ -311,8 +311,8 @@ func table(w io.Writer, o options, offered *load, static, borrow []*outcome) err
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nTax, waits and drains come from the metrics report the review renders. Batch is not\n"+
-		"elastic: the library cannot shrink a running workload yet, so a drain stops it whole.")
+	fmt.Fprintln(w, "\nTax, waits and drains come from the metrics report the review renders. Batch is\n"+
+		"elastic: a preemptor takes the pods it needs, each drained alone, before stopping a job whole.")
 	return nil
 }
 

@@ -116,26 +116,34 @@ func SplitID(parent, podSet string, index int) string {
 	return fmt.Sprintf("%s#%s-%d", parent, podSet, index)
 }
 
-// Shrinkable lists the pods a running workload may give up without going
-// below any pod set's minimum, in the order it gives them up (last pod
-// set first, highest index first): none while it drains, waits for a lost
-// pod, or runs whole-GPU pod sets only at their minimum.
-func (r *Record) Shrinkable() []placement.Pod {
+// Shrinkable lists the pods of a running workload's elastic pod sets, in
+// the order it prefers to give them up (last pod set first, highest index
+// first), and how many of each pod set it must keep: nothing while it
+// drains, waits for a lost pod, or runs every elastic pod set at its
+// minimum.
+func (r *Record) Shrinkable() ([]placement.Pod, []int) {
 	if r.State != gang.Admitted || len(r.Lost) > 0 || !Elastic(r.W) {
-		return nil
+		return nil, nil
 	}
 	size := r.Size()
+	keep := make([]int, len(r.W.PodSets))
+	above := false
+	for i, ps := range r.W.PodSets {
+		if elasticPodSet(ps) {
+			keep[i] = ps.Min()
+			above = above || size[i] > ps.Min()
+		}
+	}
+	if !above {
+		return nil, nil
+	}
 	var out []placement.Pod
 	for _, p := range slices.Backward(r.Assign.Pods) {
-		ps := r.W.PodSets[p.PodSet]
-		if !elasticPodSet(ps) || size[p.PodSet] <= ps.Min() {
-			continue
+		if elasticPodSet(r.W.PodSets[p.PodSet]) {
+			out = append(out, p)
 		}
-		out = append(out, p)
-		size = slices.Clone(size)
-		size[p.PodSet]--
 	}
-	return out
+	return out, keep
 }
 
 // Split moves pod p of running workload parent into a new record for

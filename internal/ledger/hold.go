@@ -203,12 +203,14 @@ func (l *Ledger) listNodes(r *Record, sign int) {
 func (r *Record) indexHidden() bool { return r.Drain != nil && r.Drain.Promised() }
 
 func (l *Ledger) running(r *Record) preempt.Running {
+	shrinkable, keep := r.Shrinkable()
 	return preempt.Running{
 		W: r.W, Queue: r.Queue, Flavor: r.Flavor, Nodes: r.Nodes, Started: r.Started, Submitted: r.Submitted,
 		Draining:    r.State == gang.Draining && !r.indexHidden(),
 		Preemptible: r.Policy.Preemptible,
 		MinRuntime:  r.Policy.MinRuntime,
 		Grace:       r.Policy.Grace,
-		Shrinkable:  r.Shrinkable(),
+		Shrinkable:  shrinkable,
+		Keep:        keep,
 	}
 }

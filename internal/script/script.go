@@ -446,8 +446,9 @@ func (r *Runner) review() (string, error) {
 	return b.String(), nil
 }
 
-// parseWorkload reads id= queue= class= shape= pods=NxG[,NxG] required=
-// preferred= preemptible=true ckpt= grace= runtime= priority= booking= ranks=.
+// parseWorkload reads id= queue= class= shape= pods=NxG[,NxG] min=
+// required= preferred= preemptible=true ckpt= grace= runtime= priority=
+// booking= ranks=.
 func parseWorkload(kv map[string]string) (gang.Workload, error) {
 	w := gang.Workload{ID: kv["id"], Queue: kv["queue"], PriorityClass: kv["class"], Booking: kv["booking"]}
 	if err := w.Shape.UnmarshalText([]byte(kv["shape"])); err != nil {
@@ -468,6 +469,14 @@ func parseWorkload(kv map[string]string) (gang.Workload, error) {
 			return w, err
 		}
 		w.PodSets[0].RankGroups = g
+	}
+	if m, ok := kv["min"]; ok {
+		// min=N makes the first pod set elastic down to N pods.
+		v, err := strconv.Atoi(m)
+		if err != nil {
+			return w, fmt.Errorf("min=%q: %w", m, err)
+		}
+		w.PodSets[0].MinCount = v
 	}
 	w.Topology.Required, w.Topology.Preferred = kv["required"], kv["preferred"]
 	w.Model = kv["model"]
