@@ -103,7 +103,8 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 // decides the search and the refusal (its pods, preferred level, expected
 // run time, whether it is preemptible, its queue-order time when its
 // queue's rules read it, the reservation in force), and the wait verdict
-// it left.
+// it left. Pod resources other than GPUs and host scorers are not
+// compared: a request they would place elsewhere waits one cycle more.
 type refusal struct {
 	pods        int
 	preferred   string
