@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/topology"
 )
 
 // NodeGPUs lists whole GPUs only: pods holding a share of a GPU leave no
@@ -27,4 +28,25 @@ func TestNodeGPUsCountsWholeGPUsOnly(t *testing.T) {
 	a, err = placement.Place(f, w, placement.Options{})
 	require.NoError(t, err)
 	assert.Empty(t, a.NodeGPUs())
+}
+
+// fitRecorder is a Ranker that records each option's Fit by node name
+// and ranks them all alike.
+type fitRecorder map[string]int64
+
+func (r fitRecorder) Rank(f *topology.Fleet, _ *gang.Workload, o placement.Option) float64 {
+	r[f.NodeName(o.Node)] = o.Fit
+	return 0
+}
+
+// A Ranker sees, for a pod of whole GPUs, the GPUs each node would have
+// left in the high half of Fit: the best-fit key it may weigh.
+func TestOptionFitIsWhatTheNodeKeeps(t *testing.T) {
+	f := fleet(t, 1, 1, 2)
+	alloc(t, f, map[string]int{"node-0-0-0": 3})
+	seen := fitRecorder{}
+	a, err := placement.Place(f, work("r", 1, 2, "", ""), placement.Options{Ranker: seen})
+	require.NoError(t, err)
+	assert.Equal(t, fitRecorder{"node-0-0-0": 3 << 32, "node-0-0-1": 6 << 32}, seen)
+	assert.Equal(t, []string{"node-0-0-0=2"}, nodesOf(f, a), "a tie between ranks goes to the tightest fit")
 }
