@@ -50,3 +50,26 @@ func TestOptionFitIsWhatTheNodeKeeps(t *testing.T) {
 	assert.Equal(t, fitRecorder{"node-0-0-0": 3 << 32, "node-0-0-1": 6 << 32}, seen)
 	assert.Equal(t, []string{"node-0-0-0=2"}, nodesOf(f, a), "a tie between ranks goes to the tightest fit")
 }
+
+// A gang of two pod sets of GPU shares counts, while placing the second,
+// the first set's pods (already on the fleet for the trial) once and the
+// second set's own earlier pods too: on two free GPUs, 600 and 600
+// thousandths for the first set leave 400 on each GPU for the second.
+func TestSharedPodSetsPackAroundEachOther(t *testing.T) {
+	f := fleet(t, 1, 1, 1)
+	alloc(t, f, map[string]int{"node-0-0-0": 6})
+	w := &gang.Workload{ID: "s", Queue: "q", PodSets: []gang.PodSet{
+		{Name: "big", Count: 2, GPUShare: 600},
+		{Name: "small", Count: 2, GPUShare: 400},
+	}}
+	a, err := placement.Place(f, w, placement.Options{})
+	require.NoError(t, err)
+	perGPU := map[int]int{}
+	for _, p := range a.Pods {
+		perGPU[p.GPU] += w.PodSets[p.PodSet].GPUShare
+	}
+	assert.Equal(t, map[int]int{6: 1000, 7: 1000}, perGPU)
+	w.PodSets[1].Count = 3
+	_, err = placement.Place(f, w, placement.Options{})
+	assert.Error(t, err, "a third 400 has no room")
+}
