@@ -73,3 +73,13 @@ func TestSharedPodSetsPackAroundEachOther(t *testing.T) {
 	_, err = placement.Place(f, w, placement.Options{})
 	assert.Error(t, err, "a third 400 has no room")
 }
+
+// A caller's MaxScored above the node-trial bound of multi-pod-set gangs
+// still lets the Scorer see that many equally tight nodes for a gang of
+// one pod set: the 71st of 80 empty nodes.
+func TestScorerSeesMoreThanTheNodeTrialBound(t *testing.T) {
+	f := fleet(t, 1, 1, 80)
+	a, err := placement.Place(f, work("r", 1, 8, "", ""), placement.Options{Scorer: preferNode("node-0-0-70"), MaxScored: 100})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"node-0-0-70=8"}, nodesOf(f, a))
+}
