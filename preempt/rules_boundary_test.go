@@ -103,3 +103,23 @@ func TestBorrowWithinCohortThresholdBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// A request refused as invalid still names its workload, and one
+// without a workload is refused naming none.
+func TestInvalidNoPlanNamesTheWorkload(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 8, queue("a", "", 16, quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}))
+	r := e.req("new", "a", 10, 1, 8, "")
+	r.Queue = 7
+	_, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), r, nil)
+	var np *preempt.NoPlan
+	if assert.ErrorAs(t, err, &np) {
+		assert.ErrorIs(t, err, preempt.ErrInvalid)
+		assert.Equal(t, "new", np.Workload)
+	}
+	r.W = nil
+	_, err = preempt.NewSearcher(preempt.Options{}).Victims(e.view(), r, nil)
+	if assert.ErrorAs(t, err, &np) {
+		assert.ErrorIs(t, err, preempt.ErrInvalid)
+		assert.Empty(t, np.Workload)
+	}
+}
