@@ -15,7 +15,9 @@ import (
 // lowestPriorityFirst visits filler before everything else.
 type lowestPriorityFirst struct{}
 
-func (lowestPriorityFirst) Compare(a, b *fleet.Pending) int { return cmp.Compare(a.Priority, b.Priority) }
+func (lowestPriorityFirst) Compare(a, b *fleet.Pending) int {
+	return cmp.Compare(a.Priority, b.Priority)
+}
 
 // While a workload of an active booking waits, nothing of its blocks is
 // lent, from the start of the cycle: batch filler visited before the
