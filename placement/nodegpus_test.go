@@ -83,3 +83,30 @@ func TestScorerSeesMoreThanTheNodeTrialBound(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"node-0-0-70=8"}, nodesOf(f, a))
 }
+
+// On a fleet with no free GPU, NoFit still explains itself: the largest
+// block per level is empty, in the first domain.
+func TestNoFitOnAFullFleet(t *testing.T) {
+	f := fleet(t, 1, 2, 2)
+	for n := range topology.NodeID(f.NumNodes()) {
+		require.NoError(t, f.Allocate(n, 8))
+	}
+	_, err := placement.Place(f, work("g", 2, 8, "spine", "leaf"), placement.Options{Explain: true})
+	var nf *placement.NoFit
+	require.ErrorAs(t, err, &nf)
+	assert.Equal(t, placement.CauseCapacity, nf.Cause)
+	assert.Zero(t, nf.FreeGPUs)
+	assert.Equal(t, []placement.LevelTry{{Level: "leaf", Largest: 0, Domain: "leaf-0-0"}, {Level: "spine", Largest: 0, Domain: "spine-0"}}, nf.Tried)
+}
+
+// A Scorer breaks the tie between two equally free nodes of a sub-node
+// gang spread over a leaf: the preferred node takes two of three pods.
+func TestScorerBreaksATieOfTwoNodes(t *testing.T) {
+	f := fleet(t, 1, 1, 2)
+	a, err := placement.Place(f, work("g", 3, 4, "", "leaf"), placement.Options{Scorer: preferNode("node-0-0-1")})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"node-0-0-0=4", "node-0-0-1=8"}, nodesOf(f, a))
+	a, err = placement.Place(f, work("g", 3, 4, "", "leaf"), placement.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"node-0-0-0=8", "node-0-0-1=4"}, nodesOf(f, a), "no scorer: the lowest ID")
+}
