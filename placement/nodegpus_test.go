@@ -110,3 +110,20 @@ func TestScorerBreaksATieOfTwoNodes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"node-0-0-0=8", "node-0-0-1=4"}, nodesOf(f, a), "no scorer: the lowest ID")
 }
+
+// The pods of a MIG gang take slices on the node's fullest GPU that
+// still holds them (best fit), not on an empty one.
+func TestMIGGangTakesTheFullestGPU(t *testing.T) {
+	spec := topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 1}, GPUsPerNode: 4, Flavor: "H100"})
+	spec.Nodes[0].MIG = true
+	f, err := topology.New(spec)
+	require.NoError(t, err)
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: 2, MIG: "3g.40gb", Slice: 0}))
+	w := &gang.Workload{ID: "m", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 2, MIG: "1g.10gb"}}}
+	a, err := placement.Place(f, w, placement.Options{})
+	require.NoError(t, err)
+	require.Len(t, a.Pods, 2)
+	for _, p := range a.Pods {
+		assert.Equal(t, 2, p.GPU, "pod %d", p.Index)
+	}
+}
