@@ -70,3 +70,56 @@ func TestLowerPriorityIsStrict(t *testing.T) {
 		}
 	}
 }
+
+// borrowWithinCohort's threshold is inclusive, and never lets the
+// preemptor take work of its own priority or above while it borrows.
+func TestBorrowWithinCohortThresholdBoundaries(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		threshold int32
+		prio      int32
+		victim    bool
+	}{
+		{"at the threshold", 3, 3, true},
+		{"one above the threshold", 3, 4, false},
+		{"threshold above the preemptor: one below the preemptor", 20, 9, true},
+		{"threshold above the preemptor: the preemptor's priority", 20, 10, false},
+	} {
+		th := c.threshold
+		rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimAny,
+			BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
+		e := newEnv(t, 1, 1, 3, 8, cohort("c", "", 8), queue("a", "c", 8, rules), queue("b", "c", 8, lower))
+		e.run("a1", "a", 10, time.Hour, []int{0}, []int{8})
+		e.run("b-lo", "b", c.prio, time.Hour, []int{1}, []int{8})
+		e.run("b-hi", "b", 50, time.Hour, []int{2}, []int{8})
+		p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), e.req("new", "a", 10, 1, 8, ""), nil)
+		if !c.victim {
+			assert.ErrorIs(t, err, preempt.ErrNoPlan, c.name)
+			continue
+		}
+		if assert.NoError(t, err, c.name) {
+			assert.Equal(t, []string{"b-lo"}, ids(p), c.name)
+			assert.Equal(t, preempt.ReclaimWhileBorrowing, p.Victims[0].Reason, c.name)
+		}
+	}
+}
+
+// A request refused as invalid still names its workload, and one
+// without a workload is refused naming none.
+func TestInvalidNoPlanNamesTheWorkload(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 8, queue("a", "", 16, quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}))
+	r := e.req("new", "a", 10, 1, 8, "")
+	r.Queue = 7
+	_, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), r, nil)
+	var np *preempt.NoPlan
+	if assert.ErrorAs(t, err, &np) {
+		assert.ErrorIs(t, err, preempt.ErrInvalid)
+		assert.Equal(t, "new", np.Workload)
+	}
+	r.W = nil
+	_, err = preempt.NewSearcher(preempt.Options{}).Victims(e.view(), r, nil)
+	if assert.ErrorAs(t, err, &np) {
+		assert.ErrorIs(t, err, preempt.ErrInvalid)
+		assert.Empty(t, np.Workload)
+	}
+}

@@ -1,0 +1,75 @@
+package fleet_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+)
+
+// A blocked gang of two pods with a required level already holds a
+// domain of that level: the one with the fewest GPUs of work it cannot
+// evict (leaf-0-0, or spine-0). Lower-priority open-ended work that fits
+// only there then waits behind it. Each leaf holds exactly the pair's 16
+// GPUs; the domains after the last spine (the leaves) would hold it too.
+func TestTwoPodGangHoldsItsDomain(t *testing.T) {
+	for _, level := range []string{"leaf", "spine"} {
+		s, err := fleet.New(smallConfig())
+		require.NoError(t, err)
+		for i, node := range []string{"node-0-0-0", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
+			w := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
+				Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
+			require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}))
+		}
+		pair := gang.Workload{ID: "pair", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
+			PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: level}}
+		require.NoError(t, s.Submit(t0, pair))
+		require.Empty(t, s.Schedule(t0).Admit, "no %s has two whole nodes free", level)
+
+		late := gang.Workload{ID: "late", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}}}
+		require.NoError(t, s.Submit(t0, late))
+		d := s.Schedule(t0.Add(time.Second))
+		assert.Empty(t, d.Admit, "the only whole free node is in the held %s", level)
+		x, err := s.Explain("late")
+		require.NoError(t, err)
+		assert.Equal(t, fleet.WaitReservation, x.Waiting, level)
+		assert.Equal(t, "pair", x.Behind, level)
+	}
+}
+
+// oldestFirst visits pending work in submission order, whatever its
+// priority.
+type oldestFirst struct{}
+
+func (oldestFirst) Compare(a, b *fleet.Pending) int { return a.Submitted.Compare(b.Submitted) }
+
+// Work of higher priority than a held gang may enter its domain, but is
+// placed around it when the rest of the fleet has room: visited after the
+// gang (a host's first-come order), a 7-GPU inference replica whose
+// tightest fit is in the leaf held for a research pair starts on the next
+// node outside it.
+func TestHigherPriorityWorkGoesAroundAHoldWhenItCan(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Policy.Order = oldestFirst{}
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	for i, node := range []string{"node-0-0-0", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
+		w := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
+			Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
+		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}))
+	}
+	pair := gang.Workload{ID: "pair", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+		PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "leaf"}}
+	require.NoError(t, s.Submit(t0, pair))
+	require.Empty(t, s.Schedule(t0).Admit)
+
+	require.NoError(t, s.Submit(t0.Add(time.Second), replica("rep", 7)))
+	d := s.Schedule(t0.Add(time.Second))
+	require.Len(t, d.Admit, 1)
+	assert.Equal(t, "node-0-1-0", d.Admit[0].Pods[0].Node, "not node-0-0-0, in the held leaf")
+}
