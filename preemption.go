@@ -54,8 +54,13 @@ func replicable(e *entry) bool {
 // jointFailed reports that a run of several replicas found no joint plan:
 // the caller then asks for its remaining members one by one.
 func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]bool, failed map[failKey]int, d *Decisions) (ok, jointFailed bool) {
-	if s.cfg.Policy.NoPreemption || run[0].sharing() {
-		return false, false // work beyond whole GPUs of one model waits for room
+	if s.cfg.Policy.NoPreemption {
+		return false, false
+	}
+	if run[0].sharing() {
+		// Work beyond whole GPUs of one model takes room back without a
+		// nomination (reclaim_shared.go).
+		return s.reclaimFor(now, run[0], taken, d), false
 	}
 	key, keyed := failureKey(run[0])
 	if keyed {
@@ -79,6 +84,11 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	}
 	ok, found := s.preemptFor(now, run[:1], taken, d)
 	if ok {
+		return true, jointFailed
+	}
+	// Holders with shares, slices or resources are no victims of the
+	// index search: they are reclaimed without a nomination.
+	if !found && s.reclaimFor(now, run[0], taken, d) {
 		return true, jointFailed
 	}
 	if keyed && found && run[0].wait.refusedPlan {
