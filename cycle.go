@@ -48,7 +48,11 @@ type reservation struct {
 //     run of identical replicas (an inference spike) shares one victim
 //     search; a class of workloads whose search found nothing is not
 //     searched again for larger members in the same cycle. Victims of one
-//     cycle's plans are disjoint.
+//     cycle's plans are disjoint. Work with GPU shares, MIG slices or
+//     named resources, and whole-GPU work no plan was found for while
+//     such holders run, reclaim them instead: their victims drain for it
+//     without a nomination, and it is admitted once they have exited
+//     (see PendingView.Reclaiming).
 //  5. The highest-priority gang that can neither start nor preempt gets a
 //     reservation: the domain of its required level with the fewest GPUs
 //     held by open-ended work it cannot evict, then the earliest expected
