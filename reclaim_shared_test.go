@@ -170,3 +170,29 @@ func repeatSets(n int, ps gang.PodSet) []gang.PodSet {
 	}
 	return out
 }
+
+// TestReclaimSharedWithinQueue: a request with shares preempts
+// lower-priority work of its own queue (withinQueue), even while its
+// queue borrows, and the victims drain with the in-queue reason.
+func TestReclaimSharedWithinQueue(t *testing.T) {
+	s, err := fleet.New(reclaimConfig(2, false))
+	require.NoError(t, err)
+	for i := range 2 {
+		require.NoError(t, s.Submit(t0, gang.Workload{ID: fmt.Sprintf("b%d", i), Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch,
+			Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}, Drain: gang.DrainContract{Preemptible: true}}))
+	}
+	require.Len(t, s.Schedule(t0).Admit, 2)
+	now := t0.Add(10 * time.Minute)
+	require.NoError(t, s.Submit(now, gang.Workload{ID: "eval", Queue: "batch", PriorityClass: fleet.ClassReservedResearch,
+		Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUShare: 250}}}))
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 1)
+	assert.Equal(t, gang.DrainInQueue, d.Drain[0].Reason)
+	assert.Equal(t, []string{"eval"}, d.Drain[0].Beneficiaries)
+	require.NoError(t, s.Exited(now, d.Drain[0].ID, gang.ExitDrained))
+	d = s.Schedule(now.Add(time.Second))
+	require.Len(t, d.Admit, 1)
+	assert.Equal(t, "eval", d.Admit[0].ID)
+	assert.True(t, d.Admit[0].Borrowing)
+	require.NoError(t, s.CheckInvariants())
+}
