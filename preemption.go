@@ -62,6 +62,12 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 		// nomination (reclaim_shared.go).
 		return s.reclaimFor(now, run[0], taken, d), false
 	}
+	// Victims already draining for it without a nomination come first:
+	// a whole-GPU search would evict more instead of waiting for them.
+	reclaimTried := run[0].reclaiming
+	if reclaimTried && s.reclaimFor(now, run[0], taken, d) {
+		return true, false
+	}
 	key, keyed := failureKey(run[0])
 	if keyed {
 		if pods, ok := failed[key]; ok && run[0].w.Pods() >= pods {
@@ -88,7 +94,7 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	}
 	// Holders with shares, slices or resources are no victims of the
 	// index search: they are reclaimed without a nomination.
-	if !found && s.reclaimFor(now, run[0], taken, d) {
+	if !found && !reclaimTried && s.reclaimFor(now, run[0], taken, d) {
 		return true, jointFailed
 	}
 	if keyed && found && run[0].wait.refusedPlan {

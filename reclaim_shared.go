@@ -14,10 +14,11 @@ import (
 // preempt counts whole GPUs per node; work holding a share of a GPU, a
 // MIG slice or named resources is not in its index, and a nomination
 // cannot pass such claims on. reclaimFor is the path that takes them
-// back, Kueue's classical way: candidates in eviction order are vacated
-// one by one on a what-if copy of the fleet and quota tree until the
-// workload is placed there with its quota fitting, and the set is then
-// cut back to 1-minimal. It serves
+// back, Kueue's classical way: the shortest prefix of the candidates in
+// eviction order whose removal, on a what-if copy of the fleet and quota
+// tree, lets the workload be placed there with its quota fitting (found
+// by bisection, after one placement with every candidate gone says
+// whether any set can do), cut back to 1-minimal. It serves
 //
 //   - a whole-GPU workload the index search found no plan for, while
 //     some holder has claims (so whole-free GPUs may be held by shares);
@@ -80,30 +81,52 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 		return v, v.Fits()
 	}
 	// Victims drained for it earlier count as gone.
-	for _, r := range s.books.ReclaimingFor(e.w.ID) {
+	gone := s.books.ReclaimingFor(e.w.ID)
+	e.reclaiming = len(gone) > 0
+	for _, r := range gone {
 		vacate(r, false)
 	}
 	if _, ok := fits(); ok {
-		if len(s.books.ReclaimingFor(e.w.ID)) == 0 {
+		if len(gone) == 0 {
 			return false // it fits without victims: something else keeps it out
 		}
 		e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
 		return true
 	}
 	cands := s.reclaimCandidates(now, e, taken)
-	var chosen []reclaimCandidate
-	var v quota.Verdict
-	ok := false
+	// With every candidate gone, does it fit at all? One placement
+	// answers for a search that cannot succeed.
 	for _, c := range cands {
 		vacate(c.rec, false)
-		chosen = append(chosen, c)
-		if v, ok = fits(); ok {
-			break
-		}
 	}
-	if !ok {
+	if _, ok := fits(); !ok {
 		return false
 	}
+	// The shortest prefix of the eviction order that fits, by bisection
+	// (more victims never leave less room); cands[:vacated] are
+	// vacated. No candidate does not fit (checked above), all do.
+	vacated := len(cands)
+	moveTo := func(k int) {
+		for ; vacated > k; vacated-- {
+			vacate(cands[vacated-1].rec, true)
+		}
+		for ; vacated < k; vacated++ {
+			vacate(cands[vacated].rec, false)
+		}
+	}
+	lo, hi := 0, len(cands)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		moveTo(mid)
+		if _, ok := fits(); ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	moveTo(hi)
+	chosen := slices.Clone(cands[:hi])
+	v, _ := fits()
 	// 1-minimal: give back, latest first, each victim the rest fit without.
 	for i := len(chosen) - 2; i >= 0; i-- {
 		vacate(chosen[i].rec, true)
@@ -123,6 +146,7 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 		s.drainForReclaim(now, e, c, d)
 		taken[c.rec.W.ID] = true
 	}
+	e.reclaiming = true
 	e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
 	return true
 }

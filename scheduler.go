@@ -78,6 +78,9 @@ type entry struct {
 	wait      waitVerdict
 	// split is set on a pod a shrink split off an elastic workload.
 	split *splitPod
+	// reclaiming: victims drained for it without a nomination may still
+	// be draining (reclaim_shared.go); its next search counts them first.
+	reclaiming bool
 }
 
 func (e *entry) state() gang.State { return e.rec.State }
