@@ -17,8 +17,7 @@ import (
 // back, Kueue's classical way: the shortest prefix of the candidates in
 // eviction order whose removal, on a what-if copy of the fleet and quota
 // tree, lets the workload be placed there with its quota fitting (found
-// by bisection, after one placement with every candidate gone says
-// whether any set can do), cut back to 1-minimal. It serves
+// by galloping then bisection), cut back to 1-minimal. It serves
 //
 //   - a whole-GPU workload the index search found no plan for, while
 //     some holder has claims (so whole-free GPUs may be held by shares);
@@ -37,6 +36,7 @@ import (
 // reclaimCandidate is a holder the rules let e evict.
 type reclaimCandidate struct {
 	rec   *ledger.Record
+	prio  int32
 	other bool // of another queue, borrowing: reclaimed
 }
 
@@ -94,18 +94,12 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 		return true
 	}
 	cands := s.reclaimCandidates(now, e, taken)
-	// With every candidate gone, does it fit at all? One placement
-	// answers for a search that cannot succeed.
-	for _, c := range cands {
-		vacate(c.rec, false)
-	}
-	if _, ok := fits(); !ok {
-		return false
-	}
-	// The shortest prefix of the eviction order that fits, by bisection
-	// (more victims never leave less room); cands[:vacated] are
-	// vacated. No candidate does not fit (checked above), all do.
-	vacated := len(cands)
+	// The shortest prefix of the eviction order that fits: galloping
+	// (1, 2, 4, ... candidates gone) then bisection, since more victims
+	// never leave less room. A search that few victims satisfy costs few
+	// placements; one that cannot succeed, O(log candidates).
+	// cands[:vacated] are vacated; none fits (checked above).
+	vacated := 0
 	moveTo := func(k int) {
 		for ; vacated > k; vacated-- {
 			vacate(cands[vacated-1].rec, true)
@@ -114,7 +108,21 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 			vacate(cands[vacated].rec, false)
 		}
 	}
-	lo, hi := 0, len(cands)
+	lo, hi := 0, 0
+	for k := 1; hi == 0; k *= 2 {
+		if k >= len(cands) {
+			k = len(cands)
+		}
+		if k == lo {
+			return false // every candidate gone does not make room
+		}
+		moveTo(k)
+		if _, ok := fits(); ok {
+			hi = k
+		} else {
+			lo = k
+		}
+	}
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
 		moveTo(mid)
@@ -189,7 +197,7 @@ func (s *Scheduler) reclaimCandidates(now time.Time, e *entry, taken map[string]
 				allowed = prio < e.priority || prio == e.priority && x.submitted.After(e.submitted)
 			}
 			if allowed {
-				out = append(out, reclaimCandidate{rec: r})
+				out = append(out, reclaimCandidate{rec: r, prio: prio})
 			}
 			return true
 		}
@@ -198,10 +206,10 @@ func (s *Scheduler) reclaimCandidates(now time.Time, e *entry, taken map[string]
 		}
 		switch rules.ReclaimWithinCohort {
 		case quota.ReclaimAny:
-			out = append(out, reclaimCandidate{rec: r, other: true})
+			out = append(out, reclaimCandidate{rec: r, prio: prio, other: true})
 		case quota.ReclaimLowerPriority:
 			if prio < e.priority {
-				out = append(out, reclaimCandidate{rec: r, other: true})
+				out = append(out, reclaimCandidate{rec: r, prio: prio, other: true})
 			}
 		}
 		return true
@@ -213,7 +221,7 @@ func (s *Scheduler) reclaimCandidates(now time.Time, e *entry, taken map[string]
 			}
 			return 1
 		}
-		if c := cmp.Compare(s.work[a.rec.W.ID].priority, s.work[b.rec.W.ID].priority); c != 0 {
+		if c := cmp.Compare(a.prio, b.prio); c != 0 {
 			return c
 		}
 		if c := b.rec.Started.Compare(a.rec.Started); c != 0 {
