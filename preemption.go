@@ -60,7 +60,7 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	if run[0].sharing() {
 		// Work beyond whole GPUs of one model takes room back without a
 		// nomination (reclaim_shared.go).
-		return s.reclaimFor(now, run[0], taken, d), false
+		return s.reclaimShared(now, run[0], taken, d), false
 	}
 	// Victims already draining for it without a nomination come first:
 	// a whole-GPU search would evict more instead of waiting for them.

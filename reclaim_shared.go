@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -32,12 +33,46 @@ import (
 // searches count them as gone. The freed room is not held for it: a
 // workload ahead of it in admission order may take it first, and it
 // then searches again.
+//
+// The rules are the classical ones (withinQueue, reclaimWithinCohort)
+// under fair sharing too; borrowWithinCohort does not apply (another
+// queue's work is reclaimed only for a preemptor within its nominal
+// quota); elastic victims are evicted whole, never shrunk. A search
+// scans the holders (O(running)) and clones the fleet and the tree
+// (O(nodes + queues)): it is a fallback, memoised per class of failing
+// workload within a cycle like the index search, not an index.
 
 // reclaimCandidate is a holder the rules let e evict.
 type reclaimCandidate struct {
 	rec   *ledger.Record
 	prio  int32
 	other bool // of another queue, borrowing: reclaimed
+}
+
+// reclaimShared is reclaimFor for work with shares, slices or
+// resources, skipping a request identical to one that found no victims
+// earlier in the cycle: taken victims and admissions only make room
+// scarcer within a cycle.
+func (s *Scheduler) reclaimShared(now time.Time, e *entry, taken map[string]bool, d *Decisions) bool {
+	if e.reclaiming {
+		return s.reclaimFor(now, e, taken, d) // its own victims may be draining
+	}
+	w := &e.w
+	key := fmt.Sprintf("%d/%d/%d/%q/%v/%v/%v", e.queue, e.priority, e.flavor, w.Pools, w.Topology, w.Spread, w.PodSets)
+	if s.tree.Rules(e.queue).WithinQueue == quota.WithinQueueLowerOrNewerEqualPriority {
+		key += "/" + e.submitted.String()
+	}
+	if s.unreclaimable[key] {
+		return false
+	}
+	if s.reclaimFor(now, e, taken, d) {
+		return true
+	}
+	if s.unreclaimable == nil {
+		s.unreclaimable = map[string]bool{}
+	}
+	s.unreclaimable[key] = true
+	return false
 }
 
 // reclaimFor reports whether e was reclaimed for: victims started
@@ -48,6 +83,13 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 	}
 	if !e.sharing() && s.books.NumClaimHolders() == 0 {
 		return false // the index search saw every possible victim
+	}
+	// Victims drained for it earlier count as gone.
+	gone := s.books.ReclaimingFor(e.w.ID)
+	e.reclaiming = len(gone) > 0
+	cands := s.reclaimCandidates(now, e, taken)
+	if len(gone) == 0 && len(cands) == 0 {
+		return false
 	}
 	w := minimumSpec(&e.w)
 	specReq := s.reclaimRequest(e, w)
@@ -80,9 +122,6 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 		v := tree.FitsRequest(e.queue, e.flavor, s.books.RequestOf(a))
 		return v, v.Fits()
 	}
-	// Victims drained for it earlier count as gone.
-	gone := s.books.ReclaimingFor(e.w.ID)
-	e.reclaiming = len(gone) > 0
 	for _, r := range gone {
 		vacate(r, false)
 	}
@@ -93,7 +132,6 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 		e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
 		return true
 	}
-	cands := s.reclaimCandidates(now, e, taken)
 	// The shortest prefix of the eviction order that fits: galloping
 	// (1, 2, 4, ... candidates gone) then bisection, since more victims
 	// never leave less room. A search that few victims satisfy costs few
