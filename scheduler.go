@@ -55,16 +55,17 @@ type Scheduler struct {
 	// refused remembers, for one cycle, the plans found but refused
 	// (preemption.go): an identical request would find them again.
 	refused    map[failKey]refusal
-	// unreclaimable remembers, for one cycle, the requests with shares,
-	// slices or resources a reclaim search found no victims for
-	// (reclaim_shared.go): an identical request would find none either.
-	unreclaimable map[string]bool
 	searcher   *preempt.Searcher
 	lastEvents int      // events of the last cycle, to size the next
 	dropped    int      // events not kept since the last cycle (MaxEvents)
 	pendingBuf []*entry // scratch of Schedule
 	idle       idleBook // usage the host reported, for Policy.IdleReclaim
 	warm       *warmBook
+
+	// unreclaimable remembers, for one cycle, the requests with shares,
+	// slices or resources a reclaim search found no victims for
+	// (reclaim_shared.go): an identical request would find none either.
+	unreclaimable map[string]bool
 }
 
 // entry is the scheduler's record of one workload: the spec and the
