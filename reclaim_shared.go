@@ -81,7 +81,7 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 	if s.cfg.Policy.NoPreemption || e.w.Booking != "" || len(e.w.Flavors) > 1 {
 		return false
 	}
-	if !e.sharing() && s.books.NumClaimHolders() == 0 {
+	if !e.sharing() && !e.reclaiming && s.books.NumClaimHolders() == 0 {
 		return false // the index search saw every possible victim
 	}
 	// Victims drained for it earlier count as gone.
