@@ -48,7 +48,11 @@ type reservation struct {
 //     run of identical replicas (an inference spike) shares one victim
 //     search; a class of workloads whose search found nothing is not
 //     searched again for larger members in the same cycle. Victims of one
-//     cycle's plans are disjoint.
+//     cycle's plans are disjoint. Work with GPU shares, MIG slices or
+//     named resources, and whole-GPU work no plan was found for while
+//     such holders run, reclaim them instead: their victims drain for it
+//     without a nomination, and it is admitted once they have exited
+//     (see PendingView.Reclaiming).
 //  5. The highest-priority gang that can neither start nor preempt gets a
 //     reservation: the domain of its required level with the fewest GPUs
 //     held by open-ended work it cannot evict, then the earliest expected
@@ -75,6 +79,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	taken := map[string]bool{}
 	failed := map[failKey]int{}
 	clear(s.refused)
+	clear(s.unreclaimable)
 	// The run of identical replicas the current workload belongs to is
 	// found once (runEnd), and a run that found no joint plan asks for
 	// its members one by one: a spike costs one scan and one search.

@@ -54,8 +54,19 @@ func replicable(e *entry) bool {
 // jointFailed reports that a run of several replicas found no joint plan:
 // the caller then asks for its remaining members one by one.
 func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]bool, failed map[failKey]int, d *Decisions) (ok, jointFailed bool) {
-	if s.cfg.Policy.NoPreemption || run[0].sharing() {
-		return false, false // work beyond whole GPUs of one model waits for room
+	if s.cfg.Policy.NoPreemption {
+		return false, false
+	}
+	if run[0].sharing() {
+		// Work beyond whole GPUs of one model takes room back without a
+		// nomination (reclaim_shared.go).
+		return s.reclaimShared(now, run[0], taken, d), false
+	}
+	// Victims already draining for it without a nomination come first:
+	// a whole-GPU search would evict more instead of waiting for them.
+	reclaimTried := run[0].reclaiming
+	if reclaimTried && s.reclaimFor(now, run[0], taken, d) {
+		return true, false
 	}
 	key, keyed := failureKey(run[0])
 	if keyed {
@@ -79,6 +90,11 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	}
 	ok, found := s.preemptFor(now, run[:1], taken, d)
 	if ok {
+		return true, jointFailed
+	}
+	// Holders with shares, slices or resources are no victims of the
+	// index search: they are reclaimed without a nomination.
+	if !found && !reclaimTried && s.reclaimFor(now, run[0], taken, d) {
 		return true, jointFailed
 	}
 	if keyed && found && run[0].wait.refusedPlan {

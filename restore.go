@@ -141,6 +141,9 @@ func (s *Scheduler) restore(snap Snapshot) error {
 			}
 		}
 	}
+	for _, v := range snap.Pending {
+		entries[v.ID].reclaiming = len(v.Reclaiming) > 0
+	}
 	noms := slices.Clone(snap.Pending)
 	slices.SortFunc(noms, func(a, b PendingView) int { return cmp.Compare(seqOf(a.Nomination), seqOf(b.Nomination)) })
 	for _, v := range noms {

@@ -61,6 +61,11 @@ type Scheduler struct {
 	pendingBuf []*entry // scratch of Schedule
 	idle       idleBook // usage the host reported, for Policy.IdleReclaim
 	warm       *warmBook
+
+	// unreclaimable remembers, for one cycle, the requests with shares,
+	// slices or resources a reclaim search found no victims for
+	// (reclaim_shared.go): an identical request would find none either.
+	unreclaimable map[string]bool
 }
 
 // entry is the scheduler's record of one workload: the spec and the
@@ -78,6 +83,9 @@ type entry struct {
 	wait      waitVerdict
 	// split is set on a pod a shrink split off an elastic workload.
 	split *splitPod
+	// reclaiming: victims drained for it without a nomination may still
+	// be draining (reclaim_shared.go); its next search counts them first.
+	reclaiming bool
 }
 
 func (e *entry) state() gang.State { return e.rec.State }

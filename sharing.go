@@ -18,8 +18,9 @@ import (
 // They are admitted by tryAdmitShared: quota is checked for every accepted
 // model with every resource, placement picks the best fit across the
 // models whose quota fits, and the workload is charged for the model it
-// lands on, its MIG slices at their profile's share. Such work does not
-// preempt (it waits for room) and is not hot-swapped when a node fails.
+// lands on, its MIG slices at their profile's share. On one model it
+// preempts by reclaimFor (reclaim_shared.go); a model set waits for room.
+// Such work is not hot-swapped when a node fails.
 
 // sharing reports whether e takes the path of work beyond whole GPUs of
 // one model.

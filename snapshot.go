@@ -48,6 +48,9 @@ func (s *Scheduler) Snapshot() Snapshot {
 				p.Nomination = &NominationView{Pods: s.podViews(e, n.Target), WaitOn: cloneOrNil(n.WaitOn),
 					ReadyBy: n.ReadyBy, Seq: n.Seq, Reserved: s.nodeViews(n.Reserved())}
 			}
+			for _, v := range s.books.ReclaimingFor(id) {
+				p.Reclaiming = append(p.Reclaiming, v.W.ID)
+			}
 			snap.Pending = append(snap.Pending, p)
 		case r.State.HoldsGPUs():
 			runningBy[e.queue]++

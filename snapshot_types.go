@@ -209,6 +209,11 @@ type PendingView struct {
 	// says what is held for it.
 	Nominated  bool
 	Nomination *NominationView
+	// Reclaiming lists, in ID order, the victims draining for it without
+	// a nomination (work with GPU shares, MIG slices or named resources is
+	// reclaimed so): it is admitted once they have exited, if the room
+	// they free is still there.
+	Reclaiming []string
 	Seq        uint64
 	Spec       gang.Workload
 }

@@ -46,9 +46,13 @@ func (l *Ledger) checkClaims() error {
 	gpus := map[[2]int]*gpu{}
 	res := map[[2]int]int64{}     // node, fleet resource -> amount
 	charged := map[[3]int]int64{} // queue, flavor, quota resource -> amount
+	holders := 0
 	for _, r := range l.recs {
 		if !r.State.HoldsGPUs() {
 			continue
+		}
+		if r.HasClaims() {
+			holders++
 		}
 		for _, a := range r.charged.Resources {
 			charged[[3]int{int(r.Queue), int(r.Flavor), int(a.Resource)}] += a.Value
@@ -144,6 +148,9 @@ func (l *Ledger) checkClaims() error {
 				}
 			}
 		}
+	}
+	if holders != l.claimHolders {
+		return fmt.Errorf("%d holders with claims counted, %d recounted", l.claimHolders, holders)
 	}
 	return nil
 }

@@ -213,6 +213,9 @@ func (l *Ledger) Unsplit(child string, p placement.Pod) error {
 		return fmt.Errorf("ledger: unsplit %q: its parent is not admitted", child)
 	}
 	l.holders.Delete(c)
+	if c.HasClaims() {
+		l.claimHolders--
+	}
 	l.listNodes(c, -1)
 	l.indexRemove(c)
 	delete(l.recs, child)

@@ -57,6 +57,9 @@ func (l *Ledger) hold(r *Record, a placement.Assignment, nodes []placement.NodeG
 		panic("ledger: workload started twice: " + r.W.ID)
 	}
 	l.listNodes(r, 1)
+	if r.HasClaims() {
+		l.claimHolders++
+	}
 	if len(nodes) > 0 { // work holding no whole GPU stays out of the victim index
 		l.indexAdd(r)
 	}
@@ -125,6 +128,9 @@ func (l *Ledger) releaseHolder(r *Record) {
 		l.victimGone(r)
 	}
 	l.holders.Delete(r)
+	if r.HasClaims() {
+		l.claimHolders--
+	}
 	l.listNodes(r, -1)
 	delete(l.degraded, r.W.ID)
 	l.indexRemove(r)

@@ -53,6 +53,9 @@ type Ledger struct {
 	reserved map[topology.NodeID]int      // GPUs allocated on behalf of nominations
 	sized    map[string]*Record           // records charged below their spec's size (elastic.go)
 	nomSeq   uint64                       // order in which nominations were accepted
+	// claimHolders counts the holders with shares, slices or named
+	// resources (reclaim.go).
+	claimHolders int
 
 	holders *btree.BTreeG[*Record] // Admitted and Draining records, by ID
 	// crossings counts the holders spanning leaves, per leaf (crossings.go).

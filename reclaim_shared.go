@@ -1,0 +1,323 @@
+package fleet
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/ledger"
+	"github.com/fleetsched/fleet/quota"
+)
+
+// Reclaiming shares, slices and resources. The victim search of package
+// preempt counts whole GPUs per node; work holding a share of a GPU, a
+// MIG slice or named resources is not in its index, and a nomination
+// cannot pass such claims on. reclaimFor is the path that takes them
+// back, Kueue's classical way: the shortest prefix of the candidates in
+// eviction order whose removal, on a what-if copy of the fleet and quota
+// tree, lets the workload be placed there with its quota fitting (found
+// by galloping then bisection), cut back to 1-minimal. It serves
+//
+//   - a whole-GPU workload the index search found no plan for, while
+//     some holder has claims (so whole-free GPUs may be held by shares);
+//   - a workload with shares, slices or named resources (one GPU model),
+//     which never asks the index search.
+//
+// Victims drain under the contract (a Drain now, a Kill at the
+// deadline) with their beneficiary named, but nothing is nominated: what
+// they hold returns to the pool when they exit and the beneficiary,
+// still pending, is admitted by the cycle that follows. Meanwhile it
+// waits (WaitVictims) for them rather than draining more, and its later
+// searches count them as gone. The freed room is not held for it: a
+// workload ahead of it in admission order may take it first, and it
+// then searches again.
+//
+// The rules are the classical ones (withinQueue, reclaimWithinCohort)
+// under fair sharing too; borrowWithinCohort does not apply (another
+// queue's work is reclaimed only for a preemptor within its nominal
+// quota); elastic victims are evicted whole, never shrunk. A search
+// scans the holders (O(running)) and clones the fleet and the tree
+// (O(nodes + queues)): it is a fallback, memoised per class of failing
+// workload within a cycle like the index search, not an index.
+
+// reclaimCandidate is a holder the rules let e evict.
+type reclaimCandidate struct {
+	rec   *ledger.Record
+	prio  int32
+	other bool // of another queue, borrowing: reclaimed
+}
+
+// reclaimShared is reclaimFor for work with shares, slices or
+// resources, skipping a request identical to one that found no victims
+// earlier in the cycle: taken victims and admissions only make room
+// scarcer within a cycle.
+func (s *Scheduler) reclaimShared(now time.Time, e *entry, taken map[string]bool, d *Decisions) bool {
+	if e.reclaiming {
+		return s.reclaimFor(now, e, taken, d) // its own victims may be draining
+	}
+	w := &e.w
+	key := fmt.Sprintf("%d/%d/%d/%q/%v/%v/%v", e.queue, e.priority, e.flavor, w.Pools, w.Topology, w.Spread, w.PodSets)
+	if s.tree.Rules(e.queue).WithinQueue == quota.WithinQueueLowerOrNewerEqualPriority {
+		key += "/" + e.submitted.String()
+	}
+	if s.unreclaimable[key] {
+		return false
+	}
+	if s.reclaimFor(now, e, taken, d) {
+		return true
+	}
+	if s.unreclaimable == nil {
+		s.unreclaimable = map[string]bool{}
+	}
+	s.unreclaimable[key] = true
+	return false
+}
+
+// reclaimFor reports whether e was reclaimed for: victims started
+// draining for it, or victims drained for it earlier will make it fit.
+func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d *Decisions) bool {
+	if s.cfg.Policy.NoPreemption || e.w.Booking != "" || len(e.w.Flavors) > 1 {
+		return false
+	}
+	if !e.sharing() && !e.reclaiming && s.books.NumClaimHolders() == 0 {
+		return false // the index search saw every possible victim
+	}
+	// Victims drained for it earlier count as gone.
+	gone := s.books.ReclaimingFor(e.w.ID)
+	e.reclaiming = len(gone) > 0
+	cands := s.reclaimCandidates(now, e, taken)
+	if len(gone) == 0 && len(cands) == 0 {
+		return false
+	}
+	w := minimumSpec(&e.w)
+	specReq := s.reclaimRequest(e, w)
+	held := s.holdsAgainst(now, e)
+	f, tree := s.fleet.Clone(), s.tree.Clone()
+	vacate := func(r *ledger.Record, take bool) {
+		if err := s.books.Vacate(f, r, take); err != nil {
+			panic("fleet: a what-if copy refused a holder's own GPUs: " + err.Error())
+		}
+		var err error
+		if take {
+			err = tree.AddRequest(r.Queue, r.Flavor, r.Charged())
+		} else {
+			err = tree.RemoveRequest(r.Queue, r.Flavor, r.Charged())
+		}
+		if err != nil {
+			panic("fleet: a what-if tree refused a holder's own charge: " + err.Error())
+		}
+	}
+	// fits reports the verdict of quota once e is placed on the what-if
+	// fleet, and false when it cannot be placed or quota does not fit.
+	fits := func() (quota.Verdict, bool) {
+		if v := tree.FitsRequest(e.queue, e.flavor, specReq); !v.Fits() {
+			return v, false
+		}
+		a, err := s.placer.PlaceAvoiding(f, w, held...)
+		if err != nil {
+			return quota.Verdict{}, false
+		}
+		v := tree.FitsRequest(e.queue, e.flavor, s.books.RequestOf(a))
+		return v, v.Fits()
+	}
+	for _, r := range gone {
+		vacate(r, false)
+	}
+	if _, ok := fits(); ok {
+		if len(gone) == 0 {
+			return false // it fits without victims: something else keeps it out
+		}
+		e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
+		return true
+	}
+	// The shortest prefix of the eviction order that fits: galloping
+	// (1, 2, 4, ... candidates gone) then bisection, since more victims
+	// never leave less room. A search that few victims satisfy costs few
+	// placements; one that cannot succeed, O(log candidates).
+	// cands[:vacated] are vacated; none fits (checked above).
+	vacated := 0
+	moveTo := func(k int) {
+		for ; vacated > k; vacated-- {
+			vacate(cands[vacated-1].rec, true)
+		}
+		for ; vacated < k; vacated++ {
+			vacate(cands[vacated].rec, false)
+		}
+	}
+	lo, hi := 0, 0
+	for k := 1; hi == 0; k *= 2 {
+		if k >= len(cands) {
+			k = len(cands)
+		}
+		if k == lo {
+			return false // every candidate gone does not make room
+		}
+		moveTo(k)
+		if _, ok := fits(); ok {
+			hi = k
+		} else {
+			lo = k
+		}
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		moveTo(mid)
+		if _, ok := fits(); ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	moveTo(hi)
+	chosen := slices.Clone(cands[:hi])
+	v, _ := fits()
+	// 1-minimal: give back, latest first, each victim the rest fit without.
+	for i := len(chosen) - 2; i >= 0; i-- {
+		vacate(chosen[i].rec, true)
+		if x, fit := fits(); fit {
+			v = x
+			chosen = slices.Delete(chosen, i, i+1)
+			continue
+		}
+		vacate(chosen[i].rec, false)
+	}
+	// Kueue reclaims another queue's borrowed work only for a preemptor
+	// that stays within its nominal quota.
+	if v.Mode != quota.FitsNominal && slices.ContainsFunc(chosen, func(c reclaimCandidate) bool { return c.other }) {
+		return false
+	}
+	for _, c := range chosen {
+		s.drainForReclaim(now, e, c, d)
+		taken[c.rec.W.ID] = true
+	}
+	e.reclaiming = true
+	e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
+	return true
+}
+
+// reclaimRequest is what w asks of quota before it is placed.
+func (s *Scheduler) reclaimRequest(e *entry, w *gang.Workload) quota.Request {
+	if e.sharing() {
+		return s.specRequest(e)
+	}
+	return quota.Request{MilliGPUs: int64(w.GPUs()) * gang.MilliGPU}
+}
+
+// reclaimCandidates lists the admitted holders e may evict, in eviction
+// order: other queues' borrowed work first, then lower priority, then
+// the most recently started, then ID. A candidate runs on e's GPU model,
+// is preemptible, is past its minimum runtime, is not taken this cycle,
+// and passes e's queue rules: withinQueue for its own queue, and
+// reclaimWithinCohort for another queue of its cohort that borrows.
+func (s *Scheduler) reclaimCandidates(now time.Time, e *entry, taken map[string]bool) []reclaimCandidate {
+	rules := s.tree.Rules(e.queue)
+	root := s.tree.Root(e.queue)
+	var out []reclaimCandidate
+	s.books.Holders(func(r *ledger.Record) bool {
+		switch {
+		case r.State != gang.Admitted, taken[r.W.ID], r.W.ID == e.w.ID, r.Flavor != e.flavor,
+			!r.Policy.Preemptible, now.Before(r.Started.Add(r.Policy.MinRuntime)):
+			return true
+		}
+		x, known := s.work[r.W.ID]
+		if !known {
+			return true
+		}
+		prio := x.priority
+		if r.Queue == e.queue {
+			allowed := false
+			switch rules.WithinQueue {
+			case quota.WithinQueueLowerPriority:
+				allowed = prio < e.priority
+			case quota.WithinQueueLowerOrNewerEqualPriority:
+				allowed = prio < e.priority || prio == e.priority && x.submitted.After(e.submitted)
+			}
+			if allowed {
+				out = append(out, reclaimCandidate{rec: r, prio: prio})
+			}
+			return true
+		}
+		if s.tree.Root(r.Queue) != root || !s.borrows(r) {
+			return true
+		}
+		switch rules.ReclaimWithinCohort {
+		case quota.ReclaimAny:
+			out = append(out, reclaimCandidate{rec: r, prio: prio, other: true})
+		case quota.ReclaimLowerPriority:
+			if prio < e.priority {
+				out = append(out, reclaimCandidate{rec: r, prio: prio, other: true})
+			}
+		}
+		return true
+	})
+	slices.SortFunc(out, func(a, b reclaimCandidate) int {
+		if a.other != b.other {
+			if a.other {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(a.prio, b.prio); c != 0 {
+			return c
+		}
+		if c := b.rec.Started.Compare(a.rec.Started); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.rec.W.ID, b.rec.W.ID)
+	})
+	return out
+}
+
+// borrows reports whether r's queue uses more than its nominal quota of
+// r's flavor, in GPUs or in a resource r is charged for.
+func (s *Scheduler) borrows(r *ledger.Record) bool {
+	if s.tree.Borrowed(r.Queue, r.Flavor) > 0 {
+		return true
+	}
+	for _, a := range r.Charged().Resources {
+		if s.tree.UsageOf(r.Queue, r.Flavor, a.Resource) > s.tree.NominalOf(r.Queue, r.Flavor, a.Resource) {
+			return true
+		}
+	}
+	return false
+}
+
+// drainForReclaim starts c's drain for e and reports it.
+func (s *Scheduler) drainForReclaim(now time.Time, e *entry, c reclaimCandidate, d *Decisions) {
+	x := s.work[c.rec.W.ID]
+	reason := gang.DrainInQueue
+	if c.other {
+		reason = gang.DrainReclaim
+	}
+	lost := lostGPUSeconds(c.rec, now)
+	r, err := s.books.DrainServing(c.rec.W.ID, e.w.ID, now, now.Add(x.grace()), reason)
+	if err != nil {
+		panic("fleet: draining a checked reclaim victim: " + err.Error())
+	}
+	dr := Drain{ID: r.W.ID, Deadline: r.Drain.Deadline, Reason: reason,
+		Beneficiaries: slices.Clone(r.Drain.Beneficiaries), LostGPUSeconds: lost}
+	if x.split != nil {
+		dr.Of, dr.Pod = x.split.of, x.split.pod
+	}
+	d.Drain = append(d.Drain, dr)
+	ev := s.event(EventDrainStarted, now, x)
+	ev.Reason, ev.Beneficiaries, ev.Deadline, ev.LostGPUSeconds = reason.String(), dr.Beneficiaries, dr.Deadline, lost
+	ev.Of = dr.Of
+	s.emit(ev)
+}
+
+// lostGPUSeconds is the GPU time r loses if stopped at now: what it is
+// charged, in GPUs (shares and slices at their fraction), times the time
+// since its last checkpoint or its start.
+func lostGPUSeconds(r *ledger.Record, now time.Time) float64 {
+	from := r.Started
+	if cp := r.LastCheckpoint(); cp.After(from) {
+		from = cp
+	}
+	if !now.After(from) {
+		return 0
+	}
+	return float64(r.Charged().MilliGPUs) / gang.MilliGPU * now.Sub(from).Seconds()
+}
