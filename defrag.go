@@ -300,7 +300,8 @@ func (s *Scheduler) clearable(now time.Time, d topology.DomainID, g topology.Gro
 func (s *Scheduler) movable(e *entry, priority int32, forID string) bool {
 	r := e.rec
 	return e.w.ID != forID && r.State == gang.Admitted && r.Policy.Preemptible && e.w.Drain.CheckpointInterval > 0 &&
-		e.w.Booking == "" && e.priority <= priority && len(r.Lost) == 0 && !r.HasClaims() && r.SplitOf() == ""
+		e.w.Booking == "" && e.priority <= priority && len(r.Lost) == 0 && !r.HasClaims() && r.SplitOf() == "" &&
+		!r.Shrunk() // a mover is placed whole: one running below its size would grow
 }
 
 // planDomain empties domain d's nodes, cheapest first, until its whole

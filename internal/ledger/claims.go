@@ -78,6 +78,11 @@ func claimPods(f *topology.Fleet, pods []placement.Pod, take bool) error {
 			return err
 		}
 	}
+	for i, p := range pods {
+		if i == 0 || pods[i-1].Node != p.Node {
+			canon(f, p.Node)
+		}
+	}
 	return nil
 }
 
@@ -93,14 +98,14 @@ func (l *Ledger) place(a placement.Assignment, nodes []placement.NodeGPUs, take 
 		moved = clearNamed(l.fleet, a.Pods)
 	}
 	if err := claimPods(l.fleet, a.Pods, take); err != nil {
-		undoMoves(l.fleet, moved)
+		recanon(l.fleet, moved)
 		return err
 	}
 	if err := l.placeWhole(a, nodes, take); err != nil {
 		if uerr := claimPods(l.fleet, a.Pods, !take); uerr != nil {
 			panic("ledger: undoing claims: " + uerr.Error())
 		}
-		undoMoves(l.fleet, moved)
+		recanon(l.fleet, moved)
 		return err
 	}
 	// The mirror counts the same whole GPUs per node, but a search that
@@ -157,10 +162,12 @@ func moveWhole(f *topology.Fleet, m move) {
 	}
 }
 
-func undoMoves(f *topology.Fleet, moved []move) {
-	for i := len(moved) - 1; i >= 0; i-- {
-		m := moved[i]
-		moveWhole(f, move{node: m.node, from: m.to, to: m.from})
+// recanon puts the nodes of moves made before a refused change back in
+// canonical order (see canon): their state is what it was, and so are the
+// indexes of their whole GPUs.
+func recanon(f *topology.Fleet, moved []move) {
+	for _, m := range moved {
+		canon(f, m.node)
 	}
 }
 
@@ -272,4 +279,31 @@ func (r *Record) podNodes() []topology.NodeID {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// canon puts the whole GPUs held by count on node n on its lowest GPUs
+// that carry no share or slice. Which indexes they sit on is history (a
+// restart, or the order in which holders came and went, puts them
+// elsewhere), not state: kept canonical, the GPU a share or a slice is
+// given depends on the node's state alone, so a restored scheduler names
+// the same GPUs as one that never stopped.
+func canon(f *topology.Fleet, n topology.NodeID) {
+	var free, whole uint64
+	for i := range min(f.Capacity(n), 64) {
+		switch used, sl := f.GPUUsed(n, i); {
+		case f.GPUWhole(n, i):
+			whole |= 1 << i
+		case used == 0 && sl == 0:
+			free |= 1 << i
+		}
+	}
+	want, all := uint64(0), free|whole
+	for range bits.OnesCount64(whole) {
+		b := all & -all
+		want |= b
+		all &^= b
+	}
+	for from, to := whole&^want, want&^whole; from != 0; from, to = from&(from-1), to&(to-1) {
+		moveWhole(f, move{node: n, from: bits.TrailingZeros64(from), to: bits.TrailingZeros64(to)})
+	}
 }

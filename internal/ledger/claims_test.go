@@ -353,14 +353,18 @@ func TestClaimsOnGPUsHeldWholeByCount(t *testing.T) {
 	require.NoError(t, l.Admit("y", on("y", 1, 0), t0)) // GPU 2
 	_, _, err := l.Exit("s", gang.ExitFinished)
 	require.NoError(t, err)
-	// A search's release and give-back: the mirror now holds GPUs 0 and 1.
+	// The fleet keeps its whole GPUs on its lowest free GPUs (0 and 1);
+	// a search that gave one back at another index left the mirror
+	// holding GPUs 0 and 3.
+	assert.True(t, l.Fleet().GPUWhole(0, 0))
+	assert.True(t, l.Fleet().GPUWhole(0, 1))
 	require.NoError(t, l.Scratch().Release(0, 1))
-	require.NoError(t, l.Scratch().Allocate(0, 1))
-	assert.True(t, l.Scratch().GPUWhole(0, 1))
-	assert.False(t, l.Fleet().GPUWhole(0, 1))
+	require.NoError(t, l.Scratch().AllocateClaim(topology.Claim{Node: 0, Whole: 1 << 3}))
+	assert.True(t, l.Scratch().GPUWhole(0, 3))
+	assert.False(t, l.Fleet().GPUWhole(0, 3))
 
 	track("t", gang.PodSet{Name: "p", Count: 1, GPUShare: 500})
-	require.NoError(t, l.Admit("t", share("t", 1), t0))
+	require.NoError(t, l.Admit("t", share("t", 3), t0))
 	require.NoError(t, l.CheckInvariants())
 
 	// On the live fleet: GPU 0 is held whole by x; a share adopted there

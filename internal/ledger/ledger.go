@@ -267,6 +267,8 @@ func (l *Ledger) count(n topology.NodeID, g int, take bool) error {
 		return err
 	}
 	mirror(write(l.scratch, n, g))
+	canon(l.fleet, n)
+	canon(l.scratch, n)
 	return nil
 }
 

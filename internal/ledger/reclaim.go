@@ -88,7 +88,7 @@ func (l *Ledger) Vacate(f *topology.Fleet, r *Record, take bool) error {
 	}
 	moved := clearNamed(f, r.Assign.Pods)
 	if err := claimPods(f, r.Assign.Pods, true); err != nil {
-		undoMoves(f, moved)
+		recanon(f, moved)
 		return err
 	}
 	for i, x := range r.Nodes {
@@ -97,7 +97,7 @@ func (l *Ledger) Vacate(f *topology.Fleet, r *Record, take bool) error {
 				undo(f.Release(y.Node, y.GPUs))
 			}
 			undo(claimPods(f, r.Assign.Pods, false))
-			undoMoves(f, moved)
+			recanon(f, moved)
 			return err
 		}
 	}
