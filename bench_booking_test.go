@@ -43,29 +43,9 @@ func BenchmarkScheduleBookings(b *testing.B) {
 		s := bookedScheduler(b, gpus, n, now)
 		_, r, sizes := mixedScheduler(b, gpus, now) // the same seeded stream of pending work
 		b.Run(fmt.Sprintf("gpus=%d/bookings=%d/pending=1", gpus, n), func(b *testing.B) {
-			lat := make([]time.Duration, 0, min(b.N, 1<<20))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				id := fmt.Sprintf("one-%d", i)
-				w := gang.Workload{ID: id, Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
-					PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 1 + i%8}}}
-				t0 := time.Now()
-				if err := s.Submit(now, w); err != nil {
-					b.Fatal(err)
-				}
-				d := s.Schedule(now)
-				lat = append(lat, time.Since(t0))
-				if len(d.Admit) != 1 {
-					b.Fatalf("replica not admitted: %v", d)
-				}
-				if err := s.Cancel(now, id); err != nil {
-					b.Fatal(err)
-				}
-				s.Schedule(now)
-			}
-			b.StopTimer()
-			reportLatency(b, lat, 1)
+			benchOneReplica(b, s, now, "one", func(i int) gang.PodSet {
+				return gang.PodSet{Name: "server", Count: 1, GPUsPerPod: 1 + i%8}
+			})
 		})
 		b.Run(fmt.Sprintf("gpus=%d/bookings=%d/pending=1000", gpus, n), func(b *testing.B) {
 			lat := make([]time.Duration, 0, min(b.N, 1<<20))

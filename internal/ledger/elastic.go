@@ -180,14 +180,7 @@ func (l *Ledger) Split(parent string, p placement.Pod, child *gang.Workload) (*R
 	l.recs[child.ID] = c
 	child.Drain.LastCheckpoint = r.W.Drain.LastCheckpoint
 
-	l.listNodes(r, -1)
-	r.Assign.Pods = left
-	r.Nodes = r.Assign.NodeGPUs()
-	r.Assign.Span = l.span(r.Assign)
-	l.setSize(r, size)
-	r.charged = l.requestOf(r.Assign)
-	l.listNodes(r, 1)
-	l.indexUpdate(r)
+	l.resize(r, left, size)
 
 	pod := p
 	pod.PodSet, pod.Index = 0, 0
@@ -223,14 +216,7 @@ func (l *Ledger) Unsplit(child string, p placement.Pod) error {
 	pods := append(slices.Clone(r.Assign.Pods), p)
 	sortPods(pods)
 	size, _ := SizeOf(r.W, pods)
-	l.listNodes(r, -1)
-	r.Assign.Pods = pods
-	r.Nodes = r.Assign.NodeGPUs()
-	r.Assign.Span = l.span(r.Assign)
-	l.setSize(r, size)
-	r.charged = l.requestOf(r.Assign)
-	l.listNodes(r, 1)
-	l.indexUpdate(r)
+	l.resize(r, pods, size)
 	return nil
 }
 
@@ -297,14 +283,7 @@ func (l *Ledger) Grow(id string, pods []placement.Pod) error {
 		return fmt.Errorf("ledger: grow %q: %w", id, err)
 	}
 	sortPods(all)
-	l.listNodes(r, -1)
-	r.Assign.Pods = all
-	r.Nodes = r.Assign.NodeGPUs()
-	r.Assign.Span = l.span(r.Assign)
-	l.setSize(r, size)
-	r.charged = l.requestOf(r.Assign)
-	l.listNodes(r, 1)
-	l.indexUpdate(r)
+	l.resize(r, all, size)
 	return nil
 }
 
@@ -383,4 +362,17 @@ func (l *Ledger) checkSized() error {
 		}
 	}
 	return nil
+}
+
+// resize makes pods, at size, the pods a running elastic workload holds:
+// its nodes, span, quota charge, node lists and index entry follow.
+func (l *Ledger) resize(r *Record, pods []placement.Pod, size []int) {
+	l.listNodes(r, -1)
+	r.Assign.Pods = pods
+	r.Nodes = r.Assign.NodeGPUs()
+	r.Assign.Span = l.span(r.Assign)
+	l.setSize(r, size)
+	r.charged = l.requestOf(r.Assign)
+	l.listNodes(r, 1)
+	l.indexUpdate(r)
 }
