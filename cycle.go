@@ -129,6 +129,17 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 			blocked[e.queue] = e.w.ID
 		}
 	}
+	// A workload whose victims a later plan took searches again, once
+	// (a search may in turn take another's: each gets one more try).
+	for i := 0; i < len(s.displaced) && i < len(pending); i++ {
+		e := s.displaced[i]
+		if _, nominated := s.books.Nomination(e.w.ID); nominated || e.rec.State != gang.Pending {
+			continue
+		}
+		s.tryPreempt(now, []*entry{e}, taken, failed, &d)
+	}
+	clear(s.displaced)
+	s.displaced = s.displaced[:0]
 	if s.books.NumShrunk() > 0 {
 		top, waiting := waitingPriority(pending, s.books)
 		s.grow(now, top, waiting, &d)

@@ -40,6 +40,10 @@ const (
 	// holds, or it is the booking's work and waits for its start or for
 	// room in its blocks.
 	WaitBooking
+	// WaitVictimsTaken: the victims draining for it (reclaimed without a
+	// nomination) were promised in the same cycle to the plan of Behind;
+	// it searches again in the next cycle.
+	WaitVictimsTaken
 )
 
 func (w WaitReason) String() string {
@@ -60,6 +64,8 @@ func (w WaitReason) String() string {
 		return "victims"
 	case WaitBooking:
 		return "booking"
+	case WaitVictimsTaken:
+		return "victims-taken"
 	}
 	return fmt.Sprintf("WaitReason(%d)", uint8(w))
 }
@@ -222,6 +228,8 @@ func (s *Scheduler) explainWait(e *entry, x *Explanation) []string {
 		msg = append(msg, "fits only in a domain held for gang "+w.behind)
 	case WaitMemo:
 		msg = append(msg, "no preemption searched: a gang of its class no larger found no victims this cycle")
+	case WaitVictimsTaken:
+		msg = append(msg, "the victims draining for it were promised to "+w.behind+"; it searches again in the next cycle")
 	case WaitBooking:
 		if b, ok := s.cal.Booking(w.behind); ok {
 			if e.w.Booking == w.behind {

@@ -261,10 +261,26 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 			lp.Targets[i] = ledger.Target{Beneficiary: x.w.ID, Assign: s.share(plan.Target, x.w.ID, i*per, per)}
 		}
 	}
+	// Victims already draining for workloads reclaimed for without a
+	// nomination: once promised here, those wait for nothing this cycle.
+	var served []string
+	for _, v := range lp.Victims {
+		if r, ok := s.books.Get(v.ID); ok && r.Drain != nil && !r.Drain.Promised() {
+			served = append(served, r.Drain.Beneficiaries...)
+		}
+	}
 	got, err := s.books.Nominate(now, lp)
 	if err != nil {
 		undoSplits()
 		return false, true
+	}
+	for _, b := range served {
+		if x := s.work[b]; x != nil && x.wait.reason == WaitVictims && x.wait.cycle == s.cycles && len(s.books.ReclaimingFor(b)) == 0 {
+			if _, nominated := s.books.Nomination(b); !nominated {
+				x.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictimsTaken, behind: e.w.ID}
+				s.displaced = append(s.displaced, x)
+			}
+		}
 	}
 	s.reportDrains(now, got, lost, d)
 	for _, x := range run {

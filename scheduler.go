@@ -54,7 +54,11 @@ type Scheduler struct {
 	reserve *reservation
 	// refused remembers, for one cycle, the plans found but refused
 	// (preemption.go): an identical request would find them again.
-	refused    map[failKey]refusal
+	refused map[failKey]refusal
+	// displaced lists, within a cycle, the workloads reclaimed for
+	// without a nomination whose victims a later plan was promised: they
+	// search again before the cycle ends.
+	displaced  []*entry
 	searcher   *preempt.Searcher
 	lastEvents int      // events of the last cycle, to size the next
 	dropped    int      // events not kept since the last cycle (MaxEvents)
