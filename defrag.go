@@ -188,6 +188,7 @@ func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.Group
 	f := s.fleet
 	lo, hi := f.DomainsAt(l)
 	restart := s.restartOverhead()
+	perNode := f.MaxGPUsPerNode()
 	doms := s.defrag.doms[:0]
 	for d := lo; d < hi; d++ {
 		st := f.Stats(d, g)
@@ -202,6 +203,14 @@ func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.Group
 		if need == st.HealthyGPUs && need == f.Stats(d, topology.AllGroups).GPUs {
 			prio, cost, ok := s.books.Index().ClearBound(d, now, restart)
 			if !ok || prio > priority {
+				continue
+			}
+			bound = cost
+		} else {
+			// Room for need GPUs in whole free nodes takes at least
+			// need/per-node of them, free or emptied.
+			cost, ok := s.books.Index().CheapestNodesBound(d, (need+perNode-1)/perNode, now, restart)
+			if !ok {
 				continue
 			}
 			bound = cost
