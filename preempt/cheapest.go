@@ -1,6 +1,7 @@
 package preempt
 
 import (
+	"slices"
 	"time"
 
 	"github.com/google/btree"
@@ -112,31 +113,32 @@ func (x *Index) CheapestNodesBound(d topology.DomainID, m int, now time.Time, ov
 	if k == 0 {
 		return 0, true
 	}
-	// The first k of each class, cheapest first, then a merge of them.
+	// The k cheapest, kept in order: a class is read cheapest first, up
+	// to its first node no cheaper than the k-th kept.
 	sec, over := now.Unix(), overhead.Seconds()
-	heads := x.heads[:0]
-	at := append(x.headAt[:0], 0)
+	best := x.heads[:0]
 	for a := 1; a <= c; a++ {
-		if row[a] != nil {
-			row[a].Ascend(func(l lineKey) bool {
-				heads = append(heads, float64(int64(a)*sec-l.w)+float64(a)*over)
-				return len(heads)-at[len(at)-1] < k
-			})
+		if row[a] == nil {
+			continue
 		}
-		at = append(at, len(heads))
-	}
-	pos := append(x.headPos[:0], at[:c]...)
-	sum := 0.0
-	for range k {
-		best := -1
-		for a := range c {
-			if pos[a] < at[a+1] && (best < 0 || heads[pos[a]] < heads[pos[best]]) {
-				best = a
+		row[a].Ascend(func(l lineKey) bool {
+			v := max(0, float64(int64(a)*sec-l.w)+float64(a)*over)
+			if len(best) == k && v >= best[k-1] {
+				return false
 			}
-		}
-		sum += max(0, heads[pos[best]])
-		pos[best]++
+			i, _ := slices.BinarySearch(best, v)
+			if len(best) < k {
+				best = append(best, 0)
+			}
+			copy(best[i+1:], best[i:len(best)-1])
+			best[i] = v
+			return true
+		})
 	}
-	x.heads, x.headAt, x.headPos = heads, at, pos
+	x.heads = best
+	sum := 0.0
+	for _, v := range best {
+		sum += v
+	}
 	return sum * (1 - 1e-9), true
 }

@@ -86,10 +86,8 @@ type Index struct {
 	lines     []nodeLine
 	classes   []*btree.BTreeG[lineKey]
 	lineCount []int32
-	heads     []float64 // CheapestNodesBound's buffers
-	headAt    []int
-	headPos   []int
-	oldRow    []int32 // nodeChanged: the node's prices before the change
+	heads     []float64 // CheapestNodesBound's buffer
+	oldRow    []int32   // nodeChanged: the node's prices before the change
 }
 
 // A price is the highest priority that must be evicted; freePrice marks
