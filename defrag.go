@@ -336,16 +336,25 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 	}()
 	// The movers' new pods, all in one list the plan keeps: move i's are
 	// pods[at[i]:at[i+1]].
-	n := 0
-	for _, e := range movers {
-		n += len(e.rec.Assign.Pods)
+	// Sized for the cheapest nodes that would do if all their movers fit,
+	// not for every node of d.
+	n, k, room := 0, 0, whole
+	for _, nc := range nodes {
+		if room >= need {
+			break
+		}
+		for _, e := range movers[nc.at : nc.at+nc.count] {
+			n += len(e.rec.Assign.Pods)
+		}
+		k += nc.count
+		room += f.Capacity(nc.n)
 	}
 	pods := make([]placement.Pod, 0, n)
-	at := append(make([]int, 0, len(movers)+1), 0)
-	plan.Moves = make([]Move, 0, len(movers))
+	at := append(make([]int, 0, k+1), 0)
+	plan.Moves = make([]Move, 0, k)
 	// A mover on several nodes of d is planned with the first of them; a
 	// later node finds it already moved.
-	moved := make(map[string]bool, len(movers))
+	moved := make(map[string]bool, k)
 	got := whole
 	for _, nc := range nodes {
 		if got >= need {
