@@ -142,3 +142,56 @@ func (x *Index) CheapestNodesBound(d topology.DomainID, m int, now time.Time, ov
 	}
 	return sum * (1 - 1e-9), true
 }
+
+// NodeBound is a node and a lower bound on the work emptying it loses.
+type NodeBound struct {
+	Node       topology.NodeID
+	GPUSeconds float64
+}
+
+// CheapestNodes appends to dst the k cheapest nodes of domain d by the
+// bound CheapestNodesBound sums (then by node), cheapest first, of the
+// nodes that evicting indexed candidates could free whole (free ones
+// included, at 0), and reports whether d has more of them: every node
+// left out costs at least the last one returned. It costs O(k x
+// MaxGPUsPerNode x log), whatever the size of d. d must be above the
+// nodes' own domains.
+func (x *Index) CheapestNodes(d topology.DomainID, k int, now time.Time, overhead time.Duration, dst []NodeBound) (out []NodeBound, more bool) {
+	base := len(dst)
+	if k <= 0 {
+		return dst, x.lineCount[d] > 0
+	}
+	c := x.podSizes
+	row := x.classes[int(d)*(c+1) : int(d)*(c+1)+c+1]
+	sec, over := now.Unix(), overhead.Seconds()
+	less := func(a, b NodeBound) int {
+		switch {
+		case a.GPUSeconds < b.GPUSeconds:
+			return -1
+		case a.GPUSeconds > b.GPUSeconds:
+			return 1
+		}
+		return int(a.Node) - int(b.Node)
+	}
+	for a := 0; a <= c; a++ {
+		if row[a] == nil {
+			continue
+		}
+		row[a].Ascend(func(l lineKey) bool {
+			v := NodeBound{Node: l.n, GPUSeconds: max(0, (float64(int64(a)*sec-l.w)+float64(a)*over)*(1-1e-9))}
+			best := dst[base:]
+			if len(best) == k && less(v, best[k-1]) >= 0 {
+				return false
+			}
+			i, _ := slices.BinarySearchFunc(best, v, less)
+			if len(best) < k {
+				dst = append(dst, NodeBound{})
+				best = dst[base:]
+			}
+			copy(best[i+1:], best[i:len(best)-1])
+			best[i] = v
+			return true
+		})
+	}
+	return dst, int(x.lineCount[d]) > len(dst)-base
+}
