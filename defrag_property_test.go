@@ -79,3 +79,39 @@ func TestPlanDefragEqualsPlanningEveryDomain(t *testing.T) {
 		assert.GreaterOrEqual(t, plan.FreeGPUs, max(gpus, 1))
 	})
 }
+
+// A partial plan whose cheapest nodes by the victim index's bounds cannot
+// move (research work, above the batch gang's priority) reads on past
+// them, and plans as planning every domain does.
+func TestPlanDefragReadsPastUnmovableCheapNodes(t *testing.T) {
+	s, err := fleet.New(fleet.ReferenceConfig())
+	require.NoError(t, err)
+	for sp := range 4 {
+		for lf := range 8 {
+			for nd := range 8 {
+				w := gang.Workload{ID: fmt.Sprintf("w-%d-%d-%d", sp, lf, nd), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
+					Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}},
+					Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
+				started := t0 // young: cheap to move
+				if lf == 7 && nd >= 6 {
+					w.Queue, w.PriorityClass = "batch", fleet.ClassPreemptibleBatch
+					started = t0.Add(-time.Duration(30+sp*10+nd) * time.Minute)
+				}
+				pods := []fleet.PodAssignment{{PodSet: "p", Node: fmt.Sprintf("node-%d-%d-%d", sp, lf, nd), GPUs: 1}}
+				require.NoError(t, s.Adopt(t0, w, started, pods))
+			}
+		}
+	}
+	now := t0.Add(10 * time.Minute)
+	for _, gpus := range []int{8, 16} {
+		plan, err := s.PlanDefrag(now, "spine", "H100", gpus, 100)
+		require.NoError(t, err)
+		lost, moves, ok := s.PlanDefragNaive(now, "spine", "H100", gpus, 100)
+		require.True(t, ok)
+		assert.InDelta(t, lost, plan.LostGPUSeconds, 1e-6)
+		assert.Equal(t, moves, len(plan.Moves))
+		for _, m := range plan.Moves {
+			assert.Contains(t, m.ID, "w-0-7-")
+		}
+	}
+}
