@@ -3,12 +3,14 @@ package fleet
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -164,6 +166,7 @@ type nodeClear struct {
 	n         topology.NodeID
 	cost      float64
 	at, count int
+	shared    bool // a mover also holds GPUs on another node
 }
 
 // defragDomain is a domain a request may open, with a lower bound on its
@@ -188,6 +191,7 @@ func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.Group
 	f := s.fleet
 	lo, hi := f.DomainsAt(l)
 	restart := s.restartOverhead()
+	perNode := f.MaxGPUsPerNode()
 	doms := s.defrag.doms[:0]
 	for d := lo; d < hi; d++ {
 		st := f.Stats(d, g)
@@ -205,6 +209,14 @@ func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.Group
 				continue
 			}
 			bound = cost
+		} else {
+			// Room for need GPUs in whole free nodes takes at least
+			// need/per-node of them, free or emptied.
+			cost, ok := s.books.Index().CheapestNodesBound(d, (need+perNode-1)/perNode, now, restart)
+			if !ok {
+				continue
+			}
+			bound = cost
 		}
 		doms = append(doms, defragDomain{d: d, need: need, bound: bound})
 	}
@@ -217,22 +229,7 @@ func (s *Scheduler) planDefrag(now time.Time, l topology.Level, g topology.Group
 		if found && x.bound > best.price {
 			break
 		}
-		whole, nodes, movers, ok := s.clearable(now, x.d, g, priority, forID, x.need == f.Stats(x.d, g).HealthyGPUs)
-		if !ok {
-			continue
-		}
-		left, exact := x.need-whole, 0.0
-		for _, nc := range nodes {
-			if left <= 0 {
-				break
-			}
-			exact += nc.cost
-			left -= f.Capacity(nc.n)
-		}
-		if left > 0 || found && exact > best.price {
-			continue
-		}
-		p, ok := s.planDomain(now, x.d, x.need, whole, nodes, movers, priority)
+		p, ok := s.openDomain(now, x, g, priority, forID, best.price, found)
 		if !ok {
 			continue
 		}
@@ -262,37 +259,134 @@ func (s *Scheduler) clearable(now time.Time, d topology.DomainID, g topology.Gro
 			whole += f.Capacity(n)
 			continue
 		}
-		nc := nodeClear{n: n, at: len(movers)}
-		movable, held := true, 0
-		for _, id := range s.books.HoldersOn(n) {
-			e := s.work[id]
-			if !s.movable(e, priority, forID) {
-				movable = false
-				break
-			}
-			nc.cost += s.movePrice(e, now, priority)
-			movers = append(movers, e)
-			for _, x := range e.rec.Nodes {
-				if x.Node == n {
-					held += x.GPUs
-				}
-			}
+		var nc nodeClear
+		if nc, movers, ok = s.readNode(now, n, priority, forID, movers); ok {
+			nodes = append(nodes, nc)
+		} else if all {
+			return 0, nil, nil, false
 		}
-		// GPUs a nomination reserved there are not any mover's to give.
-		if !movable || held != f.Allocated(n) {
-			if all {
-				return 0, nil, nil, false
-			}
-			movers = movers[:nc.at]
-			continue
-		}
-		nc.count = len(movers) - nc.at
-		nodes = append(nodes, nc)
 	}
 	slices.SortFunc(nodes, func(a, b nodeClear) int {
 		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(a.n, b.n))
 	})
 	return whole, nodes, movers, true
+}
+
+// readNode appends to movers the workloads on node n, a partly used
+// node, and reports what emptying it takes (false: it cannot be emptied,
+// movers unchanged).
+func (s *Scheduler) readNode(now time.Time, n topology.NodeID, priority int32, forID string, movers []*entry) (nodeClear, []*entry, bool) {
+	nc := nodeClear{n: n, at: len(movers)}
+	held := 0
+	for _, id := range s.books.HoldersOn(n) {
+		e := s.work[id]
+		if !s.movable(e, priority, forID) {
+			return nodeClear{}, movers[:nc.at], false
+		}
+		nc.cost += s.movePrice(e, now, priority)
+		nc.shared = nc.shared || len(e.rec.Nodes) > 1
+		movers = append(movers, e)
+		for _, x := range e.rec.Nodes {
+			if x.Node == n {
+				held += x.GPUs
+			}
+		}
+	}
+	// GPUs a nomination reserved there are not any mover's to give.
+	if held != s.fleet.Allocated(n) {
+		return nodeClear{}, movers[:nc.at], false
+	}
+	nc.count = len(movers) - nc.at
+	return nc, movers, true
+}
+
+// openDomain plans opening x, unless its exact price is above limit
+// (when found). A request for part of the domain reads its cheapest
+// nodes first, in the victim index's order (see cheapestClearable), and
+// all of them only when those do not settle the plan.
+func (s *Scheduler) openDomain(now time.Time, x defragDomain, g topology.GroupID, priority int32, forID string, limit float64, found bool) (DefragPlan, bool) {
+	all := x.need == s.fleet.Stats(x.d, g).HealthyGPUs
+	if !all {
+		st := s.fleet.Stats(x.d, g)
+		whole := st.FreeGPUs - st.Stranded
+		per := s.fleet.MaxGPUsPerNode()
+		for k := st.FreeNodes + 2*((max(0, x.need-whole)+per-1)/per) + 16; k < 4*st.Nodes; k *= 4 {
+			nodes, movers, complete := s.cheapestClearable(now, x.d, g, priority, forID, k)
+			if p, ok, sure := s.openWith(now, x, whole, nodes, movers, priority, limit, found, complete); sure {
+				return p, ok
+			}
+			if complete {
+				break
+			}
+		}
+	}
+	whole, nodes, movers, ok := s.clearable(now, x.d, g, priority, forID, all)
+	if !ok {
+		return DefragPlan{}, false
+	}
+	p, ok, _ := s.openWith(now, x, whole, nodes, movers, priority, limit, found, true)
+	return p, ok
+}
+
+// openWith plans opening x from whole free GPUs and nodes, the cheapest
+// that moves could empty (all of them when complete, else the first of
+// them in order): sure is false when the plan would need nodes beyond
+// them.
+func (s *Scheduler) openWith(now time.Time, x defragDomain, whole int, nodes []nodeClear, movers []*entry, priority int32, limit float64, found, complete bool) (p DefragPlan, ok, sure bool) {
+	left, exact := x.need-whole, 0.0
+	for _, nc := range nodes {
+		if left <= 0 {
+			break
+		}
+		exact += nc.cost
+		left -= s.fleet.Capacity(nc.n)
+	}
+	if left > 0 {
+		return DefragPlan{}, false, complete
+	}
+	// The cheapest nodes' prices add up to a bound on the plan's only
+	// when no mover is on two of them: one that is costs once, and a plan
+	// that skips a node may find the rest of it moved already.
+	if found && exact > limit && !slices.ContainsFunc(nodes, func(nc nodeClear) bool { return nc.shared }) {
+		return DefragPlan{}, false, true
+	}
+	p, ok = s.planDomain(now, x.d, x.need, whole, nodes, movers, priority)
+	return p, ok, ok || complete
+}
+
+// cheapestClearable is clearable's nodes, read only among domain d's k
+// cheapest by the victim index's bounds: those whose exact price is below
+// the bound of every node left unread, so they are the first nodes of
+// clearable's order (all of them when complete).
+func (s *Scheduler) cheapestClearable(now time.Time, d topology.DomainID, g topology.GroupID, priority int32, forID string, k int) (nodes []nodeClear, movers []*entry, complete bool) {
+	f := s.fleet
+	cheap, more := s.books.Index().CheapestNodes(d, k, now, s.restartOverhead(), s.defrag.cheap[:0])
+	s.defrag.cheap = cheap
+	frontier := math.Inf(1)
+	if more {
+		frontier = cheap[len(cheap)-1].GPUSeconds
+	}
+	movers, nodes = s.defrag.movers[:0], s.defrag.nodes[:0]
+	for _, c := range cheap {
+		n := c.Node
+		if f.Health(n) != topology.Healthy || f.NodeGroup(n) != g || f.Free(n) == f.Capacity(n) {
+			continue
+		}
+		var nc nodeClear
+		var ok bool
+		if nc, movers, ok = s.readNode(now, n, priority, forID, movers); ok {
+			nodes = append(nodes, nc)
+		}
+	}
+	slices.SortFunc(nodes, func(a, b nodeClear) int {
+		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(a.n, b.n))
+	})
+	end := len(nodes)
+	for end > 0 && nodes[end-1].cost >= frontier {
+		end--
+	}
+	s.defrag.movers, s.defrag.nodes = movers, nodes
+	return nodes[:end], movers, !more
 }
 
 // movable reports whether a defragmentation may move e for work of
@@ -328,16 +422,25 @@ func (s *Scheduler) planDomain(now time.Time, d topology.DomainID, need, whole i
 	}()
 	// The movers' new pods, all in one list the plan keeps: move i's are
 	// pods[at[i]:at[i+1]].
-	n := 0
-	for _, e := range movers {
-		n += len(e.rec.Assign.Pods)
+	// Sized for the cheapest nodes that would do if all their movers fit,
+	// not for every node of d.
+	n, k, room := 0, 0, whole
+	for _, nc := range nodes {
+		if room >= need {
+			break
+		}
+		for _, e := range movers[nc.at : nc.at+nc.count] {
+			n += len(e.rec.Assign.Pods)
+		}
+		k += nc.count
+		room += f.Capacity(nc.n)
 	}
 	pods := make([]placement.Pod, 0, n)
-	at := append(make([]int, 0, len(movers)+1), 0)
-	plan.Moves = make([]Move, 0, len(movers))
+	at := append(make([]int, 0, k+1), 0)
+	plan.Moves = make([]Move, 0, k)
 	// A mover on several nodes of d is planned with the first of them; a
 	// later node finds it already moved.
-	moved := make(map[string]bool, len(movers))
+	moved := make(map[string]bool, k)
 	got := whole
 	for _, nc := range nodes {
 		if got >= need {
@@ -491,6 +594,7 @@ type defragScratch struct {
 	placed []placement.NodeGPUs
 	avoid  []topology.DomainID
 	merged []placement.NodeGPUs
+	cheap  []preempt.NodeBound
 }
 
 // defragFor opens a domain for a gang blocked by fragmentation, within the

@@ -80,8 +80,14 @@ type Index struct {
 	// uniform[l]: the node count of every domain of level l, or -1 when
 	// they differ.
 	uniform []int
-	scratch []band  // nodeChanged's sort buffer
-	oldRow  []int32 // nodeChanged: the node's prices before the change
+	scratch []band // nodeChanged's sort buffer
+	// lines, per node, and classes, per domain x class 0..podSizes, with
+	// lineCount, per domain, the nodes in its classes: see cheapest.go.
+	lines     []nodeLine
+	classes   []*btree.BTreeG[lineKey]
+	lineCount []int32
+	heads     []float64 // CheapestNodesBound's buffer
+	oldRow    []int32   // nodeChanged: the node's prices before the change
 }
 
 // A price is the highest priority that must be evicted; freePrice marks
@@ -184,6 +190,11 @@ func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
 		clearPrice: make([]int32, f.NumNodes()), maxClear: make([]int32, f.NumDomains()),
 		levels: f.Depth() + 1, cellClear: make([]int32, f.NumDomains()*(f.Depth()+1)),
 		uniform: make([]int, f.Depth()+1),
+		lines:   make([]nodeLine, f.NumNodes()), classes: make([]*btree.BTreeG[lineKey], f.NumDomains()*(c+1)),
+		lineCount: make([]int32, f.NumDomains()),
+	}
+	for n := range x.lines {
+		x.lines[n].a = -1
 	}
 	for l := range topology.Level(f.Depth() + 1) {
 		lo, hi := f.DomainsAt(l)
@@ -206,7 +217,9 @@ func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
 	}
 	// Every node starts empty: its room is free up to its capacity.
 	for n := range topology.NodeID(f.NumNodes()) {
-		if p := x.nodePrices(n); p != noPrice {
+		p := x.nodePrices(n)
+		x.lineChanged(n)
+		if p != noPrice {
 			for d, ok := f.NodeDomain(n), true; ok; d, ok = f.Parent(d) {
 				x.nodeBands[d] = addBand(x.nodeBands[d], p, 1, 0)
 			}
@@ -481,6 +494,7 @@ func (x *Index) nodeChanged(n topology.NodeID) {
 	oldClear := x.clearPrice[n]
 	x.oldRow = append(x.oldRow[:0], x.firstSlot[int(nd)*c:int(nd)*c+c]...)
 	newClear := x.nodePrices(n)
+	x.lineChanged(n)
 	x.cellClearOf(nd)
 	// The minimums above change only while a domain's own do: stop
 	// carrying them up at the first domain left as it was.
