@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,10 +58,15 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	if s.cfg.Policy.NoPreemption || run[0].sharing() {
 		return false, false // work beyond whole GPUs of one model waits for room
 	}
-	key, keyed := failureKey(run[0])
+	key, keyed := s.failureKey(now, run[0])
 	if keyed {
 		if pods, ok := failed[key]; ok && run[0].w.Pods() >= pods {
-			run[0].wait.reason = WaitMemo // a no larger gang of its class found no plan this cycle
+			// A no larger gang of its class found no plan this cycle. One
+			// that fits only in a booked block still waits behind the
+			// booking, as tryAdmit said.
+			if run[0].wait.reason != WaitBooking {
+				run[0].wait.reason = WaitMemo
+			}
 			return false, false
 		}
 		if r, ok := s.refused[key]; ok && r.matches(s, run[0]) {
@@ -145,14 +151,25 @@ type failKey struct {
 	required string
 	pools    string
 	gpus     int
+	// avoid lists the domains its plans may not use (avoidFor): a search
+	// kept out of more domains finds no more.
+	avoid string
 }
 
-func failureKey(e *entry) (failKey, bool) {
+func (s *Scheduler) failureKey(now time.Time, e *entry) (failKey, bool) {
 	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) || ledger.Elastic(&e.w) {
 		return failKey{}, false
 	}
-	return failKey{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
-		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod}, true
+	k := failKey{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
+		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod}
+	if avoid := s.avoidFor(now, e); len(avoid) > 0 {
+		ids := make([]string, len(avoid))
+		for i, d := range avoid {
+			ids[i] = strconv.Itoa(int(d))
+		}
+		k.avoid = strings.Join(ids, ",")
+	}
+	return k, true
 }
 
 // preemptFor reports whether it accepted a plan, and whether the search
@@ -169,7 +186,7 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 		w = &joint
 	}
 	req := preempt.Request{W: w, Queue: e.queue, Flavor: e.flavor, Now: now,
-		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Claims: s.books}
+		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Claims: s.books, Avoid: s.avoidFor(now, e)}
 	if s.searcher.ScratchDirty() {
 		// A search was interrupted (a host callback panicked): the live
 		// state was never touched, only the mirror needs copying again.
@@ -294,6 +311,21 @@ func drainReason(r preempt.Reason) gang.DrainReason {
 		return gang.DrainFairSharing
 	}
 	panic(fmt.Sprintf("fleet: preempt returned an unknown reason %d", r))
+}
+
+// avoidFor lists the domains a plan for e may not use: the booked blocks
+// it may not enter, and the domain reserved for a blocked gang when e is
+// work of that gang's priority or lower that the gang could not get rid
+// of in time. The search places around them, so it never returns a plan
+// the cycle would refuse for them. The list is a buffer the next call
+// reuses.
+func (s *Scheduler) avoidFor(now time.Time, e *entry) []topology.DomainID {
+	avoid := s.holdsAgainst(now, e)
+	if s.barredFromReservation(now, e) && e.priority <= s.reserve.priority && !slices.Contains(avoid, s.reserve.domain) {
+		avoid = append(avoid, s.reserve.domain)
+	}
+	s.held.against = avoid[:0]
+	return avoid
 }
 
 // onHeldGPUs reports whether a target needs more GPUs on some node than
