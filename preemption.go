@@ -60,7 +60,7 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	}
 	key, keyed := s.failureKey(now, run[0])
 	if keyed {
-		if pods, ok := failed[key]; ok && run[0].w.Pods() >= pods {
+		if pods, ok := failed[key]; ok && searchPods(run[0]) >= pods {
 			// A no larger gang of its class found no plan this cycle. One
 			// that fits only in a booked block still waits behind the
 			// booking, as tryAdmit said.
@@ -97,8 +97,8 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	// the class: a plan refused for a reservation, or one that needs no
 	// victim, does not.
 	if keyed && !found {
-		if pods, ok := failed[key]; !ok || run[0].w.Pods() < pods {
-			failed[key] = run[0].w.Pods()
+		if pods, ok := failed[key]; !ok || searchPods(run[0]) < pods {
+			failed[key] = searchPods(run[0])
 		}
 	}
 	return false, jointFailed
@@ -123,7 +123,7 @@ type refusal struct {
 }
 
 func (s *Scheduler) refusalOf(e *entry) refusal {
-	r := refusal{pods: e.w.Pods(), preferred: e.w.Topology.Preferred, runtime: e.w.ExpectedRuntime,
+	r := refusal{pods: searchPods(e), preferred: e.w.Topology.Preferred, runtime: e.w.ExpectedRuntime,
 		preemptible: e.w.Drain.Preemptible, reserve: s.reserve, reason: e.wait.reason, behind: e.wait.behind}
 	if s.tree.Rules(e.queue).WithinQueue == quota.WithinQueueLowerOrNewerEqualPriority {
 		r.submitted = e.submitted
@@ -141,7 +141,9 @@ func (r refusal) matches(s *Scheduler, e *entry) bool {
 
 // failKey is a class of pending workloads for which a failed victim search
 // is monotonic within a cycle: same queue, priority, flavor, pools,
-// required level and pod size. Victims are chosen by the queue's rules and
+// required level and pod size. An elastic workload searches for its
+// minimum (minimumSpec), a gang of its minimum count: it is of the class
+// of that gang. Victims are chosen by the queue's rules and
 // the priority, so the candidates are the same (or fewer, for a later
 // submission); if n pods of this size found no plan, more pods cannot.
 type failKey struct {
@@ -157,7 +159,7 @@ type failKey struct {
 }
 
 func (s *Scheduler) failureKey(now time.Time, e *entry) (failKey, bool) {
-	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) || ledger.Elastic(&e.w) {
+	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) {
 		return failKey{}, false
 	}
 	k := failKey{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
@@ -170,6 +172,15 @@ func (s *Scheduler) failureKey(now time.Time, e *entry) (failKey, bool) {
 		k.avoid = strings.Join(ids, ",")
 	}
 	return k, true
+}
+
+// searchPods is how many pods e's victim search asks room for: its
+// minimum when it is elastic (see preemptFor).
+func searchPods(e *entry) int {
+	if len(e.w.PodSets) == 1 && ledger.Elastic(&e.w) {
+		return e.w.PodSets[0].Min()
+	}
+	return e.w.Pods()
 }
 
 // preemptFor reports whether it accepted a plan, and whether the search
