@@ -75,6 +75,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	taken := map[string]bool{}
 	failed := map[failKey]int{}
 	clear(s.refused)
+	s.avoidSets = s.avoidSets[:0]
 	// The run of identical replicas the current workload belongs to is
 	// found once (runEnd), and a run that found no joint plan asks for
 	// its members one by one: a spike costs one scan and one search.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -153,9 +152,9 @@ type failKey struct {
 	required string
 	pools    string
 	gpus     int
-	// avoid lists the domains its plans may not use (avoidFor): a search
-	// kept out of more domains finds no more.
-	avoid string
+	// avoid is the list of domains its plans may not use (avoidFor), as
+	// its index in the cycle's avoidSets plus one (0: none).
+	avoid int
 }
 
 func (s *Scheduler) failureKey(now time.Time, e *entry) (failKey, bool) {
@@ -165,11 +164,12 @@ func (s *Scheduler) failureKey(now time.Time, e *entry) (failKey, bool) {
 	k := failKey{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
 		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod}
 	if avoid := s.avoidFor(now, e); len(avoid) > 0 {
-		ids := make([]string, len(avoid))
-		for i, d := range avoid {
-			ids[i] = strconv.Itoa(int(d))
+		i := slices.IndexFunc(s.avoidSets, func(x []topology.DomainID) bool { return slices.Equal(x, avoid) })
+		if i < 0 {
+			i = len(s.avoidSets)
+			s.avoidSets = append(s.avoidSets, slices.Clone(avoid))
 		}
-		k.avoid = strings.Join(ids, ",")
+		k.avoid = i + 1
 	}
 	return k, true
 }

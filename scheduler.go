@@ -54,7 +54,10 @@ type Scheduler struct {
 	reserve *reservation
 	// refused remembers, for one cycle, the plans found but refused
 	// (preemption.go): an identical request would find them again.
-	refused    map[failKey]refusal
+	refused map[failKey]refusal
+	// avoidSets interns, per cycle, the lists of domains searches were
+	// kept out of (failKey.avoid is an index into it, plus one).
+	avoidSets  [][]topology.DomainID
 	searcher   *preempt.Searcher
 	lastEvents int      // events of the last cycle, to size the next
 	dropped    int      // events not kept since the last cycle (MaxEvents)

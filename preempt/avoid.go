@@ -1,6 +1,9 @@
 package preempt
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -18,7 +21,8 @@ type avoidSpan struct {
 }
 
 // setupAvoid checks and keeps Request.Avoid, without the domains inside
-// another of the list (their pods would be left out twice).
+// another of the list (their pods would be left out twice), sorted by
+// first node: domains nest, so what is left is disjoint.
 func (s *Searcher) setupAvoid() *NoPlan {
 	s.avoid = s.avoid[:0]
 	s.avoidIDs = s.avoidIDs[:0]
@@ -27,33 +31,43 @@ func (s *Searcher) setupAvoid() *NoPlan {
 		if d < 0 || int(d) >= f.NumDomains() {
 			return s.invalid("avoided domain out of range")
 		}
-	}
-	for _, d := range s.req.Avoid {
 		lo, hi := f.Nodes(d)
-		inside := false
-		for _, o := range s.req.Avoid {
-			olo, ohi := f.Nodes(o)
-			if o != d && olo <= lo && hi <= ohi && (olo < lo || hi < ohi || o < d) {
-				inside = true
-				break
-			}
-		}
-		if !inside {
-			s.avoid = append(s.avoid, avoidSpan{d: d, lo: lo, hi: hi})
-			s.avoidIDs = append(s.avoidIDs, d)
-		}
+		s.avoid = append(s.avoid, avoidSpan{d: d, lo: lo, hi: hi})
 	}
+	// Outer domains first: a span is kept when it starts past the last
+	// kept one's end.
+	slices.SortFunc(s.avoid, func(a, b avoidSpan) int {
+		return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(b.hi, a.hi), cmp.Compare(a.d, b.d))
+	})
+	kept := s.avoid[:0]
+	for _, a := range s.avoid {
+		if len(kept) > 0 && a.lo < kept[len(kept)-1].hi {
+			continue
+		}
+		kept = append(kept, a)
+		s.avoidIDs = append(s.avoidIDs, a.d)
+	}
+	s.avoid = kept
 	return nil
+}
+
+// spanFrom returns the index of the first avoided span that ends after
+// node n (len(s.avoid) when none does): the spans are disjoint and
+// sorted, so their ends are sorted too.
+func (s *Searcher) spanFrom(n topology.NodeID) int {
+	i, _ := slices.BinarySearchFunc(s.avoid, n, func(a avoidSpan, n topology.NodeID) int {
+		if a.hi <= n {
+			return -1
+		}
+		return 1
+	})
+	return i
 }
 
 // avoidedNode reports whether node n lies in an avoided domain.
 func (s *Searcher) avoidedNode(n topology.NodeID) bool {
-	for _, a := range s.avoid {
-		if n >= a.lo && n < a.hi {
-			return true
-		}
-	}
-	return false
+	i := s.spanFrom(n)
+	return i < len(s.avoid) && s.avoid[i].lo <= n
 }
 
 // avoidedDomain reports whether domain d lies inside an avoided domain.
@@ -62,12 +76,8 @@ func (s *Searcher) avoidedDomain(d topology.DomainID) bool {
 		return false
 	}
 	lo, hi := s.fleet.Nodes(d)
-	for _, a := range s.avoid {
-		if a.lo <= lo && hi <= a.hi {
-			return true
-		}
-	}
-	return false
+	i := s.spanFrom(lo)
+	return i < len(s.avoid) && s.avoid[i].lo <= lo && hi <= s.avoid[i].hi
 }
 
 // touchesAvoided reports whether domain d has a node in an avoided domain.
@@ -76,12 +86,8 @@ func (s *Searcher) touchesAvoided(d topology.DomainID) bool {
 		return false
 	}
 	lo, hi := s.fleet.Nodes(d)
-	for _, a := range s.avoid {
-		if lo < a.hi && a.lo < hi {
-			return true
-		}
-	}
-	return false
+	i := s.spanFrom(lo)
+	return i < len(s.avoid) && s.avoid[i].lo < hi
 }
 
 // podsThatFit is f.PodsThatFit on the nodes of d outside the avoided
@@ -92,16 +98,17 @@ func (s *Searcher) podsThatFit(d topology.DomainID, g topology.GroupID, k int) i
 		return f.PodsThatFit(d, g, k)
 	}
 	lo, hi := f.Nodes(d)
-	n := 0
-	for _, a := range s.avoid {
-		switch {
-		case a.lo <= lo && hi <= a.hi:
-			return 0
-		case lo <= a.lo && a.hi <= hi:
-			n += f.PodsThatFit(a.d, g, k)
+	n := f.PodsThatFit(d, g, k)
+	for _, a := range s.avoid[s.spanFrom(lo):] {
+		if a.lo >= hi {
+			break
 		}
+		if a.lo <= lo && hi <= a.hi {
+			return 0 // d lies inside a
+		}
+		n -= f.PodsThatFit(a.d, g, k) // a lies inside d
 	}
-	return f.PodsThatFit(d, g, k) - n
+	return n
 }
 
 // place places the preemptor on the scratch fleet, outside the avoided

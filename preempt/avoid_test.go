@@ -69,6 +69,16 @@ func TestAvoidPlacesOutsideAvoidedDomains(t *testing.T) {
 				return []topology.DomainID{domainAt(t, f, "leaf", 1), domainAt(t, f, "spine", 0)}
 			},
 			func(f *topology.Fleet) topology.DomainID { return domainAt(t, f, "spine", 1) }},
+		{"leaf gang, three of four leaves avoided", 2, "leaf",
+			func(f *topology.Fleet) []topology.DomainID {
+				return []topology.DomainID{domainAt(t, f, "leaf", 2), domainAt(t, f, "leaf", 0), domainAt(t, f, "leaf", 1)}
+			},
+			func(f *topology.Fleet) topology.DomainID { return domainAt(t, f, "leaf", 3) }},
+		{"no required level, three of four leaves avoided", 2, "",
+			func(f *topology.Fleet) []topology.DomainID {
+				return []topology.DomainID{domainAt(t, f, "leaf", 1), domainAt(t, f, "leaf", 3), domainAt(t, f, "leaf", 0)}
+			},
+			func(f *topology.Fleet) topology.DomainID { return domainAt(t, f, "leaf", 2) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := avoidEnv(t)
