@@ -57,7 +57,8 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	if s.cfg.Policy.NoPreemption || run[0].sharing() {
 		return false, false // work beyond whole GPUs of one model waits for room
 	}
-	key, keyed := s.failureKey(now, run[0])
+	avoid, avoidID := s.avoidSet(now, run[0])
+	key, keyed := failureKey(run[0], avoidID)
 	if keyed {
 		if pods, ok := failed[key]; ok && searchPods(run[0]) >= pods {
 			// A no larger gang of its class found no plan this cycle. One
@@ -77,12 +78,12 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 		}
 	}
 	if len(run) > 1 {
-		if ok, _ := s.preemptFor(now, run, taken, d); ok {
+		if ok, _ := s.preemptFor(now, run, avoid, taken, d); ok {
 			return true, false
 		}
 		jointFailed = true
 	}
-	ok, found := s.preemptFor(now, run[:1], taken, d)
+	ok, found := s.preemptFor(now, run[:1], avoid, taken, d)
 	if ok {
 		return true, jointFailed
 	}
@@ -157,21 +158,12 @@ type failKey struct {
 	avoid int
 }
 
-func (s *Scheduler) failureKey(now time.Time, e *entry) (failKey, bool) {
+func failureKey(e *entry, avoid int) (failKey, bool) {
 	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) {
 		return failKey{}, false
 	}
-	k := failKey{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
-		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod}
-	if avoid := s.avoidFor(now, e); len(avoid) > 0 {
-		i := slices.IndexFunc(s.avoidSets, func(x []topology.DomainID) bool { return slices.Equal(x, avoid) })
-		if i < 0 {
-			i = len(s.avoidSets)
-			s.avoidSets = append(s.avoidSets, slices.Clone(avoid))
-		}
-		k.avoid = i + 1
-	}
-	return k, true
+	return failKey{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
+		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod, avoid: avoid}, true
 }
 
 // searchPods is how many pods e's victim search asks room for: its
@@ -187,7 +179,7 @@ func searchPods(e *entry) int {
 // found one at all. One search serves the whole run: the joint target is
 // cut into one target per replica, and the ledger makes each replica wait
 // only for the victims on its own nodes.
-func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]bool, d *Decisions) (ok, found bool) {
+func (s *Scheduler) preemptFor(now time.Time, run []*entry, avoid []topology.DomainID, taken map[string]bool, d *Decisions) (ok, found bool) {
 	e := run[0]
 	// An elastic workload preempts for its minimum; it grows later.
 	w := minimumSpec(&e.w)
@@ -197,7 +189,7 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 		w = &joint
 	}
 	req := preempt.Request{W: w, Queue: e.queue, Flavor: e.flavor, Now: now,
-		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Claims: s.books, Avoid: s.avoidFor(now, e)}
+		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Claims: s.books, Avoid: avoid}
 	if s.searcher.ScratchDirty() {
 		// A search was interrupted (a host callback panicked): the live
 		// state was never touched, only the mirror needs copying again.
@@ -337,6 +329,21 @@ func (s *Scheduler) avoidFor(now time.Time, e *entry) []topology.DomainID {
 	}
 	s.held.against = avoid[:0]
 	return avoid
+}
+
+// avoidSet is avoidFor(e) as the cycle interns it (avoidSets): the list
+// and its index plus one, 0 for none. The list stays valid for the cycle.
+func (s *Scheduler) avoidSet(now time.Time, e *entry) ([]topology.DomainID, int) {
+	avoid := s.avoidFor(now, e)
+	if len(avoid) == 0 {
+		return nil, 0
+	}
+	i := slices.IndexFunc(s.avoidSets, func(x []topology.DomainID) bool { return slices.Equal(x, avoid) })
+	if i < 0 {
+		i = len(s.avoidSets)
+		s.avoidSets = append(s.avoidSets, slices.Clone(avoid))
+	}
+	return s.avoidSets[i], i + 1
 }
 
 // onHeldGPUs reports whether a target needs more GPUs on some node than
