@@ -14,6 +14,7 @@ import (
 	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
 )
 
 // A booking's life on the reference fleet: propose a spine for research,
@@ -276,8 +277,8 @@ func TestQuotaScheduleShiftsBatchOffPeak(t *testing.T) {
 }
 
 // Replicas that fit only in a booked spine wait behind the booking: the
-// first one's victim search finds a plan there, which is refused, and the
-// identical replicas after it in the cycle are told the same without
+// first one's victim search, kept out of the spine, finds no plan, and
+// the identical replicas after it in the cycle are told the same without
 // searching again. A replica that may enter the spine (expected to end
 // before its drain) still starts there.
 func TestReplicasBehindABookingWaitAlike(t *testing.T) {
@@ -323,4 +324,62 @@ func TestReplicasBehindABookingWaitAlike(t *testing.T) {
 		assert.NotEqual(t, fleet.WaitMemo, x.Waiting, x.Message)
 	}
 	t.Log(first.Message)
+}
+
+// A workload that may not enter a booked spine, whose cheapest victims
+// run there, preempts outside it: the search is kept out of the booked
+// blocks rather than finding a plan in them to be refused.
+func TestPreemptionAvoidsBookedBlocks(t *testing.T) {
+	s := newRef(t)
+	_, err := s.Propose(t0, calendar.Request{ID: "eval", Queue: "research", Flavor: "H100", GPUs: 512, Level: "spine",
+		Start: t0.Add(48 * time.Hour), Duration: time.Hour})
+	require.NoError(t, err)
+	b, err := s.Approve(t0, "eval", 0, "council")
+	require.NoError(t, err)
+	for i := range 256 {
+		w := training(fmt.Sprintf("b-%d", i), 1, fleet.ClassPreemptibleBatch, "batch")
+		w.Topology = gang.TopologyRequest{}
+		require.NoError(t, s.Submit(t0, w))
+	}
+	d := s.Schedule(t0)
+	require.NotEmpty(t, d.Admit)
+	booked := func(node string) bool { return b.Domains[0] == "spine-"+node[5:6] }
+	// No room is left outside the booked spine.
+	used := map[string]bool{}
+	for _, a := range d.Admit {
+		used[a.Pods[0].Node] = true
+	}
+	for sp := range 4 {
+		for l := range 8 {
+			for n := range 8 {
+				node := fmt.Sprintf("node-%d-%d-%d", sp, l, n)
+				if !used[node] && !booked(node) {
+					_, err := s.SetNodeHealth(t0, node, topology.Cordoned)
+					require.NoError(t, err)
+				}
+			}
+		}
+	}
+	// The work in the booked spine checkpoints late: it is the cheapest
+	// to evict.
+	now := t0.Add(time.Hour)
+	inBooked := 0
+	for _, a := range d.Admit {
+		if booked(a.Pods[0].Node) {
+			require.NoError(t, s.Checkpointed(now, a.ID, now))
+			inBooked++
+		}
+	}
+	require.Positive(t, inBooked, "preemptible batch may use the booked spine")
+	require.NoError(t, s.Submit(now, replica("chat", 8)))
+	d2 := s.Schedule(now)
+	x, err := s.Explain("chat")
+	require.NoError(t, err)
+	require.Len(t, d2.Drain, 1, x.Message)
+	assert.Equal(t, fleet.WaitVictims, x.Waiting, x.Message)
+	for _, a := range d.Admit {
+		if a.ID == d2.Drain[0].ID {
+			assert.False(t, booked(a.Pods[0].Node), "victim %s in the booked spine", a.ID)
+		}
+	}
 }

@@ -80,6 +80,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	failed := map[failKey]int{}
 	clear(s.refused)
 	clear(s.unreclaimable)
+	s.avoidSets = s.avoidSets[:0]
 	// The run of identical replicas the current workload belongs to is
 	// found once (runEnd), and a run that found no joint plan asks for
 	// its members one by one: a spike costs one scan and one search.

@@ -68,10 +68,24 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	if reclaimTried && s.reclaimFor(now, run[0], taken, d) {
 		return true, false
 	}
-	key, keyed := failureKey(run[0])
+	avoid, avoidID := s.avoidSet(now, run[0])
+	key, keyed := failureKey(run[0], avoidID)
 	if keyed {
-		if pods, ok := failed[key]; ok && run[0].w.Pods() >= pods {
-			run[0].wait.reason = WaitMemo // a no larger gang of its class found no plan this cycle
+		// A search kept out of no domain that failed fails kept out of
+		// some too.
+		open := key
+		open.avoid = 0
+		pods, ok := failed[key]
+		if po, oko := failed[open]; oko && (!ok || po < pods) {
+			pods, ok = po, true
+		}
+		if ok && searchPods(run[0]) >= pods {
+			// A no larger gang of its class found no plan this cycle. One
+			// that fits only in a booked block still waits behind the
+			// booking, as tryAdmit said.
+			if run[0].wait.reason != WaitBooking {
+				run[0].wait.reason = WaitMemo
+			}
 			return false, false
 		}
 		if r, ok := s.refused[key]; ok && r.matches(s, run[0]) {
@@ -83,12 +97,12 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 		}
 	}
 	if len(run) > 1 {
-		if ok, _ := s.preemptFor(now, run, taken, d); ok {
+		if ok, _ := s.preemptFor(now, run, avoid, taken, d); ok {
 			return true, false
 		}
 		jointFailed = true
 	}
-	ok, found := s.preemptFor(now, run[:1], taken, d)
+	ok, found := s.preemptFor(now, run[:1], avoid, taken, d)
 	if ok {
 		return true, jointFailed
 	}
@@ -107,8 +121,8 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	// the class: a plan refused for a reservation, or one that needs no
 	// victim, does not.
 	if keyed && !found {
-		if pods, ok := failed[key]; !ok || run[0].w.Pods() < pods {
-			failed[key] = run[0].w.Pods()
+		if pods, ok := failed[key]; !ok || searchPods(run[0]) < pods {
+			failed[key] = searchPods(run[0])
 		}
 	}
 	return false, jointFailed
@@ -133,7 +147,7 @@ type refusal struct {
 }
 
 func (s *Scheduler) refusalOf(e *entry) refusal {
-	r := refusal{pods: e.w.Pods(), preferred: e.w.Topology.Preferred, runtime: e.w.ExpectedRuntime,
+	r := refusal{pods: searchPods(e), preferred: e.w.Topology.Preferred, runtime: e.w.ExpectedRuntime,
 		preemptible: e.w.Drain.Preemptible, reserve: s.reserve, reason: e.wait.reason, behind: e.wait.behind}
 	if s.tree.Rules(e.queue).WithinQueue == quota.WithinQueueLowerOrNewerEqualPriority {
 		r.submitted = e.submitted
@@ -151,7 +165,9 @@ func (r refusal) matches(s *Scheduler, e *entry) bool {
 
 // failKey is a class of pending workloads for which a failed victim search
 // is monotonic within a cycle: same queue, priority, flavor, pools,
-// required level and pod size. Victims are chosen by the queue's rules and
+// required level and pod size. An elastic workload searches for its
+// minimum (minimumSpec), a gang of its minimum count: it is of the class
+// of that gang. Victims are chosen by the queue's rules and
 // the priority, so the candidates are the same (or fewer, for a later
 // submission); if n pods of this size found no plan, more pods cannot.
 type failKey struct {
@@ -161,21 +177,33 @@ type failKey struct {
 	required string
 	pools    string
 	gpus     int
+	// avoid is the list of domains its plans may not use (avoidFor), as
+	// its index in the cycle's avoidSets plus one (0: none).
+	avoid int
 }
 
-func failureKey(e *entry) (failKey, bool) {
-	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) || ledger.Elastic(&e.w) {
+func failureKey(e *entry, avoid int) (failKey, bool) {
+	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) {
 		return failKey{}, false
 	}
 	return failKey{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
-		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod}, true
+		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod, avoid: avoid}, true
+}
+
+// searchPods is how many pods e's victim search asks room for: its
+// minimum when it is elastic (see preemptFor).
+func searchPods(e *entry) int {
+	if len(e.w.PodSets) == 1 && ledger.Elastic(&e.w) {
+		return e.w.PodSets[0].Min()
+	}
+	return e.w.Pods()
 }
 
 // preemptFor reports whether it accepted a plan, and whether the search
 // found one at all. One search serves the whole run: the joint target is
 // cut into one target per replica, and the ledger makes each replica wait
 // only for the victims on its own nodes.
-func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]bool, d *Decisions) (ok, found bool) {
+func (s *Scheduler) preemptFor(now time.Time, run []*entry, avoid []topology.DomainID, taken map[string]bool, d *Decisions) (ok, found bool) {
 	e := run[0]
 	// An elastic workload preempts for its minimum; it grows later.
 	w := minimumSpec(&e.w)
@@ -185,7 +213,7 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, taken map[string]boo
 		w = &joint
 	}
 	req := preempt.Request{W: w, Queue: e.queue, Flavor: e.flavor, Now: now,
-		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Claims: s.books}
+		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Claims: s.books, Avoid: avoid}
 	if s.searcher.ScratchDirty() {
 		// A search was interrupted (a host callback panicked): the live
 		// state was never touched, only the mirror needs copying again.
@@ -326,6 +354,36 @@ func drainReason(r preempt.Reason) gang.DrainReason {
 		return gang.DrainFairSharing
 	}
 	panic(fmt.Sprintf("fleet: preempt returned an unknown reason %d", r))
+}
+
+// avoidFor lists the domains a plan for e may not use: the booked blocks
+// it may not enter, and the domain reserved for a blocked gang when e is
+// work of that gang's priority or lower that the gang could not get rid
+// of in time. The search places around them, so it never returns a plan
+// the cycle would refuse for them. The list is a buffer the next call
+// reuses.
+func (s *Scheduler) avoidFor(now time.Time, e *entry) []topology.DomainID {
+	avoid := s.holdsAgainst(now, e)
+	if s.barredFromReservation(now, e) && e.priority <= s.reserve.priority && !slices.Contains(avoid, s.reserve.domain) {
+		avoid = append(avoid, s.reserve.domain)
+	}
+	s.held.against = avoid[:0]
+	return avoid
+}
+
+// avoidSet is avoidFor(e) as the cycle interns it (avoidSets): the list
+// and its index plus one, 0 for none. The list stays valid for the cycle.
+func (s *Scheduler) avoidSet(now time.Time, e *entry) ([]topology.DomainID, int) {
+	avoid := s.avoidFor(now, e)
+	if len(avoid) == 0 {
+		return nil, 0
+	}
+	i := slices.IndexFunc(s.avoidSets, func(x []topology.DomainID) bool { return slices.Equal(x, avoid) })
+	if i < 0 {
+		i = len(s.avoidSets)
+		s.avoidSets = append(s.avoidSets, slices.Clone(avoid))
+	}
+	return s.avoidSets[i], i + 1
 }
 
 // onHeldGPUs reports whether a target needs more GPUs on some node than

@@ -58,7 +58,10 @@ type Scheduler struct {
 	// displaced lists, within a cycle, the workloads reclaimed for
 	// without a nomination whose victims a later plan was promised: they
 	// search again before the cycle ends.
-	displaced  []*entry
+	displaced []*entry
+	// avoidSets interns, per cycle, the lists of domains searches were
+	// kept out of (failKey.avoid is an index into it, plus one).
+	avoidSets  [][]topology.DomainID
 	searcher   *preempt.Searcher
 	lastEvents int      // events of the last cycle, to size the next
 	dropped    int      // events not kept since the last cycle (MaxEvents)

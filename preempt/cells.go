@@ -50,6 +50,9 @@ func (s *Searcher) cellBounds() {
 		return
 	}
 	for d := range sh.numCells {
+		if len(s.avoid) > 0 && s.avoidedDomain(sh.firstCell+topology.DomainID(d)) {
+			continue // no pod of the gang may go there
+		}
 		for g := range topology.GroupID(f.NumGroups()) {
 			gi := sh.groupSlot[g]
 			if gi < 0 {
@@ -147,6 +150,9 @@ func (s *Searcher) nextWholeCells() {
 		}
 		_, s.cellHeap = popItem(s.cellHeap)
 		d := topology.DomainID(top.id)
+		if len(s.avoid) > 0 && (s.avoidedDomain(d) || f.DomainLevel(d) == sh.level && s.touchesAvoided(d)) {
+			continue // a cell to clear whole may have no avoided node
+		}
 		if f.DomainLevel(d) == sh.level {
 			s.front = append(s.front, cellBound{cell: int(d - sh.firstCell), prio: top.prio})
 			continue

@@ -139,7 +139,7 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 			leafs := f.DomainLevel(lo) == nodeLevel
 			for ch := lo; ch < hi; ch++ {
 				p := x.firstSlot[int(ch)*sizes+k-1]
-				if p == noPrice || !x.holds(ch, s.takesFrom) {
+				if p == noPrice || !x.holds(ch, s.takesFrom) || len(s.avoid) > 0 && s.avoidedDomain(ch) {
 					// Nothing there the attempt may take: the work of
 					// queues the rules leave alone is never looked at.
 					continue

@@ -56,7 +56,7 @@ func (s *Searcher) searchPlacing(a attempt) (Plan, bool, bool, *NoPlan) {
 		s.retakePlacing(ci)
 	}
 	shrunk := s.shrinkTaken(a.allowBorrow)
-	target, err := s.placer.Place(s.scratchFleet, s.req.W)
+	target, err := s.place()
 	if err != nil {
 		panic("preempt: placement changed its answer on the same fleet: " + err.Error())
 	}
@@ -73,7 +73,7 @@ func (s *Searcher) fitsPlacing(allowBorrow bool) bool {
 	if !s.quotaOK(allowBorrow) {
 		return false
 	}
-	_, err := s.placer.Place(s.scratchFleet, s.req.W)
+	_, err := s.place()
 	return err == nil
 }
 

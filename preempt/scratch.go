@@ -89,17 +89,17 @@ func (s *Searcher) setupCells() {
 		}
 		switch {
 		case sh.level == 0:
-			s.fitsUntouched = f.PodsThatFit(topology.Root, g, sh.podGPUs) >= sh.pods
+			s.fitsUntouched = s.podsThatFit(topology.Root, g, sh.podGPUs) >= sh.pods
 		case int(sh.level) == f.Depth():
 			if want <= f.MaxGPUsPerNode() {
-				f.AscendNodesByFree(g, want, func(topology.NodeID, int) bool {
-					s.fitsUntouched = true
-					return false
+				f.AscendNodesByFree(g, want, func(n topology.NodeID, _ int) bool {
+					s.fitsUntouched = len(s.avoid) == 0 || !s.avoidedNode(n)
+					return !s.fitsUntouched
 				})
 			}
 		default:
 			f.AscendDomainsByFreeGPUs(sh.level, g, want, func(d topology.DomainID, _ int) bool {
-				s.fitsUntouched = f.PodsThatFit(d, g, sh.podGPUs) >= sh.pods
+				s.fitsUntouched = s.podsThatFit(d, g, sh.podGPUs) >= sh.pods
 				return !s.fitsUntouched
 			})
 		}
@@ -110,7 +110,7 @@ func (s *Searcher) setupCells() {
 // gang (unhealthy, or of a group it may not use).
 func (s *Searcher) cell(n topology.NodeID) (cell int, groupSlot int32) {
 	f := s.fleet
-	if f.Health(n) != topology.Healthy {
+	if f.Health(n) != topology.Healthy || len(s.avoid) > 0 && s.avoidedNode(n) {
 		return -1, -1
 	}
 	gi := s.shape.groupSlot[f.NodeGroup(n)]
@@ -131,7 +131,7 @@ func (s *Searcher) readCell(d int) {
 	dom := sh.firstCell + topology.DomainID(d)
 	for g := range topology.GroupID(f.NumGroups()) {
 		if gi := sh.groupSlot[g]; gi >= 0 {
-			v := int32(f.PodsThatFit(dom, g, sh.podGPUs))
+			v := int32(s.podsThatFit(dom, g, sh.podGPUs))
 			s.cellSlots[d*sh.numGroupSlots+int(gi)] = v
 			if int(v) >= sh.pods {
 				s.cellsFitting++

@@ -137,7 +137,7 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		return Plan{}, false, false, np
 	}
 	shrunk := s.shrinkTaken(a.allowBorrow)
-	target, err := s.placer.Place(s.scratchFleet, s.req.W)
+	target, err := s.place()
 	if err != nil {
 		// The estimate and the placer disagree (a fleet the counters do
 		// not model, such as mixed node sizes in one domain): fall back to
@@ -351,7 +351,7 @@ func (s *Searcher) fitsAlready() (Plan, bool, *NoPlan) {
 	if np := s.releaseFreed(); np != nil {
 		return Plan{}, false, np
 	}
-	a, err := s.placer.Place(s.scratchFleet, s.req.W)
+	a, err := s.place()
 	s.giveBack()
 	if err != nil {
 		return Plan{}, false, nil

@@ -133,7 +133,7 @@ func (s *Searcher) fitsShrunk(allowBorrow bool) bool {
 	if !s.quotaOK(allowBorrow) {
 		return false
 	}
-	_, err := s.placer.Place(s.scratchFleet, s.req.W)
+	_, err := s.place()
 	return err == nil
 }
 

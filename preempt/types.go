@@ -69,6 +69,11 @@ type Request struct {
 	// nomination claims count as freed, so plans of one cycle never
 	// promise the same GPUs twice. The scheduler's ledger is one.
 	Claims Claims
+	// Avoid lists domains the target may not use (a booked block, a
+	// domain held for another gang): the search frees no room there and
+	// returns a plan placed outside them, or a NoPlan. Their running work
+	// may still be a victim when quota needs it.
+	Avoid []topology.DomainID
 }
 
 // Claims is what the search needs to know of accepted drains. Both methods

@@ -25,6 +25,9 @@ type Searcher struct {
 	tree      *quota.Tree // the Searcher's own copy of the live tree
 	treeOf    *quota.Tree // the live tree it was copied from
 
+	avoid    []avoidSpan         // Request.Avoid, nested ones left out
+	avoidIDs []topology.DomainID // their IDs, for the placer
+
 	callState    // the call being served
 	entryMarks   // what the call decided of each Index entry
 	simulation   // the victims taken and what they free (scratch.go)
@@ -294,6 +297,9 @@ func (s *Searcher) validateRequest() *NoPlan {
 	s.submitted = r.Submitted
 	if s.submitted.IsZero() {
 		s.submitted = r.Now
+	}
+	if np := s.setupAvoid(); np != nil {
+		return np
 	}
 	return s.setupShape()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/benchlat"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/sim"
 	"github.com/fleetsched/fleet/sim/quote"
@@ -17,7 +18,8 @@ import (
 // whole spines of the reference fleet for three weeks, starting in ten
 // days, from a week of recorded history; the forecasts (the baseline and
 // one per option) run one after the other at a one-minute cycle, so
-// ns/op is their sum. The history is setup, not timed.
+// ns/op is their sum, and cpu-ns/op their CPU time. The history is setup,
+// not timed.
 func BenchmarkQuote(b *testing.B) {
 	b.Run("weeks=3", func(b *testing.B) {
 		var h sim.History
@@ -39,6 +41,7 @@ func BenchmarkQuote(b *testing.B) {
 			Prepare: lowerInference(1024 - 848)}
 		b.ReportAllocs()
 		b.ResetTimer()
+		cpu := benchlat.CPUTime()
 		for range b.N {
 			q, err := quote.For(now, s, req, opts, cfg)
 			if err != nil {
@@ -48,6 +51,7 @@ func BenchmarkQuote(b *testing.B) {
 				b.Fatalf("no option quoted: %s", q.Reason)
 			}
 		}
+		benchlat.ReportCPU(b, cpu)
 		b.ReportMetric(float64(len(opts)+1), "forecasts")
 	})
 }

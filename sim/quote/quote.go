@@ -48,8 +48,10 @@ type Config struct {
 	// speed; both sides of every comparison use the same).
 	Cycle, Autoscale time.Duration
 	// Each runs the forecasts: one(i) for i in [0, n), each on its own
-	// fork (default: one after the other). They share nothing, so a
-	// host may run them in parallel.
+	// fork, made one after the other before Each is called (default:
+	// one after the other). They share nothing, so a host may run them
+	// in parallel, one goroutine each; the quote is the same whatever
+	// the order.
 	Each func(n int, one func(i int))
 }
 
@@ -142,13 +144,18 @@ func For(now time.Time, s *fleet.Scheduler, req calendar.Request, opts []calenda
 		work = append(work, sim.Arrival{At: Submit(req), Workload: w})
 	}
 	// Forecast 0 is the baseline, forecast i+1 option i.
+	// The forks are made here, one after the other: s serves one call
+	// at a time, and only the forks run in parallel.
 	errs := make([]error, len(opts)+1)
-	cfg.Each(len(opts)+1, func(i int) {
-		f, err := s.Fork()
-		if err != nil {
-			errs[i] = err
-			return
+	forks := make([]*fleet.Scheduler, len(opts)+1)
+	for i := range forks {
+		if forks[i], errs[i] = s.Fork(); errs[i] != nil {
+			return nil, errs[i]
 		}
+	}
+	cfg.Each(len(opts)+1, func(i int) {
+		f := forks[i]
+		forks[i] = nil
 		sc := sim.Config{Fleet: cfg.Fleet, From: f, Seed: cfg.Seed, Start: now, Duration: req.End().Sub(now),
 			Cycle: cfg.Cycle, Autoscale: cfg.Autoscale, Workload: cfg.Demand, InferenceCap: infCap}
 		if i > 0 {
