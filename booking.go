@@ -143,6 +143,12 @@ func (s *Scheduler) loadHolds(now time.Time) {
 			s.held.waiting[e.w.Booking] = true
 		}
 	}
+	// So does a booking's gang waiting for a replacement of a lost pod.
+	for _, r := range s.books.Degraded() {
+		if b := r.W.Booking; b != "" {
+			s.held.waiting[b] = true
+		}
+	}
 }
 
 // drainBooked drains, from a booking's drain on, every workload in its

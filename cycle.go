@@ -190,7 +190,7 @@ func (s *Scheduler) hotSwaps(now time.Time, d *Decisions) {
 	for _, r := range s.books.Degraded() {
 		e := s.work[r.W.ID]
 		for _, lp := range slices.Clone(r.Lost) {
-			n, ok := s.replacementNode(e, lp.Pod)
+			n, ok := s.replacementNode(now, e, lp.Pod)
 			if !ok {
 				continue
 			}
@@ -220,13 +220,14 @@ func (s *Scheduler) hotSwaps(now time.Time, d *Decisions) {
 
 // replacementNode is where a lost pod of e goes: best fit by free GPUs
 // among healthy nodes of its group inside the domain its topology request
-// keeps it in.
-func (s *Scheduler) replacementNode(e *entry, pod placement.Pod) (topology.NodeID, bool) {
+// keeps it in, outside the blocks held against it.
+func (s *Scheduler) replacementNode(now time.Time, e *entry, pod placement.Pod) (topology.NodeID, bool) {
 	f := s.fleet
 	lo, hi, g := s.swapRange(e, pod)
+	held := s.holdsAgainst(now, e)
 	best, found := topology.NodeID(0), false
 	f.AscendNodesByFree(g, pod.GPUs, func(n topology.NodeID, free int) bool {
-		if n >= lo && n < hi && f.Health(n) == topology.Healthy {
+		if n >= lo && n < hi && f.Health(n) == topology.Healthy && !inDomains(f, n, held) {
 			best, found = n, true
 			return false
 		}
@@ -476,4 +477,14 @@ func (s *Scheduler) bookingAt(a placement.Assignment, booked []topology.DomainID
 		}
 	}
 	return ""
+}
+
+// inDomains reports whether node n lies in one of the domains.
+func inDomains(f *topology.Fleet, n topology.NodeID, domains []topology.DomainID) bool {
+	for _, d := range domains {
+		if lo, hi := f.Nodes(d); n >= lo && n < hi {
+			return true
+		}
+	}
+	return false
 }

@@ -230,10 +230,8 @@ func (s *Scheduler) growNode(e *entry, gpus int, held []topology.DomainID) (topo
 		if n < lo || n >= hi || f.Health(n) != topology.Healthy {
 			return true
 		}
-		for _, h := range held {
-			if a, b := f.Nodes(h); n >= a && n < b {
-				return true
-			}
+		if inDomains(f, n, held) {
+			return true
 		}
 		best, found = n, true
 		return false

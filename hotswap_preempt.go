@@ -64,6 +64,7 @@ func (s *Scheduler) swapPreempt(now time.Time, e *entry, d *Decisions) {
 func (s *Scheduler) swapVictims(now time.Time, e *entry, pod placement.Pod, taken []topology.NodeID) (topology.NodeID, []*entry, bool) {
 	f := s.fleet
 	lo, hi, g := s.swapRange(e, pod)
+	held := s.holdsAgainst(now, e)
 	type cand struct {
 		e    *entry
 		gpus int
@@ -77,7 +78,8 @@ func (s *Scheduler) swapVictims(now time.Time, e *entry, pod placement.Pod, take
 		cands     []cand
 	)
 	for n := lo; n < hi; n++ {
-		if f.Health(n) != topology.Healthy || f.NodeGroup(n) != g || f.Capacity(n) < pod.GPUs || slices.Contains(taken, n) {
+		if f.Health(n) != topology.Healthy || f.NodeGroup(n) != g || f.Capacity(n) < pod.GPUs || slices.Contains(taken, n) ||
+			inDomains(f, n, held) {
 			continue
 		}
 		cands = cands[:0]

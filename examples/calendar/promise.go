@@ -16,10 +16,14 @@ import (
 // victim the contract's notice and the victim is gone by its deadline
 // (or killed at it, within one cycle).
 type checker struct {
-	booking   string
-	start     time.Time
-	end       time.Time
-	booked    map[string]bool // node names in the blocks
+	booking string
+	start   time.Time
+	end     time.Time
+	booked  map[string]bool // node names in the blocks
+	// failed are the booked nodes that went down: a block is promised
+	// whole unless a node in it failed, and the booking's gang, hot-swapped
+	// elsewhere, leaves such a node idle for lending once it is back.
+	failed    map[string]bool
 	cycle     time.Duration
 	draining  map[string]time.Time // victim -> deadline
 	p         promise
@@ -32,6 +36,8 @@ type promise struct {
 	// blocks; First names the first such workload and when.
 	Foreign int
 	First   string
+	// NodesFailed counts the booked nodes that went down in the window.
+	NodesFailed int
 	// Checked is the snapshots taken in the window.
 	Checked int
 	// Drains, Kills and Late count the drains, the victims killed at the
@@ -49,7 +55,7 @@ func (p promise) Kept() bool {
 }
 
 func newChecker(cfg fleet.Config, b calendar.Booking, req calendar.Request) *checker {
-	c := &checker{booking: b.ID, start: b.Start, end: b.End, booked: map[string]bool{}, cycle: time.Minute,
+	c := &checker{booking: b.ID, start: b.Start, end: b.End, booked: map[string]bool{}, failed: map[string]bool{}, cycle: time.Minute,
 		draining: map[string]time.Time{}}
 	for _, n := range cfg.Topology.Nodes {
 		for _, d := range n.Path {
@@ -74,6 +80,11 @@ func (c *checker) Events(events []fleet.Event) error {
 				c.p.MinNotice = notice
 			}
 			c.draining[e.Workload] = e.Deadline
+		case fleet.EventNodeDown:
+			if c.booked[e.Node] && !c.failed[e.Node] && !e.Time.Before(c.start) && e.Time.Before(c.end) {
+				c.failed[e.Node] = true
+				c.p.NodesFailed++
+			}
 		case fleet.EventKilled:
 			c.p.Kills++
 		case fleet.EventExited:
@@ -104,7 +115,7 @@ func (c *checker) Snapshot(s fleet.Snapshot) error {
 			continue
 		}
 		for _, n := range r.Nodes {
-			if c.booked[n.Node] {
+			if c.booked[n.Node] && !c.failed[n.Node] {
 				if c.p.Foreign == 0 {
 					c.p.First = fmt.Sprintf("%s at %s", r.ID, s.Time.Format("2 Jan 15:04"))
 				}
@@ -129,6 +140,9 @@ func (p promise) write(w io.Writer, req calendar.Request) {
 		p.Checked, p.Foreign)
 	if p.First != "" {
 		f(" (first: %s)", p.First)
+	}
+	if p.NodesFailed > 0 {
+		f("; %d booked nodes failed in the window and are not counted", p.NodesFailed)
 	}
 	f("\n- the booking's work started at the start + %s\n", p.Started.Sub(req.Start))
 	f("- drains: %d (%d for the booking), shortest notice %s, %d killed at the deadline, %d late\n",
