@@ -122,6 +122,25 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 		v := tree.FitsRequest(e.queue, e.flavor, s.books.RequestOf(a))
 		return v, v.Fits()
 	}
+	// Victims already promised to nominations are gone too, as for the
+	// index search: their quota released (the beneficiaries are charged
+	// already), and their GPUs no nomination claims free.
+	for _, id := range s.books.Promised() {
+		r, ok := s.books.Get(id)
+		if !ok || r.HasClaims() {
+			continue // a nomination's victims hold whole GPUs only
+		}
+		if err := tree.RemoveRequest(r.Queue, r.Flavor, r.Charged()); err != nil {
+			panic("fleet: a what-if tree refused a promised victim's charge: " + err.Error())
+		}
+		for _, x := range r.Nodes {
+			if g := s.books.Unclaimed(id, x.Node, x.GPUs); g > 0 {
+				if err := f.Release(x.Node, g); err != nil {
+					panic("fleet: a what-if copy refused a promised victim's GPUs: " + err.Error())
+				}
+			}
+		}
+	}
 	for _, r := range gone {
 		vacate(r, false)
 	}

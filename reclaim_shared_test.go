@@ -196,3 +196,65 @@ func TestReclaimSharedWithinQueue(t *testing.T) {
 	assert.True(t, d.Admit[0].Borrowing)
 	require.NoError(t, s.CheckInvariants())
 }
+
+// TestReclaimSharedCountsPromisedVictimsGone: victims already draining for
+// a nomination are gone for a reclaim search, as for the index search:
+// their quota is released (their beneficiary is charged already) and
+// their GPUs no nomination claims are free. Counting them twice, a queue
+// within its nominal quota found its cohort full whatever it evicted and
+// drained nothing for work with shares, slices or cores.
+func TestReclaimSharedCountsPromisedVictimsGone(t *testing.T) {
+	cfg := reclaimConfig(8, false)
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	for i := range 2 {
+		require.NoError(t, s.Submit(t0, gang.Workload{ID: fmt.Sprintf("b%d", i), Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch,
+			Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 4}}, Drain: gang.DrainContract{Preemptible: true}}))
+		require.Len(t, s.Schedule(t0).Admit, 1, "filler %d", i)
+	}
+	// A whole-GPU replica takes one borrower's GPUs by a nomination.
+	now := t0.Add(10 * time.Minute)
+	require.NoError(t, s.Submit(now, gang.Workload{ID: "r0", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference,
+		Shape: gang.Inference, PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 4}}}))
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 1)
+	promised := d.Drain[0].ID
+	snap := s.Snapshot()
+	require.Len(t, snap.Pending, 1)
+	require.True(t, snap.Pending[0].Nominated)
+
+	// Inference then asks for one GPU with cores: 5 of its 8 GPUs. The
+	// cohort is charged both the nomination and its draining victim, yet
+	// the victim is gone for the search: the other borrower drains for it.
+	now = now.Add(time.Minute)
+	require.NoError(t, s.Submit(now, gang.Workload{ID: "inf", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference,
+		Shape: gang.Inference, PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 1,
+			Resources: []gang.Resource{{Name: "cpu", Amount: 2000}}}}}))
+	d = s.Schedule(now)
+	require.Len(t, d.Drain, 1)
+	other := d.Drain[0].ID
+	assert.NotEqual(t, promised, other)
+	assert.Equal(t, []string{"inf"}, d.Drain[0].Beneficiaries)
+	require.NoError(t, s.CheckInvariants())
+	x, err := s.Explain("inf")
+	require.NoError(t, err)
+	assert.Equal(t, fleet.WaitVictims, x.Waiting, x.Message)
+	for _, p := range s.Snapshot().Pending {
+		if p.ID == "inf" {
+			assert.Equal(t, []string{other}, p.Reclaiming)
+		}
+	}
+
+	// Once both victims have exited, both are admitted.
+	later := now.Add(time.Minute)
+	require.NoError(t, s.Exited(later, promised, gang.ExitDrained))
+	require.NoError(t, s.Exited(later, other, gang.ExitDrained))
+	d = s.Schedule(later)
+	var admitted []string
+	for _, a := range d.Admit {
+		admitted = append(admitted, a.ID)
+	}
+	slices.Sort(admitted)
+	assert.Equal(t, []string{"inf", "r0"}, admitted)
+	require.NoError(t, s.CheckInvariants())
+}
