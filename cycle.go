@@ -243,6 +243,12 @@ func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
 		return
 	}
 	for _, b := range s.books.Ready() {
+		// A target planned before a booked block began to close may lie
+		// in it now: starting there would break the booking's promise.
+		if n, ok := s.books.Nomination(b); ok && s.touches(n.Target, s.holdsAgainst(now, s.work[b])) {
+			s.dissolve(now, b, "target in a booked block that is closing")
+			continue
+		}
 		if _, err := s.books.Start(b, now); err != nil {
 			panic(fmt.Sprintf("fleet: starting a ready nomination: %v", err))
 		}
