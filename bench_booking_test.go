@@ -48,36 +48,7 @@ func BenchmarkScheduleBookings(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("gpus=%d/bookings=%d/pending=1000", gpus, n), func(b *testing.B) {
-			lat := make([]time.Duration, 0, min(b.N, 1<<20))
-			b.ReportAllocs()
-			admitted := 0
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				var ids []string
-				for j := range 1000 {
-					w := mixedWork(r, sizes, fmt.Sprintf("q-%d-%d", i, j))
-					if s.Submit(now, w) == nil {
-						ids = append(ids, w.ID)
-					}
-				}
-				b.StartTimer()
-				t0 := time.Now()
-				d := s.Schedule(now)
-				lat = append(lat, time.Since(t0))
-				b.StopTimer()
-				admitted += len(d.Admit)
-				for _, id := range ids {
-					_ = s.Cancel(now, id)
-				}
-				s.Schedule(now)
-				b.StartTimer()
-			}
-			b.StopTimer()
-			if admitted == 0 {
-				b.Fatal("no workload admitted")
-			}
-			b.ReportMetric(float64(admitted)/float64(b.N), "admitted/cycle")
-			reportLatency(b, lat, 1000)
+			benchThousand(b, s, now, r, sizes)
 		})
 	}
 }
