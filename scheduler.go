@@ -282,9 +282,9 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	}
 	// A gang larger than every eligible node put together, or than all
 	// the quota its queue could ever reach, can never run.
-	// Restored work was accepted before: a quota edited since may make it
-	// wait, never refuse it.
-	if op != "restore" && len(w.Flavors) < 2 && int64(w.GPUs()) > s.tree.Potential(q, f) {
+	// Restored work was accepted before and adopted work runs: a quota
+	// edited since may make it wait or be reclaimed, never refuse it.
+	if !accepted(op) && len(w.Flavors) < 2 && int64(w.GPUs()) > s.tree.Potential(q, f) {
 		return nil, refuse(op, w.ID, ErrNeverFits, "needs %d GPUs, queue %q can reach at most %d", w.GPUs(), w.Queue, s.tree.Potential(q, f))
 	}
 	// The largest domain of the required level (the fleet when none is
@@ -311,6 +311,10 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	}
 	return e, nil
 }
+
+// accepted reports whether op brings in work the scheduler took before
+// (restore) or that already runs (adopt), which quota reach never refuses.
+func accepted(op string) bool { return op == "restore" || op == "adopt" }
 
 func (s *Scheduler) hasFlavor(flavor string) bool {
 	for g := range topology.GroupID(s.fleet.NumGroups()) {
@@ -565,7 +569,9 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 // what really runs (Restore rebuilds drains and nominations too). The
 // assignment maps every pod, in pod set order, to a node name. It is
 // refused whole if the workload is invalid or a duplicate, started in the
-// future, or the nodes cannot hold it.
+// future, or the nodes cannot hold it. Work beyond what its queue could
+// reach today (its quota lowered since it started) is adopted all the
+// same: it runs, and reclaim may take its borrowed part back.
 func (s *Scheduler) Adopt(now time.Time, w gang.Workload, started time.Time, pods []PodAssignment) error {
 	if err := s.tick("adopt", now); err != nil {
 		return err

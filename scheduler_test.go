@@ -317,3 +317,30 @@ func TestNewRefusesFlavorsTheFleetCannotServe(t *testing.T) {
 	assert.ErrorContains(t, err, `"h100"`)
 	assert.ErrorContains(t, err, `"H100"`)
 }
+
+// A host that lowered a quota and then restarted adopts what still runs
+// beyond the queue's new reach (it runs; reclaim may take it back), while
+// the same work submitted anew is refused as never fitting.
+func TestAdoptTakesRunningWorkBeyondItsQueuesReach(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	w := training("sweep", 6, fleet.ClassPreemptibleBatch, "batch")
+	w.Topology = gang.TopologyRequest{}
+	require.NoError(t, s.Submit(t0, w))
+	d := s.Schedule(t0)
+	require.Len(t, d.Admit, 1)
+	research := s.Quota().Nodes[2]
+	require.Equal(t, "research", research.Name)
+	research.Quotas[0].Nominal = 16
+	require.NoError(t, s.SetQueue(t0, research))
+
+	cfg := smallConfig()
+	cfg.Quota = s.Quota()
+	r, err := fleet.New(cfg)
+	require.NoError(t, err)
+	fresh := w
+	fresh.ID = "sweep-2"
+	require.ErrorIs(t, r.Submit(t0, fresh), fleet.ErrNeverFits)
+	require.NoError(t, r.Adopt(t0.Add(time.Minute), w, t0, d.Admit[0].Pods))
+	assert.Equal(t, 48, r.Snapshot().Fleet.AllocatedGPUs)
+}

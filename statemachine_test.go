@@ -277,7 +277,12 @@ func (m *machine) NodeHealth(t *rapid.T) {
 		return // an absent node: NodePresence moves it
 	}
 	require.NoError(t, err)
-	for _, id := range affected {
+	m.lost(affected)
+}
+
+// lost forgets the workloads a node's failure ended.
+func (m *machine) lost(ids []string) {
+	for _, id := range ids {
 		delete(m.h.running, id)
 		delete(m.h.specs, id)
 		delete(m.h.draining, id)
@@ -306,12 +311,22 @@ func (m *machine) SnapshotRestart(t *rapid.T) {
 }
 
 // Restart simulates a host restart without a snapshot: fresh schedulers
-// adopt what runs, and pending work is submitted again. Drains in
+// start from the host's current configuration (the quota tree as edited,
+// the nodes it took out of service absent), adopt what runs, hear again
+// which nodes are cordoned or down, and pending work is submitted again. Drains in
 // progress are forgotten by both.
 func (m *machine) Restart(t *rapid.T) {
 	clear(m.h.draining)
 	clear(m.h.moving)
 	cfg := machineConfig()
+	cfg.Quota = m.s.Quota()
+	health := map[string]topology.Health{}
+	for _, h := range m.s.Snapshot().Fleet.Unhealthy {
+		health[h.Node] = h.Health
+	}
+	for i := range cfg.Topology.Nodes {
+		cfg.Topology.Nodes[i].Absent = health[cfg.Topology.Nodes[i].Name] == topology.Absent
+	}
 	var err error
 	m.s, err = fleet.New(cfg)
 	require.NoError(t, err)
@@ -324,9 +339,20 @@ func (m *machine) Restart(t *rapid.T) {
 		})
 		require.NoError(t, err, "adopting %s", id)
 	}
+	for _, node := range slices.Sorted(maps.Keys(health)) {
+		if h := health[node]; h != topology.Absent {
+			affected, err := both(t, m, func(s *fleet.Scheduler) ([]string, error) { return s.SetNodeHealth(m.now, node, h) })
+			require.NoError(t, err, "reporting %s %s", node, h)
+			m.lost(affected)
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(m.h.specs)) {
 		if _, ok := m.h.running[id]; !ok {
 			_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Submit(m.now, m.h.specs[id]) })
+			if errors.Is(err, fleet.ErrNeverFits) {
+				delete(m.h.specs, id) // a quota edit since its submission put it out of reach
+				continue
+			}
 			require.NoError(t, err)
 		}
 	}
