@@ -294,7 +294,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	// An elastic workload that does not fit whole starts at the largest
 	// size that fits.
 	w := s.elasticSize(e)
-	v := s.tree.Fits(e.queue, e.flavor, int64(w.GPUs()))
+	v := s.fitsQuota(func() quota.Verdict { return s.tree.Fits(e.queue, e.flavor, int64(w.GPUs())) })
 	e.wait.quota = v
 	if !v.Fits() {
 		e.wait.reason = WaitQuota
@@ -341,6 +341,22 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	delete(s.queued, e.w.ID)
 	s.admitted(now, e, d)
 	return admitted
+}
+
+// fitsQuota is quota's verdict by fits, which asks the live tree: when
+// the tree refuses while victims drain for nominations, the verdict once
+// they are gone. Their beneficiaries are charged from the plan on, so the
+// tree counts their room twice until they exit; the victim searches
+// count them as gone, and so must admission, or a queue under its
+// guarantee is kept out with no victim left to drain for it. (Kueue
+// charges a preemptor only once it is admitted: it sees the same room.)
+// The room is only quota's: placement still needs free GPUs.
+func (s *Scheduler) fitsQuota(fits func() quota.Verdict) quota.Verdict {
+	v := fits()
+	if !v.Fits() && s.books.NumDraining() > 0 {
+		s.books.PromisedGone(func() { v = fits() })
+	}
+	return v
 }
 
 // admitted reports an admission to the host and the event stream.

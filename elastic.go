@@ -9,6 +9,7 @@ import (
 	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -77,7 +78,7 @@ func (s *Scheduler) elasticSize(e *entry) *gang.Workload {
 }
 
 func (s *Scheduler) sizeFits(e *entry, w *gang.Workload) bool {
-	if !s.tree.Fits(e.queue, e.flavor, int64(w.GPUs())).Fits() {
+	if !s.fitsQuota(func() quota.Verdict { return s.tree.Fits(e.queue, e.flavor, int64(w.GPUs())) }).Fits() {
 		return false
 	}
 	_, err := s.placer.Place(s.fleet, w)

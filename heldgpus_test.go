@@ -11,12 +11,12 @@ import (
 	"github.com/fleetsched/fleet/gang"
 )
 
-// A plan that needs no victim beyond those already draining is nominated
-// only when its target takes GPUs they hold; one whose target fits the
-// free GPUs of its node exactly waits for their quota instead of claiming
-// the node: small (research, within its quota) would fit on node-0-1-1
-// once the batch filler drained for big has gone.
-func TestPlanOnFreeGPUsAloneWaits(t *testing.T) {
+// Work that fits quota once the victims already draining for a nomination
+// are gone, on GPUs free now, starts at once: the beneficiary is charged
+// already, so the victims' quota is the cohort's. small (research, within
+// its quota) runs on node-0-1-1 while the batch filler drains for big; it
+// neither nominates nor drains anything more.
+func TestWorkFittingOnceDrainsEndStartsOnFreeGPUs(t *testing.T) {
 	s, err := fleet.New(smallConfig())
 	require.NoError(t, err)
 	adopt := func(id, queue, class string, preemptible bool, nodes ...string) {
@@ -42,8 +42,14 @@ func TestPlanOnFreeGPUsAloneWaits(t *testing.T) {
 	require.Len(t, d.Drain, 1, "%s", d)
 	assert.Equal(t, "filler", d.Drain[0].ID)
 	assert.Equal(t, []string{"big"}, d.Drain[0].Beneficiaries)
-	x, err := s.Explain("small")
-	require.NoError(t, err)
-	assert.Equal(t, fleet.WaitQuota, x.Waiting, "small claims no node while the quota is drained")
-	assert.Len(t, d.Admit, 0)
+	require.Len(t, d.Admit, 1, "%s", d)
+	assert.Equal(t, "small", d.Admit[0].ID)
+	assert.Equal(t, "node-0-1-1", d.Admit[0].Pods[0].Node)
+	require.NoError(t, s.CheckInvariants())
+	// Once the filler exits, big starts, and the books balance.
+	require.NoError(t, s.Exited(later.Add(time.Minute), "filler", gang.ExitDrained))
+	d = s.Schedule(later.Add(time.Minute))
+	require.Len(t, d.Admit, 1, "%s", d)
+	assert.Equal(t, "big", d.Admit[0].ID)
+	assert.Equal(t, 0, s.Snapshot().Fleet.FreeGPUs)
 }

@@ -243,7 +243,8 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, avoid []topology.Dom
 	// A plan without victims fits once victims already draining are gone.
 	// It is nominated when its target takes GPUs they hold and nobody
 	// claims; one that fits on free GPUs alone waits instead (tryAdmit
-	// refused it for their quota, or for a reservation).
+	// refused it for a reservation or a held domain; it counts their quota
+	// as gone too, see fitsQuota).
 	if len(plan.Victims) == 0 && !s.onHeldGPUs(plan.Target) || s.blockedByReservation(now, e, plan.Target) {
 		e.wait.refusedPlan = len(run) == 1
 		return false, true

@@ -258,3 +258,50 @@ func TestForkSharesNothing(t *testing.T) {
 	require.NotEqual(t, before, f.Snapshot())
 	require.Equal(t, before, s.Snapshot(), "the fork changed the original")
 }
+
+// While a nomination's victim drains, the tree charges both the victim
+// and its beneficiary. A replica of a queue under its guarantee that fits
+// once the victim is gone, on a GPU free now, is admitted at once rather
+// than left with a quota verdict and no victim to drain for it.
+func TestReplicaFitsQuotaOnceNominatedVictimsAreGone(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	adopt := func(w gang.Workload, node string, gpus int) {
+		t.Helper()
+		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: w.PodSets[0].Name, Node: node, GPUs: gpus}}))
+	}
+	adopt(replica("inf-a", 8), "node-0-0-0", 8)
+	adopt(replica("inf-b", 8), "node-0-0-1", 8)
+	adopt(replica("inf-c", 3), "node-0-1-0", 3)
+	batch := func(id string, gpus int) gang.Workload {
+		w := training(id, 1, fleet.ClassPreemptibleBatch, "batch")
+		w.Topology, w.PodSets[0].GPUsPerPod = gang.TopologyRequest{}, gpus
+		return w
+	}
+	adopt(batch("batch-c", 4), "node-0-1-0", 4)
+	for _, node := range []string{"node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0"} {
+		adopt(batch("batch-"+node, 8), node, 8)
+	}
+	// Research, within its guarantee, takes the free node and one of
+	// batch's: 16 GPUs charged now, the victim's 8 until it exits.
+	now := t0.Add(time.Hour)
+	r := training("research", 2, fleet.ClassReservedResearch, "research")
+	r.Topology = gang.TopologyRequest{}
+	require.NoError(t, s.Submit(now, r))
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 1)
+	require.Empty(t, d.Admit)
+
+	require.NoError(t, s.Submit(now, replica("inf-d", 1)))
+	d = s.Schedule(now.Add(time.Second))
+	require.Len(t, d.Admit, 1, "explained: %v", explain(t, s, "inf-d"))
+	assert.Equal(t, "inf-d", d.Admit[0].ID)
+	assert.Equal(t, "node-0-1-0", d.Admit[0].Pods[0].Node)
+	assert.Empty(t, d.Drain, "no other victim")
+}
+
+func explain(t *testing.T, s *fleet.Scheduler, id string) string {
+	x, err := s.Explain(id)
+	require.NoError(t, err)
+	return x.Message
+}

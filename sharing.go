@@ -132,7 +132,7 @@ func (s *Scheduler) quotaModels(e *entry) *gang.Workload {
 		if !ok || !s.tree.Serves(e.queue, f) {
 			continue
 		}
-		v := s.tree.FitsRequest(e.queue, f, req)
+		v := s.fitsQuota(func() quota.Verdict { return s.tree.FitsRequest(e.queue, f, req) })
 		// The verdict recorded is the first model's that fits, else the
 		// first model's.
 		if !asked || v.Fits() && len(fit) == 0 {
@@ -201,7 +201,8 @@ func (s *Scheduler) tryAdmitShared(now time.Time, e *entry, d *Decisions) admitR
 	if !ok || !s.tree.Serves(e.queue, f) {
 		panic(fmt.Sprintf("fleet: %s placed on model %q its queue does not serve", e.w.ID, model))
 	}
-	v := s.tree.FitsRequest(e.queue, f, s.books.RequestOf(a))
+	req := s.books.RequestOf(a)
+	v := s.fitsQuota(func() quota.Verdict { return s.tree.FitsRequest(e.queue, f, req) })
 	e.wait.quota = v
 	if !v.Fits() {
 		e.wait.reason = WaitQuota

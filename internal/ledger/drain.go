@@ -509,3 +509,32 @@ func (l *Ledger) Promised() []string {
 	slices.Sort(out)
 	return out
 }
+
+// PromisedGone runs fn with the quota charges of the victims promised to
+// nominations taken off the tree, and puts them back after. Their
+// beneficiaries are charged from the plan on, so while they drain the
+// tree counts the same room twice; without them it shows what the cohort
+// holds once the drains in progress end, the view every victim search
+// takes. fn must not change the books.
+func (l *Ledger) PromisedGone(fn func()) {
+	l.chargePromised(false)
+	defer l.chargePromised(true)
+	fn()
+}
+
+func (l *Ledger) chargePromised(take bool) {
+	for _, r := range l.draining {
+		if !r.Drain.Promised() {
+			continue
+		}
+		var err error
+		if take {
+			err = l.tree.AddRequest(r.Queue, r.Flavor, r.charged)
+		} else {
+			err = l.tree.RemoveRequest(r.Queue, r.Flavor, r.charged)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("ledger: a promised victim's own charge refused: %v", err))
+		}
+	}
+}
