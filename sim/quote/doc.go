@@ -31,7 +31,9 @@
 //  3. Compare each with the baseline, team by team, and price: displaced
 //     GPU-hours at Price.DollarsPerGPUHour, unserved inference at
 //     Price.ExternalDollarsPerGPUHour. The recommendation is the
-//     approvable option of the lowest total.
+//     approvable option of the lowest total; totals within Config.Tie
+//     (1%) of the cheapest count as the same, and among those the option
+//     that drains the least running work wins.
 //
 // The scheduler passed in is never changed: every simulation runs on a
 // fork. A quote is deterministic: the same scheduler, options and Config

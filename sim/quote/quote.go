@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -53,7 +54,17 @@ type Config struct {
 	// in parallel, one goroutine each; the quote is the same whatever
 	// the order.
 	Each func(n int, one func(i int))
+	// Tie is the share of the cheapest option's total within which
+	// options count as costing the same (default DefaultTie): a forecast
+	// is one seeded draw of demand, and totals closer than its error do
+	// not rank options. Among such options the one that drains the least
+	// work is recommended. Negative: compare totals exactly.
+	Tie float64
 }
+
+// DefaultTie is Config.Tie's default: options within 1% of the cheapest
+// total cost the same.
+const DefaultTie = 0.01
 
 // Quote is the forecast of every option of a proposal, beside a
 // baseline without the booking, and the recommendation.
@@ -187,7 +198,11 @@ func For(now time.Time, s *fleet.Scheduler, req calendar.Request, opts []calenda
 	for i := range q.Options {
 		q.compare(&q.Options[i])
 	}
-	q.recommend()
+	tie := cfg.Tie
+	if tie == 0 {
+		tie = DefaultTie
+	}
+	q.recommend(tie)
 	return q, nil
 }
 
@@ -280,10 +295,11 @@ func (q *Quote) compare(o *Option) {
 	o.TotalDollars = o.DisplacedDollars + o.OverflowDollars
 }
 
-// recommend picks the approvable option of the lowest total cost; ties
-// go to the least work that cannot be drained in the blocks, then the
+// recommend picks, among the approvable options whose total is within
+// tie of the cheapest, the one that drains the least work that cannot be
+// preempted, then the least work, then the lowest total, then the
 // calendar's own order.
-func (q *Quote) recommend() {
+func (q *Quote) recommend(tie float64) {
 	var ok []int
 	for i := range q.Options {
 		if q.Options[i].Approvable() {
@@ -297,19 +313,44 @@ func (q *Quote) recommend() {
 		}
 		return
 	}
+	cheapest := q.Options[ok[0]].TotalDollars
+	for _, i := range ok {
+		cheapest = min(cheapest, q.Options[i].TotalDollars)
+	}
+	same := func(o *Option) bool { return o.TotalDollars <= cheapest+max(0, tie)*math.Abs(cheapest) }
 	slices.SortStableFunc(ok, func(a, b int) int {
 		x, y := &q.Options[a], &q.Options[b]
-		return cmp.Or(cmp.Compare(x.TotalDollars, y.TotalDollars),
-			cmp.Compare(x.Displaced.Blocking, y.Displaced.Blocking), cmp.Compare(x.Index, y.Index))
+		if sx, sy := same(x), same(y); sx != sy {
+			if sx {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(x.Displaced.Blocking, y.Displaced.Blocking), cmp.Compare(drained(x), drained(y)),
+			cmp.Compare(x.TotalDollars, y.TotalDollars), cmp.Compare(x.Index, y.Index))
 	})
 	best := &q.Options[ok[0]]
 	q.Recommended = ok[0]
-	q.Reason = fmt.Sprintf("it costs the least: %s (%s displaced, %s overflow)",
-		dollars(best.TotalDollars), dollars(best.DisplacedDollars), dollars(best.OverflowDollars))
 	if len(ok) == 1 {
 		q.Reason = "it is the only option that can be approved; it costs " + dollars(best.TotalDollars)
 		return
 	}
 	next := &q.Options[ok[1]]
-	q.Reason += fmt.Sprintf(", %s less than option %d", dollars(next.TotalDollars-best.TotalDollars), next.Index)
+	if !same(next) || best.Displaced.Blocking == next.Displaced.Blocking && drained(best) == drained(next) {
+		q.Reason = fmt.Sprintf("it costs the least: %s (%s displaced, %s overflow), %s less than option %d",
+			dollars(best.TotalDollars), dollars(best.DisplacedDollars), dollars(best.OverflowDollars),
+			dollars(next.TotalDollars-best.TotalDollars), next.Index)
+		return
+	}
+	// A tie on cost: the option that disturbs the least running work.
+	q.Reason = fmt.Sprintf("it costs %s, within %s of option %d's %s (closer than the forecast can tell), "+
+		"and drains less work: %s GPUs (%s not preemptible) against %s (%s)",
+		dollars(best.TotalDollars), share(max(0, tie)), next.Index, dollars(next.TotalDollars),
+		count(float64(drained(best))), count(float64(best.Displaced.Blocking)),
+		count(float64(drained(next))), count(float64(next.Displaced.Blocking)))
+}
+
+// drained is how many GPUs of running work an option drains in its blocks.
+func drained(o *Option) int {
+	return o.Displaced.Blocking + o.Displaced.Guaranteed + o.Displaced.Borrowed
 }
