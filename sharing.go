@@ -19,9 +19,10 @@ import (
 // model with every resource, placement picks the best fit across the
 // models whose quota fits, and the workload is charged for the model it
 // lands on, its MIG slices by the compute slices they take
-// (topology.MIGProfile.ShareAt). On one model it
-// preempts by reclaimFor (reclaim_shared.go); a model set waits for room.
-// Such work is not hot-swapped when a node fails.
+// (topology.MIGProfile.ShareAt). It preempts by reclaimFor
+// (reclaim_shared.go); a model set preempts on one model at a time, in
+// its order of preference (preemptModels). Such work is not hot-swapped
+// when a node fails.
 
 // sharing reports whether e takes the path of work beyond whole GPUs of
 // one model.
