@@ -19,7 +19,10 @@ import (
 //   - admission: a workload that does not fit whole is admitted at the
 //     largest size that fits its quota and the fleet (Admission.Pods lists
 //     the pods it starts with); a preemption makes room for its minimum;
-//   - shrink: a victim search asks an elastic victim to give up only the
+//   - shrink: the victim search prefers an elastic workload's pods above
+//     its minimum, priced by their lost work alone, to evicting a
+//     workload of the same priority whole (preempt's package
+//     documentation), and asks an elastic victim to give up only the
 //     pods the beneficiary needs, down to its minimum, before evicting it
 //     whole. Each pod given up is split off into a workload of its own,
 //     named ledger.SplitID ("batch-7#workers-5"), and drained under the

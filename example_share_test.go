@@ -52,7 +52,7 @@ func Example_sharedGPUs() {
 	// admit embed queue=team wait=0s span=node: a0=8
 	// chat-small on H100: 1000 thousandths of GPU
 	// embed on A100: 8000 thousandths of GPU
-	// notebook on H100: 858 thousandths of GPU
+	// notebook on H100: 857 thousandths of GPU
 	// tokenizer on H100: 0 thousandths of GPU
 	// fleet: workload can never fit the fleet: placement: MIG profile no accepted GPU model has: submit "bad": pod set "server": no accepted GPU model has MIG profile "3g.40gb"
 }

@@ -57,6 +57,13 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	if s.cfg.Policy.NoPreemption {
 		return false, false
 	}
+	if e := run[0]; len(e.w.Flavors) > 1 {
+		// A model set preempts on one model at a time.
+		return s.preemptModels(e, func() bool {
+			ok, _ := s.tryPreempt(now, run[:1], taken, failed, d)
+			return ok
+		}), len(run) > 1
+	}
 	if run[0].sharing() {
 		// Work beyond whole GPUs of one model takes room back without a
 		// nomination (reclaim_shared.go).
@@ -126,6 +133,50 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 		}
 	}
 	return false, jointFailed
+}
+
+// preemptModels makes room for e, a workload that accepts several GPU
+// models, as Kueue's flavor assigner tries flavors: each model it accepts
+// that its queue serves, in its order of preference, until preempt (a
+// victim search on that model alone, with its nomination, or a reclaim)
+// makes room there. For each try e is, to the scheduler and the ledger,
+// a workload of that one model, charged for it; the model that made room
+// stays its model (as for a placement: see tryAdmitShared), and when none
+// does, e is back as it was, with the first model's verdict.
+//
+// Admission tried every model without preemption first, so Kueue's
+// whenCanPreempt (Preempt or TryNextFlavor) makes no difference: a model
+// is only preempted on once none fits as it is.
+func (s *Scheduler) preemptModels(e *entry, preempt func() bool) bool {
+	models, flavor, model := e.w.Flavors, e.flavor, e.w.Flavor
+	var first waitVerdict
+	tried := false
+	for _, m := range models {
+		f, ok := s.tree.Flavor(m)
+		if !ok || !s.tree.Serves(e.queue, f) || !s.hasFlavor(m) {
+			continue
+		}
+		if err := s.books.SetFlavor(e.w.ID, f); err != nil {
+			panic("fleet: the ledger refused a model its queue serves: " + err.Error())
+		}
+		e.flavor, e.w.Flavor, e.w.Flavors = f, m, nil
+		ok = preempt()
+		e.w.Flavors = models
+		if ok {
+			return true
+		}
+		if !tried {
+			first, tried = e.wait, true
+		}
+	}
+	if err := s.books.SetFlavor(e.w.ID, flavor); err != nil {
+		panic("fleet: the ledger refused a pending workload's own model back: " + err.Error())
+	}
+	e.flavor, e.w.Flavor = flavor, model
+	if tried {
+		e.wait = first
+	}
+	return false
 }
 
 // refusal is a plan found for a workload but refused, as the cycle

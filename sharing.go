@@ -18,9 +18,11 @@ import (
 // They are admitted by tryAdmitShared: quota is checked for every accepted
 // model with every resource, placement picks the best fit across the
 // models whose quota fits, and the workload is charged for the model it
-// lands on, its MIG slices at their profile's share. On one model it
-// preempts by reclaimFor (reclaim_shared.go); a model set waits for room.
-// Such work is not hot-swapped when a node fails.
+// lands on, its MIG slices by the compute slices they take
+// (topology.MIGProfile.ShareAt). It preempts by reclaimFor
+// (reclaim_shared.go); a model set preempts on one model at a time, in
+// its order of preference (preemptModels). Such work is not hot-swapped
+// when a node fails.
 
 // sharing reports whether e takes the path of work beyond whole GPUs of
 // one model.
@@ -92,7 +94,7 @@ func (s *Scheduler) acceptedNodes(w *gang.Workload) []topology.NodeID {
 }
 
 // specRequest is what e asks of quota before it is placed: GPUs in
-// thousandths (MIG slices count once placed, at their profile's share)
+// thousandths (MIG slices count once placed, by their compute slices)
 // and every named resource the quota tree covers.
 func (s *Scheduler) specRequest(e *entry) quota.Request {
 	req := quota.Request{MilliGPUs: e.w.MilliGPUs()}
@@ -236,7 +238,8 @@ func (s *Scheduler) podView(e *entry, p placement.Pod) PodAssignment {
 
 // hostPod turns a pod the host names (Adopt, Restore) into a placed pod,
 // checked against its pod set: whole GPUs, the share or the MIG profile
-// of the spec (a slice's share is its profile's on the node's model), and
+// of the spec (a slice's share is its charge at its slice on the node's
+// model), and
 // the spec's resources.
 func (s *Scheduler) hostPod(ps *gang.PodSet, p PodAssignment, n topology.NodeID) (placement.Pod, bool) {
 	pod := placement.Pod{Index: p.Index, Node: n, GPUs: p.GPUs, Resources: ps.Resources}
@@ -248,7 +251,7 @@ func (s *Scheduler) hostPod(ps *gang.PodSet, p PodAssignment, n topology.NodeID)
 		if !ok || p.MIG != ps.MIG || p.Share != 0 || p.GPU < 0 || p.GPU >= s.fleet.Capacity(n) {
 			return pod, false
 		}
-		pod.GPU, pod.MIG, pod.Slice, pod.Share = p.GPU, p.MIG, p.Slice, prof.Share
+		pod.GPU, pod.MIG, pod.Slice, pod.Share = p.GPU, p.MIG, p.Slice, prof.ShareAt(p.Slice)
 	case ps.GPUShare > 0:
 		if p.Share != ps.GPUShare || p.MIG != "" || p.GPU < 0 || p.GPU >= s.fleet.Capacity(n) {
 			return pod, false

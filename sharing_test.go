@@ -65,6 +65,8 @@ func TestSharedWorkEndToEnd(t *testing.T) {
 		{name: "half GPUs", ps: gang.PodSet{Count: 2, GPUShare: 500}, milli: 1000, node: "h0", shareGPU: true, end: "exit"},
 		{name: "quarter GPUs with cpu", ps: gang.PodSet{Count: 4, GPUShare: 250, Resources: cpu}, milli: 1000, cpu: 16000, node: "h0", shareGPU: true, end: "kill"},
 		{name: "MIG 1g.10gb", ps: gang.PodSet{Count: 3, MIG: "1g.10gb"}, milli: 3 * 143, node: "m0", end: "node lost"},
+		{name: "MIG 1g.10gb carving a GPU", ps: gang.PodSet{Count: 7, MIG: "1g.10gb"}, milli: 1000, node: "m0", end: "exit"},
+		{name: "MIG 4g.40gb and beside it nothing", ps: gang.PodSet{Count: 1, MIG: "4g.40gb"}, milli: 572, node: "m0", end: "exit"},
 		{name: "CPU only", ps: gang.PodSet{Count: 2, Resources: cpu}, cpu: 8000, node: "h0", end: "exit"},
 		{name: "whole GPUs with cpu", ps: gang.PodSet{Count: 1, GPUsPerPod: 2, Resources: cpu}, milli: 2000, cpu: 4000, node: "h0", end: "node lost", wholeGPUs: 2},
 	} {

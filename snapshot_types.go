@@ -118,8 +118,8 @@ type RunningView struct {
 	Flavor   string
 	GPUs     int
 	// MilliGPUs is what its quota is charged of GPUs, in thousandths:
-	// whole GPUs, shares, and MIG slices at their profile's share on the
-	// model it runs on.
+	// whole GPUs, shares, and MIG slices by the compute slices they take
+	// on the model it runs on (topology.MIGProfile.ShareAt).
 	MilliGPUs int64
 	Started   time.Time
 	Draining  bool

@@ -506,7 +506,7 @@ func (m *machine) checkGuarantee(t *rapid.T, d fleet.Decisions) {
 // returns how many GPUs are partly used.
 func sharedGPUs(t *rapid.T, snap fleet.Snapshot) int {
 	milli := map[string]int{}
-	slices := map[string]uint8{}
+	carved := map[string]uint8{}
 	profiles := map[string]topology.MIGProfile{}
 	for _, p := range topology.MIGProfiles("H100") {
 		profiles[p.Name] = p
@@ -524,14 +524,16 @@ func sharedGPUs(t *rapid.T, snap fleet.Snapshot) int {
 				if prof.Slices < topology.MIGSlices {
 					span = uint8(1<<prof.Slices-1) << p.Slice
 				}
-				require.Zero(t, slices[k]&span, "MIG slices of GPU %s booked twice", k)
-				slices[k] |= span
-				milli[k] += prof.Share
+				require.Zero(t, carved[k]&span, "MIG slices of GPU %s booked twice", k)
+				carved[k] |= span
+				milli[k] += prof.ShareAt(p.Slice)
 			case p.Share > 0:
 				milli[k] += p.Share
-				require.LessOrEqual(t, milli[k], topology.MilliGPU, "GPU %s holds more than one GPU of shares", k)
 			}
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(milli)) {
+		require.LessOrEqual(t, milli[k], topology.MilliGPU, "GPU %s holds more than one GPU of shares or slices", k)
 	}
 	return len(milli)
 }

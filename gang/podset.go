@@ -60,8 +60,8 @@ func (p PodSet) NoGPU() bool { return p.GPUsPerPod == 0 && !p.Shared() }
 
 // MilliGPUsPerPod is what one pod takes of GPUs, in thousandths: whole
 // GPUs times 1000, or its share. A MIG slice's share depends on the GPU
-// model and is known once placed (placement reports it per pod); here it
-// counts 0.
+// model and on the compute slices it lands on, and is known once placed
+// (placement reports it per pod); here it counts 0.
 func (p PodSet) MilliGPUsPerPod() int64 {
 	return int64(p.GPUsPerPod)*MilliGPU + int64(p.GPUShare)
 }

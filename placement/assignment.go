@@ -21,7 +21,8 @@ type Pod struct {
 	// GPU is the GPU holding the pod's share or MIG slice.
 	GPU int
 	// Share is the thousandths of GPU the pod takes on GPU: its share, or
-	// its MIG profile's share; 0 for whole-GPU and CPU-only pods.
+	// its MIG slice's charge there (MIGProfile.ShareAt of its Slice); 0
+	// for whole-GPU and CPU-only pods.
 	Share int
 	// MIG is the pod's MIG profile and Slice the memory slice it starts at.
 	MIG   string

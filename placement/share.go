@@ -174,9 +174,10 @@ func (st *nodeState) take(pod *Pod, p *Placer, gpu int) bool {
 			return false
 		}
 		st.slots[best] |= span(prof, bestStart)
-		st.left[best] -= int16(prof.Share)
+		share := prof.ShareAt(bestStart)
+		st.left[best] -= int16(share)
 		st.free &^= 1 << best
-		pod.GPU, pod.MIG, pod.Slice, pod.Share = best, prof.Name, bestStart, prof.Share
+		pod.GPU, pod.MIG, pod.Slice, pod.Share = best, prof.Name, bestStart, share
 	case p.share > 0:
 		best := -1
 		for i := range st.gpus {

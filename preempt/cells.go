@@ -269,7 +269,7 @@ func (s *Searcher) coverCost(dom topology.DomainID, need int) float64 {
 	s.eachCandidateIn(dom, func(ci int32) bool {
 		c := &s.cands[ci]
 		in := 0
-		for _, ng := range c.run.Nodes {
+		for _, ng := range s.nodesOf(c) {
 			if ng.Node >= lo && ng.Node < hi {
 				in += ng.GPUs
 			}
@@ -376,7 +376,8 @@ type cellWalk struct {
 }
 
 // eachCandidateIn calls fn once for each candidate the rules allow with
-// GPUs on dom's nodes, in node order, until fn returns false.
+// GPUs on dom's nodes (each part of an elastic workload with GPUs
+// there), in node order, until fn returns false.
 func (s *Searcher) eachCandidateIn(dom topology.DomainID, fn func(ci int32) bool) {
 	s.cellEpoch++
 	if s.cellEpoch == 0 {
@@ -390,16 +391,35 @@ func (s *Searcher) eachCandidateIn(dom topology.DomainID, fn func(ci int32) bool
 			if ci < 0 {
 				continue
 			}
-			if int(ci) >= len(s.coveredAt) {
-				s.coveredAt = append(s.coveredAt, make([]uint32, int(ci)+1-len(s.coveredAt)+len(s.cands))...)
+			last := ci
+			if s.cands[ci].part == surplusPart {
+				last = ci + 1
 			}
-			if s.coveredAt[ci] == s.cellEpoch {
-				continue
-			}
-			s.coveredAt[ci] = s.cellEpoch
-			if !fn(ci) {
-				return
+			for ; ci <= last; ci++ {
+				if int(ci) >= len(s.coveredAt) {
+					s.coveredAt = append(s.coveredAt, make([]uint32, int(ci)+1-len(s.coveredAt)+len(s.cands))...)
+				}
+				if s.coveredAt[ci] == s.cellEpoch {
+					continue
+				}
+				if c := &s.cands[ci]; c.part != wholeCand && !s.holdsIn(c, lo, hi) {
+					continue
+				}
+				s.coveredAt[ci] = s.cellEpoch
+				if !fn(ci) {
+					return
+				}
 			}
 		}
 	}
+}
+
+// holdsIn reports whether c frees GPUs on a node of [lo, hi).
+func (s *Searcher) holdsIn(c *cand, lo, hi topology.NodeID) bool {
+	for _, ng := range s.nodesOf(c) {
+		if ng.Node >= lo && ng.Node < hi {
+			return true
+		}
+	}
+	return false
 }

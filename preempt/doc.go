@@ -3,10 +3,12 @@
 //
 // # Victims
 //
-// Searcher.Victims returns a Plan: a 1-minimal set of whole running
-// workloads (never some pods of a gang), each with the rule that allowed
-// it, its drain deadline, the GPUs it frees and its cost, plus the
-// assignment the beneficiary will get once they are gone. Or a *NoPlan
+// Searcher.Victims returns a Plan: a 1-minimal set of running workloads
+// to stop whole, or, for elastic ones, to shrink (give up some pods
+// above their minimum, never some pods of a gang), each with the rule
+// that allowed it, its drain deadline, the GPUs it frees and its cost,
+// plus the assignment the beneficiary will get once they are gone. Or a
+// *NoPlan
 // saying why none exists and, per rule (NoPlan.Excluded), how many
 // running workloads it kept out. The candidate rules are Kueue's meaning
 // of the queue's quota.Rules (withinQueue, reclaimWithinCohort,
@@ -15,11 +17,28 @@
 // (Running.Preemptible) and the minimum runtime: see classifyEntry and
 // attempts. The one candidate order is compareCandidates: draining
 // first, other queues' borrowed work, (fair sharing) higher share, lower
-// priority, lower cost, ID. Each victim carries the reason Kueue labels
+// priority, an elastic workload's surplus (see below) before whole
+// evictions, lower cost, ID. Each victim carries the reason Kueue labels
 // it with, by the candidate's variant (see Searcher.reason): InQueue,
 // Reclaim (InCohortReclamation), ReclaimWhileBorrowing, FairSharing
 // (InCohortFairSharing). WithinQueueLowerOrNewerEqualPriority compares
 // queue-order times (Running.Submitted, Request.Submitted).
+//
+// # Elastic victims: shrinking before evicting
+//
+// A running workload with pods above its minimum (Running.Shrinkable,
+// Running.Keep) is offered to the search as two candidates: its surplus,
+// the pods it gives up first down to its minimum, priced by the lost
+// work of those pods alone; and its rest, which completes its eviction.
+// At one priority the surplus comes before every whole eviction, and a
+// set is ranked by its highest victim priority, then a shrink below a
+// whole eviction: so the search itself chooses to shrink an elastic
+// workload rather than evict a workload of the same priority whole, even
+// one that would lose less work, while lower priority still goes first
+// (a whole eviction of lower priority comes before a shrink). Work
+// already draining stops nothing new and ranks as a shrink. A shrunk
+// victim gives up, pod by pod, only the pods the request needs (see
+// shrinkTaken); the plan's cost counts those pods' lost work alone.
 //
 // # Fair sharing
 //
@@ -32,7 +51,9 @@
 // first of Options.FairSharingStrategies (default: S2-a,
 // LessThanOrEqualToFinalShare, then S2-b, LessThanInitialShare) unless
 // the preemptor stays within its nominal quota; those the first leaves
-// are offered to the second, one per queue, once the first is done.
+// are offered to the second, one per queue, once the first is done. The
+// walk judges and takes an elastic workload whole, as Kueue does; the
+// fill-back that follows may leave its rest out, so that it shrinks.
 //
 // # The Index: the host's candidates, kept up to date
 //
@@ -59,7 +80,7 @@
 // lowest bound first, room is freed node by node, cheapest node first
 // (found best-first down the topology), until the domain holds the gang;
 // each domain's set is filled back to 1-minimal and scored (highest victim
-// priority, then cost, then count), and the search stops once no
+// rank, then cost, then count), and the search stops once no
 // remaining domain's bound can beat the best: the same answer as trying
 // every domain. When the victims picked for quota used up what a queue
 // may lose on work that frees no room in the domain, the domain is freed
@@ -122,7 +143,7 @@
 //     different flavors, or where two resources contend at once, are not
 //     in the corpus.
 //   - Topology: a gang's victims are chosen per domain of its required
-//     level, the domain whose set has the lowest highest priority (then
+//     level, the domain whose set has the lowest highest rank (then
 //     cost, count, ID) winning; Kueue removes candidates in its order and
 //     places after each removal. Kueue's measured outcome is the same
 //     min-max domain.

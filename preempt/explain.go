@@ -32,6 +32,9 @@ func (s *Searcher) explain(np *NoPlan) {
 				continue
 			}
 			x.byQueue[qs].Ascend(func(k orderKey) bool {
+				if k.band&1 != 0 && x.entries[k.pos].split() {
+					return true // counted at its surplus's key
+				}
 				if e := s.exclusionOf(k.pos); e == 0 {
 					candidates++
 				} else {

@@ -17,12 +17,13 @@ type OrderItem struct {
 	Other    bool
 	Share    quota.Share
 	Prio     int32
+	Shrink   bool // the surplus of an elastic workload
 	Cost     float64
 	ID       string
 }
 
 func (o OrderItem) cand() cand {
-	return cand{draining: o.Draining, other: o.Other, share: o.Share, prio: o.Prio, cost: o.Cost, id: o.ID}
+	return cand{draining: o.Draining, other: o.Other, share: o.Share, prio: o.Prio, whole: !o.Shrink, cost: o.Cost, id: o.ID}
 }
 
 // CompareOrder is compareCandidates.
@@ -35,11 +36,11 @@ func CompareOrder(a, b OrderItem) int {
 // band of draining and priority, then ID), and SameBand says whether two
 // candidates share a band (the search then orders them by cost and ID).
 func StaticLess(a, b OrderItem) bool {
-	return keyLess(orderKey{band: packBand(a.Draining, a.Prio), id: a.ID}, orderKey{band: packBand(b.Draining, b.Prio), id: b.ID})
+	return keyLess(orderKey{band: packBand(a.Draining, a.Prio, !a.Shrink), id: a.ID}, orderKey{band: packBand(b.Draining, b.Prio, !b.Shrink), id: b.ID})
 }
 
 func SameBand(a, b OrderItem) bool {
-	return packBand(a.Draining, a.Prio) == packBand(b.Draining, b.Prio)
+	return packBand(a.Draining, a.Prio, !a.Shrink) == packBand(b.Draining, b.Prio, !b.Shrink)
 }
 
 // StreamOrder returns the IDs of every candidate for req, as the search's

@@ -136,11 +136,25 @@ func (s *Searcher) pickFair(placing bool) bool {
 			panic("preempt: undoing the request: " + err.Error())
 		}
 	}()
+	// The walk judges and takes a workload as Kueue does, whole: an
+	// elastic one with its surplus and rest together (fill-back and
+	// shrinkTaken may still make it shrink).
 	take := func(ci int32) bool {
-		if placing {
-			s.takePlacing(ci)
-		} else {
-			s.take(ci)
+		if s.cands[ci].part == restPart {
+			ci-- // the workload, from its surplus
+		}
+		if s.cands[ci].taken {
+			return false // taken with its surplus: nothing changes
+		}
+		for _, x := range [2]int32{ci, ci + 1} {
+			if x == ci+1 && s.cands[ci].part != surplusPart {
+				break
+			}
+			if placing {
+				s.takePlacing(x)
+			} else {
+				s.take(x)
+			}
 		}
 		if err := t.RemoveUsage(q, s.flavor, s.needGPUs); err != nil {
 			panic("preempt: removing the request: " + err.Error())
@@ -196,9 +210,22 @@ func (s *Searcher) pickFair(placing bool) bool {
 		for s.walk.heads[si] >= 0 {
 			ci := s.popFair(si)
 			c := &s.cands[ci]
+			if c.part == restPart {
+				continue // judged with its surplus
+			}
+			// An elastic workload is judged whole, by its surplus and
+			// rest together.
+			var rc *cand
+			if c.part == surplusPart {
+				rc = &s.cands[ci+1]
+				s.removeUsage(rc)
+			}
 			s.removeUsage(c)
 			tNew := t.DominantShare(qr.cSide)
 			s.addUsage(c)
+			if rc != nil {
+				s.addUsage(rc)
+			}
 			if first.passes(pNew, tOld, tNew) {
 				if take(ci) {
 					return true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/btree"
 
+	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -54,6 +55,9 @@ type Index struct {
 
 	onNode [][]int32 // per node: positions of the workloads holding GPUs there
 	held   []int32   // per node: GPUs held by indexed workloads
+	// splits counts the candidates offered in two parts (see indexEntry):
+	// while there are none, no set can rank as a shrink.
+	splits int
 
 	// Per-domain aggregates, every level down to the nodes' own: see
 	// nodeChanged.
@@ -99,22 +103,88 @@ const (
 )
 
 type indexEntry struct {
-	run      Running
-	prio     int32
-	gpus     int32
+	run  Running
+	prio int32
+	gpus int32
+	// parts is set for a candidate offered in two parts (see parts); next
+	// to what classify reads, in the same cache line.
+	parts    *parts
 	cand     bool     // Preemptible or Draining: the rules may make it a victim
 	position int32    // in entries
 	stored   orderKey // its key in byQueue, kept so that a spec changed in place is still found
 	from     int64    // unsavedFrom when indexed, for the same reason
 }
 
+// parts divides a running candidate with pods above its minimum
+// (Running.Shrinkable beyond Running.Keep), which is offered to the
+// search in two parts, each with its own key in byQueue: its surplus,
+// the pods it gives up first down to its minimum (pods, their GPUs per
+// node in shrink), ranked as a shrink; and the rest of it (rest), ranked
+// as the whole eviction it completes. Kept apart from indexEntry so that
+// the entries every search walks stay small.
+type parts struct {
+	pods       []placement.Pod
+	shrink     []placement.NodeGPUs
+	rest       []placement.NodeGPUs
+	shrinkGPUs int32
+	storedRest orderKey // the rest's key in byQueue (stored is the surplus's)
+}
+
+// split reports whether the entry is offered in two parts.
+func (e *indexEntry) split() bool { return e.parts != nil }
+
+// shrinkGPUs is the GPUs of the entry's surplus, 0 when it has none.
+func (e *indexEntry) shrinkGPUs() int32 {
+	if e.parts == nil {
+		return 0
+	}
+	return e.parts.shrinkGPUs
+}
+
+// splitSurplus divides a running candidate that can shrink into its
+// surplus (for each pod set, its shrinkable pods in the order it gives
+// them up, all but the Keep it must keep) and the rest.
+func (e *indexEntry) splitSurplus() {
+	r := &e.run
+	if r.Draining || !e.cand || len(r.Shrinkable) == 0 {
+		return
+	}
+	give := make([]int, len(r.Keep))
+	for _, p := range r.Shrinkable {
+		give[p.PodSet]++
+	}
+	for i, k := range r.Keep {
+		give[i] -= k
+	}
+	var pods []placement.Pod
+	for _, p := range r.Shrinkable {
+		if give[p.PodSet] > 0 {
+			give[p.PodSet]--
+			pods = append(pods, p)
+		}
+	}
+	if len(pods) == 0 {
+		return
+	}
+	p := &parts{pods: pods, shrink: placement.Assignment{Pods: pods}.NodeGPUs(), rest: slices.Clone(r.Nodes)}
+	for _, x := range p.shrink {
+		p.rest = takeFrom(p.rest, x.Node, x.GPUs)
+		p.shrinkGPUs += int32(x.GPUs)
+	}
+	p.rest = slices.DeleteFunc(p.rest, func(x placement.NodeGPUs) bool { return x.GPUs == 0 })
+	e.parts = p
+}
+
 // orderKey is an entry's place in the static eviction order: band packs
-// criterion 1 (draining first) and 4 (lower priority first) of
-// compareCandidates; within a band the search orders by cost, then ID
-// (see queueStream), helped, for running work, by its GPUs and the start
-// of its unsaved work, latest first (from), which order DefaultCost
-// within one GPU count whatever now is. Draining work has neither: it
-// costs nothing to DefaultCost, and its band is ordered by ID.
+// criterion 1 (draining first), 4 (lower priority first) and 5 (a
+// shrink before a whole eviction) of compareCandidates; within a band
+// the search orders by cost, then ID (see queueStream), helped, for
+// running work, by its GPUs and the start of its unsaved work, latest
+// first (from), which order DefaultCost within one GPU count whatever
+// now is. Draining work has neither: it costs nothing to DefaultCost,
+// and its band is ordered by ID. An entry offered in two parts has a key
+// for each: the surplus in its priority's shrink band, the rest in its
+// whole band, each with the GPUs of its part.
 type orderKey struct {
 	band uint64
 	gpus int32
@@ -136,14 +206,22 @@ func keyLess(a, b orderKey) bool {
 	return a.id < b.id
 }
 
-// packBand orders draining work first, then by priority.
-func packBand(draining bool, prio int32) uint64 {
-	b := uint64(uint32(prio) ^ 1<<31)
+// packBand orders draining work first, then by priority, then shrinks
+// before whole evictions (whole: bit 0).
+func packBand(draining bool, prio int32, whole bool) uint64 {
+	b := uint64(uint32(prio)^1<<31) << 1
+	if whole {
+		b |= 1
+	}
 	if !draining {
-		b |= 1 << 32
+		b |= runningBand
 	}
 	return b
 }
+
+// runningBand is the first band of running work: draining work's bands
+// are below it.
+const runningBand = 1 << 33
 
 // band is a count of workloads, and their GPUs, at one priority.
 type band struct {
@@ -340,15 +418,24 @@ func (x *Index) queueSlot(q quota.NodeID, fl quota.FlavorID) int {
 	return int(q)*x.tree.NumFlavors() + int(fl)
 }
 
+// key is the entry's key, the rest's of one offered in two parts.
 func (e *indexEntry) key() orderKey {
-	k := orderKey{band: packBand(e.run.Draining, e.prio), id: e.run.W.ID, pos: e.position}
+	k := orderKey{band: packBand(e.run.Draining, e.prio, true), id: e.run.W.ID, pos: e.position}
 	if !e.run.Draining {
 		from := e.run.Started
 		if lc := e.run.W.Drain.LastCheckpoint; lc.After(from) {
 			from = lc
 		}
-		k.gpus, k.from = e.gpus, int64(from.Sub(time.Unix(0, 0)))
+		k.gpus, k.from = e.gpus-e.shrinkGPUs(), int64(from.Sub(time.Unix(0, 0)))
 	}
+	return k
+}
+
+// shrinkKey is the key of the surplus of an entry offered in two parts.
+func (e *indexEntry) shrinkKey() orderKey {
+	k := e.key()
+	k.band &^= 1
+	k.gpus = e.shrinkGPUs()
 	return k
 }
 
@@ -372,6 +459,7 @@ func (x *Index) insert(r Running) {
 	e := &x.entries[i]
 	*e = indexEntry{run: r, prio: r.W.Priority, gpus: int32(gpusOf(r.Nodes)), cand: r.Preemptible || r.Draining, position: i}
 	e.from = e.unsavedFrom()
+	e.splitSurplus()
 	x.slot[r.W.ID] = i
 	qs := x.queueSlot(r.Queue, r.Flavor)
 	x.total[qs]++
@@ -381,6 +469,11 @@ func (x *Index) insert(r Running) {
 		}
 		e.stored = e.key()
 		x.byQueue[qs].ReplaceOrInsert(e.stored)
+		if e.split() {
+			e.parts.storedRest, e.stored = e.stored, e.shrinkKey()
+			x.byQueue[qs].ReplaceOrInsert(e.stored)
+			x.splits++
+		}
 		x.queueBands[qs] = addBand(x.queueBands[qs], e.prio, 1, e.gpus)
 	} else {
 		x.blocked[qs]++
@@ -405,6 +498,10 @@ func (x *Index) delete(i int32) {
 	x.total[qs]--
 	if e.cand {
 		x.byQueue[qs].Delete(e.stored)
+		if e.split() {
+			x.byQueue[qs].Delete(e.parts.storedRest)
+			x.splits--
+		}
 		x.queueBands[qs] = addBand(x.queueBands[qs], e.prio, -1, -e.gpus)
 	} else {
 		x.blocked[qs]--

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -18,6 +19,7 @@ import (
 type frontierItem struct {
 	weight int32 // fillCellFrugal: other queues' GPUs the slot takes; 0 otherwise
 	prio   int32
+	whole  uint8 // 1: the room takes a whole eviction at prio (a bound: see wholeBound)
 	cold   uint8 // 1: no warm node for the preemptor there (see warm.go)
 	cost   float64
 	kind   uint8 // frontierDomain, frontierNodeBound, frontierNode
@@ -36,6 +38,9 @@ func frontierLess(a, b *frontierItem) bool {
 	}
 	if a.prio != b.prio {
 		return a.prio < b.prio
+	}
+	if a.whole != b.whole {
+		return a.whole < b.whole
 	}
 	if a.cold != b.cold {
 		return a.cold < b.cold
@@ -115,18 +120,19 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 	dom := sh.firstCell + topology.DomainID(d)
 	nodeLevel := topology.Level(f.Depth())
 	nodeBase := f.NodeDomain(0)
+	wb := s.wholeBound()
 	for _, n := range s.touched {
 		if nd, ngi := s.cell(n); nd == d && ngi == gi {
 			s.nodeSeen[n] = s.cellEpoch
-			if p, c, ok := s.nodeSlot(n, a, false); ok {
-				s.push(frontierItem{prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
+			if p, w, c, ok := s.nodeSlot(n, a, false); ok {
+				s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 			}
 		}
 	}
 	if sh.level == nodeLevel {
-		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], cold: s.coldDomain(dom), kind: frontierNodeBound, id: int32(dom - nodeBase)})
+		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], whole: wb, cold: s.coldDomain(dom), kind: frontierNodeBound, id: int32(dom - nodeBase)})
 	} else {
-		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], cold: s.coldDomain(dom), kind: frontierDomain, id: int32(dom)})
+		s.push(frontierItem{prio: x.firstSlot[int(dom)*sizes+k-1], whole: wb, cold: s.coldDomain(dom), kind: frontierDomain, id: int32(dom)})
 	}
 	for !s.cellFits(d, gi) {
 		if len(s.frontier) == 0 {
@@ -145,7 +151,7 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 					continue
 				}
 				if !leafs {
-					s.push(frontierItem{prio: p, cold: s.coldDomain(ch), kind: frontierDomain, id: int32(ch)})
+					s.push(frontierItem{prio: p, whole: wb, cold: s.coldDomain(ch), kind: frontierDomain, id: int32(ch)})
 					continue
 				}
 				n := topology.NodeID(ch - nodeBase)
@@ -155,7 +161,7 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 				if nd, ngi := s.cell(n); nd != d || ngi != gi {
 					continue
 				}
-				s.push(frontierItem{prio: p, cold: s.coldNode(n), kind: frontierNodeBound, id: int32(n)})
+				s.push(frontierItem{prio: p, whole: wb, cold: s.coldNode(n), kind: frontierNodeBound, id: int32(n)})
 			}
 		case frontierNodeBound:
 			n := topology.NodeID(it.id)
@@ -166,26 +172,26 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 			if nd, ngi := s.cell(n); nd != d || ngi != gi {
 				continue
 			}
-			if p, c, ok := s.nodeSlot(n, a, false); ok {
-				s.push(frontierItem{prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
+			if p, w, c, ok := s.nodeSlot(n, a, false); ok {
+				s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 			}
 		case frontierNode:
 			n := topology.NodeID(it.id)
-			p, c, ok := s.nodeSlot(n, a, false)
+			p, w, c, ok := s.nodeSlot(n, a, false)
 			if !ok {
 				continue
 			}
-			if p != it.prio || c != it.cost {
+			if p != it.prio || w != it.whole || c != it.cost {
 				// Its room changed since it was priced (a victim on
 				// several nodes, a queue back within quota).
-				s.push(frontierItem{prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
+				s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 				continue
 			}
-			if _, _, ok := s.nodeSlot(n, a, true); !ok {
+			if _, _, _, ok := s.nodeSlot(n, a, true); !ok {
 				continue // a pick no longer passes the rules: the node is out
 			}
-			if p, c, ok := s.nodeSlot(n, a, false); ok {
-				s.push(frontierItem{prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
+			if p, w, c, ok := s.nodeSlot(n, a, false); ok {
+				s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 			}
 		}
 	}
@@ -220,8 +226,8 @@ func (s *Searcher) fillCellFrugal(d int, gi int32, a attempt) bool {
 		if f.DomainLevel(dm) == nodeLevel {
 			n := topology.NodeID(dm - f.NodeDomain(0))
 			if nd, ngi := s.cell(n); nd == d && ngi == gi {
-				if p, c, ok := s.nodeSlot(n, a, false); ok {
-					s.push(frontierItem{weight: s.slotWeight, prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
+				if p, w, c, ok := s.nodeSlot(n, a, false); ok {
+					s.push(frontierItem{weight: s.slotWeight, prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 				}
 			}
 			continue
@@ -238,19 +244,19 @@ func (s *Searcher) fillCellFrugal(d int, gi int32, a attempt) bool {
 		}
 		it := s.pop()
 		n := topology.NodeID(it.id)
-		p, c, ok := s.nodeSlot(n, a, false)
+		p, w, c, ok := s.nodeSlot(n, a, false)
 		if !ok {
 			continue
 		}
-		if p != it.prio || c != it.cost || s.slotWeight != it.weight {
-			s.push(frontierItem{weight: s.slotWeight, prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
+		if p != it.prio || w != it.whole || c != it.cost || s.slotWeight != it.weight {
+			s.push(frontierItem{weight: s.slotWeight, prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 			continue
 		}
-		if _, _, ok := s.nodeSlot(n, a, true); !ok {
+		if _, _, _, ok := s.nodeSlot(n, a, true); !ok {
 			continue
 		}
-		if p, c, ok := s.nodeSlot(n, a, false); ok {
-			s.push(frontierItem{weight: s.slotWeight, prio: p, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
+		if p, w, c, ok := s.nodeSlot(n, a, false); ok {
+			s.push(frontierItem{weight: s.slotWeight, prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
 		}
 	}
 	return true
@@ -270,18 +276,22 @@ func (s *Searcher) takesFrom(qs int) bool {
 // nodeSlot prices room for one more pod of the gang on node n: its
 // candidates the attempt may take, in eviction order, until the node's
 // free GPUs reach the next multiple of the pod size; the price is their
-// highest priority and their cost. Another queue's work counts only while
-// its queue would still borrow after the slot's earlier picks (its
+// highest priority, whether one of them goes whole (whole 1: the room
+// takes a whole eviction, 0: shrinks alone make it), and their cost.
+// The surplus and the rest of an elastic workload count as candidates of
+// their own; the rest brings its surplus with it (priced with it, even
+// when the surplus frees nothing on n). Another queue's work counts only
+// while its queue would still borrow after the slot's earlier picks (its
 // borrowing falls by what they free). With take, it takes them, checking
 // each pick's rules on the simulation as it goes, and takes nothing (and
 // reports false) when one no longer passes.
-func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32, cost float64, ok bool) {
+func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32, whole uint8, cost float64, ok bool) {
 	f := s.fleet
 	k := s.shape.podGPUs
 	avail := f.Free(n) + int(s.freed[n])
 	target := (avail/k + 1) * k
 	if target > f.Capacity(n) || f.Health(n) != topology.Healthy {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	list := s.nodeCands[:0]
 	// Victims picked for quota on this node free its room too, and stay
@@ -294,19 +304,29 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 		if ci < 0 {
 			continue
 		}
-		c := &s.cands[ci]
-		if c.taken && c.forQuota {
-			prio = max(prio, c.prio)
-			cost += c.cost
+		last := ci
+		if s.cands[ci].part == surplusPart {
+			last = ci + 1 // and its rest
 		}
-		if c.taken || !s.keep(c, a) {
-			continue
+		for ; ci <= last; ci++ {
+			c := &s.cands[ci]
+			if c.part != wholeCand && gpusOn(s.nodesOf(c), n) == 0 {
+				continue
+			}
+			if c.taken && c.forQuota {
+				prio = max(prio, c.prio)
+				whole = max(whole, b2u(c.whole))
+				cost += c.cost
+			}
+			if c.taken || !s.keep(c, a) {
+				continue
+			}
+			if !s.valid(c) {
+				s.budgetShort = s.budgetShort || c.other
+				continue
+			}
+			list = append(list, ci)
 		}
-		if !s.valid(c) {
-			s.budgetShort = s.budgetShort || c.other
-			continue
-		}
-		list = append(list, ci)
 	}
 	cs := s.cands
 	slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
@@ -316,6 +336,16 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 	base := len(s.taken)
 	for _, ci := range list {
 		c := &s.cands[ci]
+		if c.taken {
+			continue // a surplus its rest brought along
+		}
+		// The rest of a workload whose surplus is neither taken nor on
+		// n (it would come first in the list) brings it along: both are
+		// priced.
+		var sc *cand
+		if c.part == restPart && !s.cands[ci-1].taken && gpusOn(s.nodesOf(&s.cands[ci-1]), n) == 0 {
+			sc = &s.cands[ci-1]
+		}
 		if c.other && !s.borrowsAfter(c.run.Queue) {
 			s.budgetShort = true
 			continue // its queue will be back within quota by then
@@ -327,24 +357,34 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 					s.untake(ci)
 				}
 				s.taken = s.taken[:base]
-				return 0, 0, false
+				return 0, 0, 0, false
 			}
 			s.take(ci)
 		} else if c.other {
 			s.slotPicks = append(s.slotPicks, removal{c.run.Queue, int64(c.gpus)})
+			if sc != nil {
+				s.slotPicks = append(s.slotPicks, removal{c.run.Queue, int64(sc.gpus)})
+			}
 		}
 		if c.other {
 			s.slotWeight += int32(c.gpus)
 		}
-		for _, ng := range c.run.Nodes {
-			if ng.Node == n {
-				avail += ng.GPUs
-			}
+		if c.part == wholeCand {
+			avail += gpusOn(c.run.Nodes, n)
+		} else {
+			avail += gpusOn(s.nodesOf(c), n)
 		}
 		prio = max(prio, c.prio)
+		whole = max(whole, b2u(c.whole))
 		cost += c.cost
+		if sc != nil {
+			if c.other {
+				s.slotWeight += int32(sc.gpus)
+			}
+			cost += sc.cost
+		}
 		if avail >= target {
-			return prio, cost, true
+			return prio, whole, cost, true
 		}
 	}
 	if take {
@@ -353,7 +393,36 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 		}
 		s.taken = s.taken[:base]
 	}
-	return 0, 0, false
+	return 0, 0, 0, false
+}
+
+// gpusOn is the GPUs of node n in nodes.
+func gpusOn(nodes []placement.NodeGPUs, n topology.NodeID) int {
+	g := 0
+	for _, x := range nodes {
+		if x.Node == n {
+			g += x.GPUs
+		}
+	}
+	return g
+}
+
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// wholeBound is the whole mark of a bound read from the Index, which
+// knows priorities only: 0 (a shrink may make the room) while some
+// candidate is offered in two parts, 1 otherwise (every victim goes
+// whole).
+func (s *Searcher) wholeBound() uint8 {
+	if s.index.splits > 0 {
+		return 0
+	}
+	return 1
 }
 
 // borrowsAfter reports whether queue q (and every cohort up to the common

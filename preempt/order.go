@@ -7,25 +7,67 @@ import (
 
 	"github.com/google/btree"
 
+	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/quota"
 )
 
 // cand is a workload the search has looked at and the rules allow as a
-// victim (for some attempt; see keep).
+// victim (for some attempt; see keep), or one of the two parts of an
+// elastic workload that can shrink (see part).
 type cand struct {
 	entry    int32 // position in the Index
 	run      *Running
 	id       string
 	prio     int32
-	gpus     int
-	cost     float64 // by the CostModel, asked once, when first looked at
+	gpus     int     // the GPUs taking it frees (see nodesOf)
+	cost     float64 // by the CostModel, asked once, when first looked at (of its part alone)
 	draining bool
 	other    bool        // another queue than the preemptor's
 	share    quota.Share // fair sharing: its side of the tree's share at the start
 	hier     bool        // the preemptor has hierarchical advantage over its queue
+	whole    bool        // taking it stops a workload whole: neither a surplus part nor already draining
+	part     uint8       // wholeCand, surplusPart or restPart
 	whileB   bool        // borrowWithinCohort allows it while the preemptor borrows
 	taken    bool
 	forQuota bool // taken among the attempt's victims picked for quota
+}
+
+// A running elastic workload with pods above its minimum is two
+// candidates, one after the other in s.cands: its surplus (the pods it
+// gives up first, down to its minimum: a shrink) and its rest (taking
+// it too evicts the workload whole). The rest is taken only with the
+// surplus, and the surplus is kept out only once the rest is: a victim
+// set holds the surplus alone (the workload shrinks) or both (it goes
+// whole).
+const (
+	wholeCand uint8 = iota
+	surplusPart
+	restPart
+)
+
+// rank orders what a victim costs by priority first, then a shrink
+// before a whole eviction: the set with the lowest highest rank wins.
+func rank(prio int32, whole bool) int64 {
+	r := int64(prio) * 2
+	if whole {
+		r++
+	}
+	return r
+}
+
+func (c *cand) rank() int64 { return rank(c.prio, c.whole) }
+
+// nodesOf is the GPUs per node taking c frees: its workload's, or its
+// part's.
+func (s *Searcher) nodesOf(c *cand) []placement.NodeGPUs {
+	if c.part == wholeCand {
+		return c.run.Nodes
+	}
+	p := s.index.entries[c.entry].parts
+	if c.part == surplusPart {
+		return p.shrink
+	}
+	return p.rest
 }
 
 // compareCandidates is the eviction order, the one order of the package;
@@ -36,8 +78,10 @@ type cand struct {
 //  3. under fair sharing, higher dominant share of the candidate's side
 //     of the tree first (the same for every candidate of a queue);
 //  4. lower priority first;
-//  5. lower cost first;
-//  6. ID.
+//  5. the surplus of an elastic workload (pods above its minimum, given
+//     up pod by pod) before whole evictions;
+//  6. lower cost first (a surplus: the lost work of its pods alone);
+//  7. ID.
 func compareCandidates(a, b *cand) int {
 	if a.draining != b.draining {
 		if a.draining {
@@ -56,6 +100,12 @@ func compareCandidates(a, b *cand) int {
 	}
 	if c := cmp.Compare(a.prio, b.prio); c != 0 {
 		return c
+	}
+	if a.whole != b.whole {
+		if !a.whole {
+			return -1
+		}
+		return 1
 	}
 	if c := cmp.Compare(a.cost, b.cost); c != 0 {
 		return c
@@ -167,7 +217,7 @@ func (s *Searcher) fetchSub(st *queueStream, c *subCursor) {
 		if k.band != band || k.gpus != gpus {
 			return false
 		}
-		ci := s.classify(k.pos)
+		ci := s.classifyIn(k.pos, k.band)
 		// Stop only before a candidate of another cost: work the rules
 		// exclude may sit between candidates that tie on cost.
 		if len(c.buf) >= c.chunk && ci >= 0 && s.cands[ci].cost != lastCost {
@@ -210,7 +260,7 @@ func (s *Searcher) fetchBand(st *queueStream) bool {
 			if k.band != first.band {
 				return false
 			}
-			if s.lazyCost && k.band >= 1<<32 && len(keys) >= s.wholeBand {
+			if s.lazyCost && k.band >= runningBand && len(keys) >= s.wholeBand {
 				large = true
 				return false
 			}
@@ -222,8 +272,8 @@ func (s *Searcher) fetchBand(st *queueStream) bool {
 			return false
 		}
 		if int64(bandPrio(first.band)) > st.maxPrio {
-			if first.band < 1<<32 {
-				st.next = 1 << 32 // past the draining bands' priorities: on to the running ones
+			if first.band < runningBand {
+				st.next = runningBand // past the draining bands' priorities: on to the running ones
 				continue
 			}
 			return false
@@ -250,7 +300,7 @@ func (s *Searcher) fetchBand(st *queueStream) bool {
 			return true
 		}
 		for _, pos := range keys {
-			if c := s.classify(pos); c >= 0 {
+			if c := s.classifyIn(pos, first.band); c >= 0 {
 				st.band = append(st.band, c)
 			}
 		}
@@ -277,7 +327,7 @@ func (s *Searcher) recycleSubs(st *queueStream) {
 	st.subs, st.merging = st.subs[:0], false
 }
 
-func bandPrio(b uint64) int32 { return int32(uint32(b) ^ 1<<31) }
+func bandPrio(b uint64) int32 { return int32(uint32(b>>1) ^ 1<<31) }
 
 // merged is the eviction order over every queue of an attempt: a k-way
 // merge of the queues' streams by compareCandidates (queues are few).

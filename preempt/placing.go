@@ -48,6 +48,9 @@ func (s *Searcher) searchPlacing(a attempt) (Plan, bool, bool, *NoPlan) {
 	}
 	for j := len(s.taken) - 1; j >= 0; j-- {
 		ci := s.taken[j]
+		if s.pinned(s.taken[j : j+1]) {
+			continue // a surplus whose rest is needed
+		}
 		s.untakePlacing(ci)
 		if s.fitsPlacing(a.allowBorrow) {
 			s.taken = slices.Delete(s.taken, j, j+1)
@@ -78,8 +81,11 @@ func (s *Searcher) fitsPlacing(allowBorrow bool) bool {
 }
 
 func (s *Searcher) takePlacing(ci int32) {
+	from := len(s.taken)
 	s.take(ci)
-	s.releaseNodes(&s.cands[ci], 1)
+	for _, x := range s.taken[from:] { // with the surplus a rest brings along
+		s.releaseNodes(&s.cands[x], 1)
+	}
 }
 
 func (s *Searcher) untakePlacing(ci int32) {
@@ -103,7 +109,7 @@ func (s *Searcher) untakeAllPlacing() {
 }
 
 func (s *Searcher) releaseNodes(c *cand, sign int) {
-	for _, x := range c.run.Nodes {
+	for _, x := range s.nodesOf(c) {
 		if !s.releaseOn(x.Node, sign*x.GPUs) {
 			panic("preempt: the scratch fleet refused GPUs checked against the live fleet")
 		}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/quota"
 )
 
@@ -154,7 +155,41 @@ func (s *Searcher) classify(pos int32) int32 {
 	}
 	s.candAt[pos] = int32(len(s.cands))
 	s.cands = append(s.cands, c)
+	if c.part == surplusPart {
+		s.cands = append(s.cands, s.restOf(&s.cands[len(s.cands)-1]))
+	}
 	return s.candAt[pos]
+}
+
+// classifyIn is classify for a key of band b: the rest of a workload
+// offered in two parts for a key of a whole band.
+func (s *Searcher) classifyIn(pos int32, b uint64) int32 {
+	ci := s.classify(pos)
+	if ci >= 0 && b&1 != 0 && s.cands[ci].part == surplusPart {
+		return ci + 1
+	}
+	return ci
+}
+
+// restOf is the rest part of surplus candidate sc.
+func (s *Searcher) restOf(sc *cand) cand {
+	e := &s.index.entries[sc.entry]
+	c := *sc
+	c.part, c.whole, c.gpus = restPart, true, int(e.gpus-e.parts.shrinkGPUs)
+	c.cost = s.partCost(&e.run, e.parts.rest)
+	if !(c.cost >= 0) {
+		s.unbounded = true
+	}
+	return c
+}
+
+// partCost is the CostModel's price of the GPUs nodes of r alone.
+func (s *Searcher) partCost(r *Running, nodes []placement.NodeGPUs) float64 {
+	s.partRun = *r
+	s.partRun.Nodes = nodes
+	c := s.cost.Cost(&s.partRun, s.req.Now)
+	s.partRun = Running{}
+	return c
 }
 
 // exclusionOf returns why the entry at pos is not a candidate (0 when it
@@ -195,8 +230,13 @@ func (s *Searcher) classifyEntry(pos int32) (cand, Exclusion) {
 	r := &e.run
 	qr := &s.queues[r.Queue]
 	c := cand{entry: pos, run: r, id: r.W.ID, prio: e.prio, gpus: int(e.gpus), draining: r.Draining,
-		other: qr.other, share: qr.share, hier: qr.hier, whileB: qr.other && int64(e.prio) <= qr.whileBMax}
-	c.cost = s.cost.Cost(r, s.req.Now)
+		other: qr.other, share: qr.share, hier: qr.hier, whole: !r.Draining, whileB: qr.other && int64(e.prio) <= qr.whileBMax}
+	if e.parts != nil {
+		c.part, c.whole, c.gpus = surplusPart, false, int(e.parts.shrinkGPUs)
+		c.cost = s.partCost(r, e.parts.shrink)
+	} else {
+		c.cost = s.cost.Cost(r, s.req.Now)
+	}
 	if !(c.cost >= 0) {
 		s.unbounded = true
 	}
@@ -262,13 +302,39 @@ func (s *Searcher) keep(c *cand, a attempt) bool {
 // pickFair, applies them in Kueue's order; this serves the victims a
 // domain needs beyond it).
 func (s *Searcher) valid(c *cand) bool {
+	if c.part == restPart {
+		return s.validRest(c)
+	}
 	if !c.other {
 		return true
 	}
-	qr := &s.queues[c.run.Queue]
-	if !s.borrowingQueue(c.run.Queue, qr.lca) {
+	if !s.borrowingQueue(c.run.Queue, s.queues[c.run.Queue].lca) {
 		return false
 	}
+	return s.validShare(c)
+}
+
+// validRest is valid for the rest of an elastic workload, which completes
+// one eviction with its surplus: it is taken with its surplus, and checked
+// as if that were still running.
+func (s *Searcher) validRest(c *cand) bool {
+	sc := &s.cands[s.candAt[c.entry]]
+	if !sc.taken {
+		return s.valid(sc) && (!c.other || s.validShare(c))
+	}
+	if !c.other {
+		return true
+	}
+	s.addUsage(sc)
+	ok := s.borrowingQueue(c.run.Queue, s.queues[c.run.Queue].lca)
+	s.removeUsage(sc)
+	return ok && s.validShare(c)
+}
+
+// validShare applies, under fair sharing while the preemptor would
+// borrow, the strategies to another queue's candidate c.
+func (s *Searcher) validShare(c *cand) bool {
+	qr := &s.queues[c.run.Queue]
 	if s.req.FairSharing && !s.withinNominal {
 		// The request is added at the preemptor's queue, so that what
 		// reaches its side of the tree passes the lending limits in
@@ -433,7 +499,7 @@ func (s *Searcher) anyCandidate(q quota.NodeID, maxPrio int64) bool {
 	found := false
 	t.Ascend(func(k orderKey) bool {
 		if int64(bandPrio(k.band)) > maxPrio {
-			return k.band < 1<<32 // a draining band: the running ones may still hold one
+			return k.band < runningBand // a draining band: the running ones may still hold one
 		}
 		found = s.ruleOut(k.pos) == 0
 		return !found

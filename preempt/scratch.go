@@ -188,14 +188,18 @@ func (s *Searcher) free(n topology.NodeID, x int) {
 }
 
 func (s *Searcher) freeAll(c *cand, sign int) {
-	for _, x := range c.run.Nodes {
+	for _, x := range s.nodesOf(c) {
 		s.free(x.Node, sign*x.GPUs)
 	}
 }
 
-// take evicts candidate ci in the simulation.
+// take evicts candidate ci in the simulation (the rest of an elastic
+// workload with its surplus, taken first when it is not yet).
 func (s *Searcher) take(ci int32) {
 	c := &s.cands[ci]
+	if c.part == restPart && !s.cands[ci-1].taken {
+		s.take(ci - 1)
+	}
 	s.removeUsage(c)
 	c.taken = true
 	s.freeAll(c, 1)
@@ -249,7 +253,9 @@ func (s *Searcher) takeAll(list []int32) {
 }
 
 // fillBack walks the picked victims newest first and keeps out each one
-// without which the request still fits, so the set is 1-minimal. It
+// without which the request still fits, so the set is 1-minimal (the
+// surplus of an elastic workload only once its rest is out: it then
+// shrinks rather than go whole, if that still fits). It
 // tries runs of victims at once, growing the run while whole runs can go
 // and halving it when one cannot: fitting is monotone (less usage and
 // more free GPUs never make it stop fitting), so a run goes back exactly
@@ -262,6 +268,14 @@ func (s *Searcher) fillBack(allowBorrow bool) {
 	for j := len(s.taken) - 1; j >= 0; {
 		n := min(run, j+1)
 		seg := s.taken[j-n+1 : j+1]
+		if s.index.splits > 0 && s.pinned(seg) {
+			if n == 1 {
+				j-- // its rest stays: it is needed
+				continue
+			}
+			run = n / 2
+			continue
+		}
 		for _, ci := range seg {
 			s.freeAll(&s.cands[ci], -1)
 		}
@@ -298,6 +312,21 @@ func (s *Searcher) fillBack(allowBorrow bool) {
 		}
 		run = n / 2
 	}
+}
+
+// pinned reports whether seg, a run of the taken victims, holds the
+// surplus of a workload whose rest is taken after the run: the surplus
+// stays while the rest does.
+func (s *Searcher) pinned(seg []int32) bool {
+	if s.index.splits == 0 {
+		return false
+	}
+	for i, ci := range seg {
+		if s.cands[ci].part == surplusPart && s.cands[ci+1].taken && !slices.Contains(seg[i+1:], ci+1) {
+			return true
+		}
+	}
+	return false
 }
 
 // scratchFor returns the fleet placement may run on: View.Scratch, or a
@@ -384,6 +413,9 @@ type simulation struct {
 	fitsUntouched bool              // some cell the search did not touch holds the gang
 	quotaPicks    []int32           // the attempt's victims picked for quota alone
 	taken         []int32           // candidates taken, in order
+	victims       []int32           // the taken that are victims (see listVictims)
+	victimBuf     []int32           // victims, when they are not all the taken
+	upgradeBuf    []int32           // upgradeSurpluses' copy of the set
 	best          []int32           // the best cell's set
 }
 

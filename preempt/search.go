@@ -37,12 +37,14 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 	}()
 	s.best = s.best[:0]
 	best := struct {
-		at   int
-		cell cellBound
-		prio int32
-		cold int // pods of the preemptor no warm node holds (see warm.go)
-		cost float64
+		at    int
+		cell  cellBound
+		rank  int64 // highest victim rank (see rank)
+		cold  int   // pods of the preemptor no warm node holds (see warm.go)
+		cost  float64
+		count int
 	}{at: -1}
+	wb := int64(s.wholeBound())
 	bounded := !s.unbounded && !s.noBounds
 	s.cellBounds()
 	// evaluated: the simulation holds the last cell's set, not the quota
@@ -54,12 +56,14 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			break
 		}
 		// Cells go lowest bound first; once a cell's bound is above the
-		// best set's highest priority, or its cost bound above the best
-		// set's cost, it cannot beat it.
+		// best set's highest rank, or its cost bound above the best
+		// set's cost, it cannot beat it. The bound knows priorities only:
+		// while some candidate can shrink, a cell at the best set's
+		// priority may still beat a set that evicts whole at it.
 		// A cold best set is no bound on cost while warm nodes may be
 		// freed elsewhere.
-		if best.at >= 0 && bounded && (b.prio > best.prio || b.prio == best.prio && best.cold == 0 && b.cost > best.cost+1e-9*(1+math.Abs(best.cost))) {
-			if b.prio > best.prio {
+		if br := int64(b.prio)*2 + wb; best.at >= 0 && bounded && (br > best.rank || br == best.rank && best.cold == 0 && b.cost > best.cost+1e-9*(1+math.Abs(best.cost))) {
+			if br > best.rank {
 				break
 			}
 			continue
@@ -85,14 +89,16 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		}
 		consider := func() {
 			s.fillBack(a.allowBorrow)
-			mp, cost := s.score(s.taken)
+			s.upgradeSurpluses(a.allowBorrow)
+			mr, cost, count := s.score(s.taken)
 			cold := s.coldSet()
 			// The cell whose set is cheapest: lowest highest victim
-			// priority, then a warm node for the preemptor, then lowest
-			// cost, then fewest victims, then the lowest cell.
-			if best.at < 0 || mp < best.prio || mp == best.prio && (cold < best.cold || cold == best.cold && (cost < best.cost || cost == best.cost &&
-				(len(s.taken) < len(s.best) || len(s.taken) == len(s.best) && cellBefore(b, best.cell)))) {
-				best.at, best.cell, best.prio, best.cold, best.cost = j, b, mp, cold, cost
+			// rank (priority, then a shrink before a whole eviction),
+			// then a warm node for the preemptor, then lowest cost, then
+			// fewest victims, then the lowest cell.
+			if best.at < 0 || mr < best.rank || mr == best.rank && (cold < best.cold || cold == best.cold && (cost < best.cost || cost == best.cost &&
+				(count < best.count || count == best.count && cellBefore(b, best.cell)))) {
+				best.at, best.cell, best.rank, best.cold, best.cost, best.count = j, b, mr, cold, cost, count
 				s.best = append(s.best[:0], s.taken...)
 				current = true
 			}
@@ -331,15 +337,67 @@ func (s *Searcher) takePrefix(base int, run []int32, p int) {
 	}
 }
 
-func (s *Searcher) score(set []int32) (maxPrio int32, cost float64) {
+// upgradeSurpluses tries, for each surplus of the filled-back set taken
+// alone whose rest ranks below the set's highest rank, evicting that
+// workload whole: with its rest taken, the set is filled back again, the
+// other victims first, so that a workload of lower priority going whole
+// may spare a victim of higher priority (a shrink can need more victims
+// than the eviction it replaces). It keeps the set of lower rank, then
+// cost, and leaves the victims in the order they were taken.
+func (s *Searcher) upgradeSurpluses(allowBorrow bool) {
+	if s.index.splits == 0 {
+		return
+	}
+	for i := 0; i < len(s.taken); i++ {
+		ci := s.taken[i]
+		c := &s.cands[ci]
+		if c.part != surplusPart || s.cands[ci+1].taken {
+			continue
+		}
+		rk, cost, _ := s.score(s.taken)
+		if rank(c.prio, true) >= rk {
+			continue
+		}
+		before := append(s.upgradeBuf[:0], s.taken...)
+		s.upgradeBuf = before
+		s.take(ci + 1)
+		// The workload first, so that fill-back tries the others first.
+		s.taken = append(append(s.taken[:0], ci, ci+1), before[:i]...)
+		s.taken = append(s.taken, before[i+1:]...)
+		s.fillBack(allowBorrow)
+		if nr, nc, _ := s.score(s.taken); nr < rk || nr == rk && nc < cost {
+			// Back in the order taken: the workload where its surplus was.
+			s.taken = s.taken[:0]
+			for _, x := range before {
+				if s.cands[x].taken {
+					s.taken = append(s.taken, x)
+					if x == ci && s.cands[ci+1].taken {
+						s.taken = append(s.taken, ci+1)
+					}
+				}
+			}
+			i = -1 // the set changed: look again
+			continue
+		}
+		s.untakeAll()
+		s.takeAll(before)
+	}
+}
+
+// score is a set's highest victim rank, cost and number of victims (a
+// workload's surplus and rest are one victim).
+func (s *Searcher) score(set []int32) (maxRank int64, cost float64, victims int) {
 	for j, ci := range set {
 		c := &s.cands[ci]
-		if j == 0 || c.prio > maxPrio {
-			maxPrio = c.prio
+		if r := c.rank(); j == 0 || r > maxRank {
+			maxRank = r
 		}
 		cost += c.cost
+		if c.part != restPart {
+			victims++
+		}
 	}
-	return maxPrio, cost
+	return maxRank, cost, victims
 }
 
 // fitsAlready returns a plan without victims when the request fits once
@@ -360,16 +418,39 @@ func (s *Searcher) fitsAlready() (Plan, bool, *NoPlan) {
 		Borrowing: s.tree.Fits(s.req.Queue, s.flavor, s.needGPUs).Borrowing()}, true, nil
 }
 
+// listVictims lists the taken candidates that are victims, in the order
+// taken: the rest of an elastic workload is the same victim as its
+// surplus, taken before it.
+func (s *Searcher) listVictims() {
+	if s.index.splits == 0 {
+		s.victims = s.taken // every candidate is a workload
+		return
+	}
+	s.victimBuf = s.victimBuf[:0]
+	for _, ci := range s.taken {
+		if s.cands[ci].part != restPart {
+			s.victimBuf = append(s.victimBuf, ci)
+		}
+	}
+	s.victims = s.victimBuf
+}
+
 // plan builds the result from the taken victims, with the simulation in
-// its final state (victims gone).
+// its final state (victims gone). An elastic workload whose rest is taken
+// goes whole, priced whole; its surplus alone is a shrink of its surplus
+// pods (applyShrinks narrows it to the pods given up).
 func (s *Searcher) plan(a placement.Assignment) Plan {
 	now := s.req.Now
 	borrowing := s.tree.Fits(s.req.Queue, s.flavor, s.needGPUs).Borrowing()
+	s.listVictims()
 	p := Plan{Beneficiary: s.req.W.ID, Target: a.Clone(), ReadyBy: now, Borrowing: borrowing,
-		Victims: make([]Victim, 0, len(s.taken))}
-	for _, ci := range s.taken {
+		Victims: make([]Victim, 0, len(s.victims))}
+	for _, ci := range s.victims {
 		c := &s.cands[ci]
-		v := Victim{ID: c.id, Nodes: c.run.Nodes, GPUs: c.gpus, Cost: c.cost, Priority: c.prio}
+		v := Victim{ID: c.id, Nodes: s.nodesOf(c), GPUs: c.gpus, Cost: c.cost, Priority: c.prio}
+		if c.part == surplusPart && s.cands[ci+1].taken {
+			v.Nodes, v.GPUs, v.Cost = c.run.Nodes, gpusOf(c.run.Nodes), s.cost.Cost(c.run, now)
+		}
 		v.Reason = s.reason(c)
 		g := c.run.Grace
 		if g <= 0 {
@@ -379,7 +460,7 @@ func (s *Searcher) plan(a placement.Assignment) Plan {
 		if v.Deadline.After(p.ReadyBy) {
 			p.ReadyBy = v.Deadline
 		}
-		p.LostGPUSeconds += c.cost
+		p.LostGPUSeconds += v.Cost
 		p.Victims = append(p.Victims, v)
 	}
 	return p

@@ -9,16 +9,35 @@ import (
 
 // Shrinking elastic victims.
 //
-// A victim that can shrink (Running.Shrinkable) is priced by the pods it
-// gives up, not by its whole run: once a search has a victim set that
-// makes room, each victim of the set that can shrink, in eviction order,
-// keeps back every pod the request does not need. It first keeps the
-// pods it cannot give up (those of pod sets that are not elastic): if the
-// request no longer fits, it is evicted whole. Then it keeps its elastic
-// pods one by one, the last it would give up first, each only if the
-// request still fits; if it ends with fewer pods of a pod set than
-// Running.Keep, it is evicted whole. So a shrink frees a subset of what
-// the eviction freed, and:
+// A running workload that can shrink (Running.Shrinkable beyond
+// Running.Keep) is two candidates to the search (see cand): its surplus,
+// the pods it gives up first down to its minimum, ranked as a shrink and
+// priced by those pods' lost work alone; and its rest, ranked as the
+// whole eviction it completes. At one priority the eviction order takes
+// surpluses before whole evictions, and a set's highest rank puts a
+// shrink below an eviction, so the search's choice itself prefers
+// shrinking to evicting, while lower priority still goes first.
+//
+// Once a search has a victim set that makes room, each victim of the set
+// that can shrink, in eviction order, keeps back every pod the request
+// does not need:
+//
+//   - a surplus taken alone (the workload shrinks) keeps back its surplus
+//     pods one by one, the last it would give up first, each only if the
+//     request still fits: it gives up some of its surplus, never below
+//     its minimum;
+//   - a workload taken whole (its rest is needed: giving up its surplus
+//     alone does not make room) first keeps the pods it cannot give up
+//     (those of pod sets that are not elastic): if the request no longer
+//     fits, it is evicted whole. Then it keeps its elastic pods one by
+//     one, the last it would give up first, each only if the request
+//     still fits; if it ends with fewer pods of a pod set than
+//     Running.Keep, it is evicted whole. Any of its pods may go: it keeps
+//     those on nodes the request does not need. A workload on one node
+//     with pods of one size has no such choice (any pods it keeps are as
+//     good as its rest) and goes whole at once.
+//
+// So a shrink frees a subset of what the set freed, and:
 //
 //   - the plan still fits: every kept pod is checked with quota and a
 //     placement on the scratch fleet, and the target is placed after;
@@ -28,7 +47,8 @@ import (
 //     in what is freed, and a pod that could not be kept back cannot be
 //     kept once others have been);
 //   - its cost is the lost work of the pods given up, by the CostModel
-//     asked about those pods alone, never more than evicting whole.
+//     asked about those pods alone, never more than its surplus or than
+//     evicting whole.
 //
 // The keep-back is greedy: a victim whose pods the request needs in
 // another combination may be evicted whole where a different choice of
@@ -55,15 +75,26 @@ type keptUsage struct {
 // scratch fleet and their usage removed from the tree. It reports whether
 // any victim shrinks; undoShrinks puts the scratch fleet and the tree back.
 func (s *Searcher) shrinkTaken(allowBorrow bool) bool {
-	s.yields = slices.Grow(s.yields[:0], len(s.taken))[:len(s.taken)]
+	s.listVictims()
+	s.yields = slices.Grow(s.yields[:0], len(s.victims))[:len(s.victims)]
 	clear(s.yields)
 	s.yieldBuf = s.yieldBuf[:0]
 	s.keptBack, s.keptUsage = s.keptBack[:0], s.keptUsage[:0]
 	any := false
-	for j, ci := range s.taken {
+	for j, ci := range s.victims {
 		c := &s.cands[ci]
 		pods := c.run.Shrinkable
 		if len(pods) == 0 || c.draining {
+			continue
+		}
+		if c.part == surplusPart && !s.cands[ci+1].taken {
+			s.yields[j] = s.keepSurplus(c, allowBorrow)
+			any = true
+			continue
+		}
+		if c.part != surplusPart || s.sameAsSurplus(c) {
+			// At its minimum already, or any pods it could keep are as
+			// good as its rest, which the set needs: it goes whole.
 			continue
 		}
 		mark := len(s.keptBack)
@@ -127,10 +158,85 @@ func (s *Searcher) shrinkTaken(allowBorrow bool) bool {
 	return any
 }
 
+// sameAsSurplus reports whether every choice of the pods surplus c's
+// workload may give up frees what its surplus does: all its GPUs on one
+// node, all its shrinkable pods of one size. Its rest was needed, so no
+// such choice fits.
+func (s *Searcher) sameAsSurplus(c *cand) bool {
+	if len(c.run.Nodes) != 1 {
+		return false
+	}
+	g := c.run.Shrinkable[0].GPUs
+	for _, p := range c.run.Shrinkable {
+		if p.GPUs != g {
+			return false
+		}
+	}
+	return true
+}
+
+// keepSurplus keeps back the surplus pods of c, taken alone, that the
+// request does not need, the last it would give up first, and returns
+// the pods it gives up, in the order it gives them up (one at least: the
+// set needs its surplus). On the fast path the pods are kept back by the
+// simulation's counts and one placement checks the result; should it
+// fail, they are kept back again pod by pod, each checked by a placement.
+func (s *Searcher) keepSurplus(c *cand, allowBorrow bool) []placement.Pod {
+	pods := s.index.entries[c.entry].parts.pods
+	start := len(s.yieldBuf)
+	m, um := len(s.keptBack), len(s.keptUsage)
+	counted := s.shape.fast
+	if counted {
+		s.keepSurplusPods(c, pods, func() bool { return s.quotaOK(allowBorrow) && s.topologyOK() })
+		if len(s.keptBack) > m && !s.fitsShrunk(allowBorrow) {
+			s.undoShrinksFrom(m, um)
+			s.yieldBuf = s.yieldBuf[:start]
+			counted = false
+		}
+	}
+	if !counted {
+		s.keepSurplusPods(c, pods, func() bool { return s.fitsShrunk(allowBorrow) })
+	}
+	if len(s.yieldBuf) == start {
+		// It fits with every surplus pod kept: keep it a victim of one
+		// pod rather than change the set.
+		first := pods[0]
+		s.releaseKept(c, []placement.NodeGPUs{{Node: first.Node, GPUs: first.GPUs}})
+		s.yieldBuf = append(s.yieldBuf, first)
+	}
+	yielded := s.yieldBuf[start:len(s.yieldBuf):len(s.yieldBuf)]
+	slices.Reverse(yielded) // the order it gives them up
+	return yielded
+}
+
+// keepSurplusPods keeps back each of pods, the last first, while fits
+// says the request still fits, and lists those it cannot keep in
+// s.yieldBuf.
+func (s *Searcher) keepSurplusPods(c *cand, pods []placement.Pod, fits func() bool) {
+	refused := s.refused[:0]
+	for _, p := range slices.Backward(pods) {
+		if slices.ContainsFunc(refused, func(x placement.NodeGPUs) bool { return x.Node == p.Node && p.GPUs >= x.GPUs }) {
+			s.yieldBuf = append(s.yieldBuf, p)
+			continue
+		}
+		one := [1]placement.NodeGPUs{{Node: p.Node, GPUs: p.GPUs}}
+		m, um := len(s.keptBack), len(s.keptUsage)
+		if s.keepBack(c, one[:]) && fits() {
+			continue
+		}
+		s.undoShrinksFrom(m, um)
+		s.yieldBuf = append(s.yieldBuf, p)
+		refused = append(refused, one[0])
+	}
+	s.refused = refused
+}
+
 // fitsShrunk reports whether the request fits in quota and on the
-// scratch fleet as it stands.
+// scratch fleet as it stands. On the fast path the simulation's counts
+// (kept equal to the scratch fleet by keepBack and its undo) answer no
+// first where they can: what they cannot hold no placement holds.
 func (s *Searcher) fitsShrunk(allowBorrow bool) bool {
-	if !s.quotaOK(allowBorrow) {
+	if !s.quotaOK(allowBorrow) || s.shape.fast && !s.topologyOK() {
 		return false
 	}
 	_, err := s.place()
@@ -148,6 +254,7 @@ func (s *Searcher) keepBack(c *cand, nodes []placement.NodeGPUs) bool {
 		if !s.releaseOn(x.Node, -x.GPUs) {
 			return false
 		}
+		s.free(x.Node, -x.GPUs)
 		s.keptBack = append(s.keptBack, x)
 		g += x.GPUs
 	}
@@ -168,6 +275,7 @@ func (s *Searcher) releaseKept(c *cand, nodes []placement.NodeGPUs) {
 		if !s.releaseOn(x.Node, x.GPUs) {
 			panic("preempt: the scratch fleet refused GPUs it gave back")
 		}
+		s.free(x.Node, x.GPUs)
 		s.keptBack = append(s.keptBack, placement.NodeGPUs{Node: x.Node, GPUs: -x.GPUs})
 		g += x.GPUs
 	}
@@ -183,6 +291,7 @@ func (s *Searcher) undoShrinksFrom(mark, usageMark int) {
 		if !s.releaseOn(x.Node, x.GPUs) {
 			panic("preempt: the scratch fleet refused GPUs it gave back")
 		}
+		s.free(x.Node, x.GPUs)
 	}
 	s.keptBack = s.keptBack[:mark]
 	for _, u := range slices.Backward(s.keptUsage[usageMark:]) {
@@ -206,24 +315,36 @@ func (s *Searcher) undoShrinks() { s.undoShrinksFrom(0, 0) }
 // applyShrinks makes the plan's shrunk victims give up their pods only,
 // priced by those pods' lost work.
 func (s *Searcher) applyShrinks(p *Plan) {
+	// The plan's pods and GPUs per node of every shrink share two
+	// allocations.
+	total := 0
+	for j := range p.Victims {
+		if j < len(s.yields) {
+			total += len(s.yields[j])
+		}
+	}
+	allPods := make([]placement.Pod, 0, total)
+	allNodes := make([]placement.NodeGPUs, total)
 	for j := range p.Victims {
 		if j >= len(s.yields) || s.yields[j] == nil {
 			continue
 		}
 		v := &p.Victims[j]
-		c := &s.cands[s.taken[j]]
+		c := &s.cands[s.victims[j]]
 		pods := s.yields[j]
-		var nodes []placement.NodeGPUs
+		nodes := allNodes[:0:len(pods)]
+		allNodes = allNodes[len(pods):]
 		g := 0
 		for _, x := range pods {
 			nodes = addTo(nodes, x.Node, x.GPUs)
 			g += x.GPUs
 		}
-		part := *c.run
-		part.Nodes = nodes
-		cost := s.cost.Cost(&part, s.req.Now)
+		nodes = nodes[:len(nodes):len(nodes)]
+		start := len(allPods)
+		allPods = append(allPods, pods...)
+		cost := s.partCost(c.run, nodes)
 		p.LostGPUSeconds += cost - v.Cost
-		v.Pods, v.Nodes, v.GPUs, v.Cost = slices.Clone(pods), nodes, g, cost
+		v.Pods, v.Nodes, v.GPUs, v.Cost = allPods[start:len(allPods):len(allPods)], nodes, g, cost
 	}
 	clear(s.yields)
 	s.yields = s.yields[:0]

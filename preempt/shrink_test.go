@@ -2,6 +2,7 @@ package preempt_test
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -69,15 +70,106 @@ func podGPUs(pods []placement.Pod) []placement.NodeGPUs {
 	return placement.Assignment{Pods: pods}.NodeGPUs()
 }
 
-// With elastic candidates, a plan is the plan the search makes without
-// them (same victims, same order, same rules) where every victim that
-// can shrink gives up only pods the request needs: the plan fits, no pod
-// it gives up could be kept, no victim could go, a victim evicted whole
-// could not have shrunk instead, and it never costs more.
+// rankOf orders victims as the search does: priority first, then a
+// shrink (or work already draining, which stops nothing new) below a
+// whole eviction.
+func rankOf(prio int32, whole bool) int64 {
+	r := int64(prio) * 2
+	if whole {
+		r++
+	}
+	return r
+}
+
+// testCost is the search's default cost model.
+var testCost = preempt.DefaultCost{RestartOverhead: 3 * time.Minute}
+
+// partCost is testCost's price of the GPUs nodes of r alone.
+func partCost(r *preempt.Running, nodes []placement.NodeGPUs, now time.Time) float64 {
+	part := *r
+	part.Nodes = nodes
+	return testCost.Cost(&part, now)
+}
+
+// planScore recomputes, apart from the search, a plan's highest victim
+// rank and its cost: a whole victim's lost work, a shrink's the lost
+// work of the pods it gives up alone.
+func planScore(t require.TestingT, p preempt.Plan, byID map[string]*preempt.Running, now time.Time) (int64, float64) {
+	rk, cost := int64(math.MinInt64), 0.0
+	for _, v := range p.Victims {
+		r := byID[v.ID]
+		c := testCost.Cost(r, now)
+		if v.Shrink() {
+			c = partCost(r, podGPUs(v.Pods), now)
+		}
+		require.InDelta(t, c, v.Cost, 1e-6*(1+c), "%s: priced by what it loses", v.ID)
+		cost += c
+		rk = max(rk, rankOf(r.W.Priority, !v.Shrink() && !r.Draining))
+	}
+	require.InDelta(t, cost, p.LostGPUSeconds, 1e-6*(1+cost), "the plan's cost is its victims'")
+	return rk, cost
+}
+
+// surplusOf is the pods r gives up first down to its minimum (its
+// shrinkable pods in order, all but Keep of each pod set), nil when it
+// cannot shrink.
+func surplusOf(r *preempt.Running) []placement.Pod {
+	if r.Draining || len(r.Shrinkable) == 0 {
+		return nil
+	}
+	give := make([]int, len(r.Keep))
+	for _, p := range r.Shrinkable {
+		give[p.PodSet]++
+	}
+	for i, k := range r.Keep {
+		give[i] -= k
+	}
+	var out []placement.Pod
+	for _, p := range r.Shrinkable {
+		if give[p.PodSet] > 0 {
+			give[p.PodSet]--
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// With elastic candidates, the search's choice prefers shrinking to
+// evicting at one priority and never gives up Kueue's priority order: a
+// plan exists with shrinks iff one exists without; outside fair sharing
+// (where queues go by share), the highest priority, and the highest rank
+// (a shrink below a whole eviction), of the victims it asks to stop (not
+// draining already: the eviction order takes those first, whatever their
+// priority) are no higher than the plan's without them; every victim is
+// under the rules; the plan fits, no victim could go and no pod a shrink
+// gives up could be kept; a victim evicted whole could not have given up
+// its surplus alone instead; and every victim is priced by what it loses
+// (a shrink by its pods alone).
 func TestShrinkProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		e, req, exclude := instance(t, rapid.Bool().Draw(t, "single"))
 		whole, errWhole := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, exclude)
+		byID := map[string]*preempt.Running{}
+		for i := range e.running {
+			byID[e.running[i].W.ID] = &e.running[i]
+		}
+		// The highest priority and rank of the victims a plan asks to
+		// stop.
+		stopping := func(p preempt.Plan) (int32, int64) {
+			prio, rk := int32(math.MinInt32), int64(math.MinInt64)
+			for _, v := range p.Victims {
+				if !byID[v.ID].Draining {
+					prio, rk = max(prio, v.Priority), max(rk, rankOf(v.Priority, !v.Shrink()))
+				}
+			}
+			return prio, rk
+		}
+		var wholeRank int64
+		var wholePrio int32
+		if errWhole == nil {
+			planScore(t, whole, byID, req.Now)
+			wholePrio, wholeRank = stopping(whole)
+		}
 		makeElastic(t, e)
 		beforeF := e.f.String()
 		var beforeT bytesOf
@@ -87,28 +179,49 @@ func TestShrinkProperties(t *testing.T) {
 		var afterT bytesOf
 		afterT.read(e.tree)
 		require.Equal(t, beforeT, afterT)
-		require.Equal(t, errWhole == nil, err == nil, "a plan exists with shrinks iff one exists without")
+		p2, err2 := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, exclude)
+		require.Equal(t, err == nil, err2 == nil)
+		require.Equal(t, p, p2, "deterministic")
+		require.Equal(t, errWhole == nil, err == nil, "a plan exists with shrinks iff one exists without: whole %v (%v), ours %v",
+			summarize(whole), errWhole, err)
 		if err != nil {
 			return
 		}
-		require.Equal(t, ids(whole), ids(p), "the same victims, in the same order")
-		require.LessOrEqual(t, p.LostGPUSeconds, whole.LostGPUSeconds+1e-6)
-		byID := map[string]*preempt.Running{}
-		for i := range e.running {
-			byID[e.running[i].W.ID] = &e.running[i]
+		planScore(t, p, byID, req.Now)
+		prio, rk := stopping(p)
+		// Under fair sharing queues go by share, not priority: a shrink
+		// that brings a queue back within quota leaves the rest to the
+		// next queue's work, whatever its priority.
+		if !req.FairSharing {
+			require.LessOrEqual(t, prio, wholePrio, "shrinks never raise the highest priority stopped: %+v, whole %+v", summarize(p), summarize(whole))
+			require.LessOrEqual(t, rk, wholeRank, "shrinks never raise the highest rank stopped: %+v, whole %+v", summarize(p), summarize(whole))
 		}
 		freed := map[string][]placement.NodeGPUs{}
 		for id := range exclude {
 			freed[id] = byID[id].Nodes
 		}
-		for j, v := range p.Victims {
+		rules := e.tree.Rules(req.Queue)
+		for _, v := range p.Victims {
 			r := byID[v.ID]
-			require.Equal(t, whole.Victims[j].Reason, v.Reason)
+			require.NotNil(t, r)
+			require.False(t, exclude[v.ID], "excluded victim %s", v.ID)
+			_, seen := freed[v.ID]
+			require.False(t, seen, "repeated victim %s", v.ID)
+			require.True(t, r.Draining || r.Preemptible && !req.Now.Before(r.Started.Add(r.MinRuntime)), "drain contract %s", v.ID)
+			if r.Queue == req.Queue {
+				require.Equal(t, preempt.InQueue, v.Reason)
+				require.NotEqual(t, quota.WithinQueueNever, rules.WithinQueue)
+				require.LessOrEqual(t, r.W.Priority, req.W.Priority)
+			} else {
+				require.NotEqual(t, quota.ReclaimNever, rules.ReclaimWithinCohort)
+			}
 			if v.Shrink() {
 				require.NotEmpty(t, r.Shrinkable, "%s shrinks", v.ID)
+				require.False(t, r.Draining, "%s shrinks while draining", v.ID)
 				for _, pod := range v.Pods {
 					require.Contains(t, r.Shrinkable, pod, "%s gives up a pod it may", v.ID)
 				}
+				require.LessOrEqual(t, len(v.Pods), len(r.Shrinkable)-r.Keep[0], "%s stays at its minimum at least", v.ID)
 				require.Equal(t, gpusOfTest(podGPUs(v.Pods)), v.GPUs)
 				require.Equal(t, podGPUs(v.Pods), v.Nodes)
 				freed[v.ID] = podGPUs(v.Pods)
@@ -128,131 +241,239 @@ func TestShrinkProperties(t *testing.T) {
 					freed[v.ID] = podGPUs(slices.Delete(slices.Clone(v.Pods), i, i+1))
 					require.False(t, fitsFreeing(e, req, freed, p.Borrowing), "pod-minimal: %s could keep %+v", v.ID, v.Pods[i])
 				}
-			} else if len(r.Shrinkable) > 0 && !r.Draining {
-				// Keeping its last-preferred pods to give up, as many as
-				// it must keep, does not fit either.
-				freed[v.ID] = podGPUs(r.Shrinkable[:len(r.Shrinkable)-r.Keep[0]])
-				require.False(t, fitsFreeing(e, req, freed, p.Borrowing), "%s evicted whole, could have shrunk", v.ID)
+			} else if sp := surplusOf(r); len(sp) > 0 {
+				freed[v.ID] = podGPUs(sp)
+				require.False(t, fitsFreeing(e, req, freed, p.Borrowing), "%s evicted whole, could have given up its surplus", v.ID)
 			}
 			freed[v.ID] = all
 		}
 	})
 }
 
-// TestShrinkAgainstBruteForce extends the brute-force comparison to
-// shrinkable candidates, on one queue where every rule is static: each
-// allowed candidate may stay, give up its first k shrinkable pods, or go
-// whole. A plan exists iff some such choice fits, and ours is no worse
-// than Kueue's greedy-then-fill-back baseline of whole evictions (lowest
-// highest victim priority, then cost).
+// TestShrinkAgainstBruteForce compares the search, on one queue where
+// every rule is static, with every choice for each allowed candidate:
+// stay, give up any of its shrinkable pods down to its minimum, or go
+// whole. Shrinks are priced by the lost work of the pods given up, and a
+// choice ranks by its highest victim priority, a shrink below a whole
+// eviction at one priority, then by cost. Then:
+//   - a plan exists iff some choice fits;
+//   - the plan's cost, recomputed from its victims, is what it reports;
+//   - its rank is the best any choice reaches (the search prefers a
+//     shrink to an eviction of the same priority, and lower priority
+//     first), when no candidate is already draining (the eviction order
+//     takes those first, whatever their priority);
+//   - its rank and cost are no worse than Kueue's walk over the same
+//     order of parts (each elastic workload's surplus, ranked as a
+//     shrink, then its rest, ranked whole), filled back, each surplus
+//     taken alone keeping back the pods the request does not need.
 func TestShrinkAgainstBruteForce(t *testing.T) {
+	var compared, optimal int
+	defer func() {
+		t.Logf("%d plans compared with every choice, %d with an elastic victim", compared, optimal)
+	}()
 	rapid.Check(t, func(t *rapid.T) {
 		e, req, _ := instance(t, true)
 		makeElastic(t, e)
+		byID := map[string]*preempt.Running{}
 		var allowed []*preempt.Running
+		draining := false
 		for i := range e.running {
 			r := &e.running[i]
+			byID[r.W.ID] = r
 			if (r.Draining || r.Preemptible && !req.Now.Before(r.Started.Add(r.MinRuntime))) && r.W.Priority < req.W.Priority {
 				allowed = append(allowed, r)
+				draining = draining || r.Draining
 			}
 		}
-		// Each allowed candidate: 0 stays, k in 1..len(Shrinkable)-Keep
-		// gives up its first k pods, beyond that it goes whole.
-		choices := make([]int, len(allowed))
+		// Each allowed candidate: stay, give up a subset of its surplus
+		// size or less of its shrinkable pods, or go whole.
+		type option struct {
+			nodes []placement.NodeGPUs // nil: stays
+			rank  int64
+			cost  float64
+		}
+		options := make([][]option, len(allowed))
+		size := 1
+		for i, r := range allowed {
+			opts := []option{{}, {nodes: r.Nodes, rank: rankOf(r.W.Priority, !r.Draining), cost: testCost.Cost(r, req.Now)}}
+			if sp := surplusOf(r); len(sp) > 0 {
+				most := len(sp)
+				for mask := 1; mask < 1<<len(r.Shrinkable); mask++ {
+					var pods []placement.Pod
+					for j, pod := range r.Shrinkable {
+						if mask&(1<<j) != 0 {
+							pods = append(pods, pod)
+						}
+					}
+					if len(pods) > most {
+						continue
+					}
+					ng := podGPUs(pods)
+					opts = append(opts, option{nodes: ng, rank: rankOf(r.W.Priority, false), cost: partCost(r, ng, req.Now)})
+				}
+			}
+			options[i] = opts
+			size *= len(opts)
+		}
+		if size > 1<<14 {
+			t.Skip("too many choices to enumerate")
+		}
 		exists := false
+		bestRank, bestCost := int64(math.MaxInt64), math.Inf(1)
+		choice := make([]int, len(allowed))
 		var walk func(i int)
 		walk = func(i int) {
-			if exists {
-				return
-			}
 			if i == len(allowed) {
 				freed := map[string][]placement.NodeGPUs{}
+				rk, cost := int64(math.MinInt64), 0.0
 				for j, r := range allowed {
-					switch k := choices[j]; {
-					case k == 0:
-					case len(r.Keep) > 0 && k <= len(r.Shrinkable)-r.Keep[0] && !r.Draining:
-						freed[r.W.ID] = podGPUs(r.Shrinkable[:k])
-					default:
-						freed[r.W.ID] = r.Nodes
+					if o := options[j][choice[j]]; o.nodes != nil {
+						freed[r.W.ID] = o.nodes
+						rk = max(rk, o.rank)
+						cost += o.cost
 					}
 				}
-				exists = fitsFreeing(e, req, freed, true)
+				if rk > bestRank || rk == bestRank && cost >= bestCost {
+					return
+				}
+				if fitsFreeing(e, req, freed, true) {
+					exists = true
+					bestRank, bestCost = rk, cost
+				}
 				return
 			}
-			shrinks := 0
-			if r := allowed[i]; len(r.Shrinkable) > 0 {
-				shrinks = len(r.Shrinkable) - r.Keep[0]
-			}
-			for k := 0; k <= shrinks+1; k++ {
-				choices[i] = k
+			for k := range options[i] {
+				choice[i] = k
 				walk(i + 1)
 			}
 		}
-		if len(allowed) <= 6 {
-			walk(0)
-		} else {
-			exists = fitsFreeing(e, req, allWhole(allowed), true)
-		}
+		walk(0)
 		p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
 		require.Equal(t, exists, err == nil, "brute force %v, ours %v", exists, err)
 		if err != nil {
 			return
 		}
-		gMax, gCost := greedyBaseline(e, req, allowed)
-		var oMax int32 = -1
-		for _, v := range p.Victims {
-			oMax = max(oMax, v.Priority)
+		compared++
+		rk, cost := planScore(t, p, byID, req.Now)
+		if !draining {
+			require.Equal(t, bestRank, rk, "the best rank any choice reaches (cost: best %.0f, ours %.0f)", bestCost, cost)
 		}
-		require.True(t, oMax < gMax || oMax == gMax && p.LostGPUSeconds <= gCost+1e-6,
-			"ours (%d, %.0f) worse than greedy (%d, %.0f)", oMax, p.LostGPUSeconds, gMax, gCost)
+		if slices.ContainsFunc(p.Victims, func(v preempt.Victim) bool { return len(byID[v.ID].Shrinkable) > 0 }) {
+			optimal++
+		}
+		gRank, gCost := rankedBaseline(e, req, allowed)
+		require.True(t, rk < gRank || rk == gRank && cost <= gCost+1e-6*(1+gCost),
+			"ours (%d, %.0f) worse than the walk (%d, %.0f)", rk, cost, gRank, gCost)
 	})
 }
 
-// greedyBaseline is Kueue's walk with whole evictions: the eviction
-// order, remove until it fits, fill back; it returns the set's highest
-// priority and cost.
-func greedyBaseline(e *env, req preempt.Request, allowed []*preempt.Running) (int32, float64) {
-	cost := preempt.DefaultCost{RestartOverhead: 3 * time.Minute}
-	order := slices.Clone(allowed)
-	slices.SortFunc(order, func(a, b *preempt.Running) int {
-		if a.Draining != b.Draining {
-			if a.Draining {
+// rankedBaseline is Kueue's walk over the search's order of parts: every
+// allowed candidate's parts (an elastic one's surplus, ranked as a shrink,
+// and its rest; any other whole) in the eviction order (draining first,
+// lower priority, a shrink before a whole eviction, lower cost, ID),
+// removed until the request fits, filled back newest first (a surplus
+// only once its rest is back), each surplus left alone keeping back,
+// last first, the pods the request does not need. It returns the set's
+// highest rank and cost.
+func rankedBaseline(e *env, req preempt.Request, allowed []*preempt.Running) (int64, float64) {
+	type unit struct {
+		r       *preempt.Running
+		surplus bool
+		rest    bool // the rest of an elastic workload
+		nodes   []placement.NodeGPUs
+		rank    int64
+		cost    float64
+	}
+	var units []unit
+	for _, r := range allowed {
+		sp := surplusOf(r)
+		if len(sp) == 0 {
+			units = append(units, unit{r: r, nodes: r.Nodes, rank: rankOf(r.W.Priority, !r.Draining), cost: testCost.Cost(r, req.Now)})
+			continue
+		}
+		s := podGPUs(sp)
+		rest := slices.Clone(r.Nodes)
+		for _, x := range s {
+			for i := range rest {
+				if rest[i].Node == x.Node {
+					rest[i].GPUs -= x.GPUs
+				}
+			}
+		}
+		rest = slices.DeleteFunc(rest, func(x placement.NodeGPUs) bool { return x.GPUs == 0 })
+		units = append(units, unit{r: r, surplus: true, nodes: s, rank: rankOf(r.W.Priority, false), cost: partCost(r, s, req.Now)},
+			unit{r: r, rest: true, nodes: rest, rank: rankOf(r.W.Priority, true), cost: partCost(r, rest, req.Now)})
+	}
+	slices.SortStableFunc(units, func(a, b unit) int {
+		if a.r.Draining != b.r.Draining {
+			if a.r.Draining {
 				return -1
 			}
 			return 1
 		}
-		if c := cmp.Compare(a.W.Priority, b.W.Priority); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(cost.Cost(a, req.Now), cost.Cost(b, req.Now)); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.W.ID, b.W.ID)
+		return cmp.Or(cmp.Compare(a.r.W.Priority, b.r.W.Priority), cmp.Compare(a.rank, b.rank),
+			cmp.Compare(a.cost, b.cost), cmp.Compare(a.r.W.ID, b.r.W.ID))
 	})
-	gone := map[string][]placement.NodeGPUs{}
-	var picked []*preempt.Running
-	for _, r := range order {
-		if fitsFreeing(e, req, gone, true) {
+	taken := make([]bool, len(units))
+	freed := func() map[string][]placement.NodeGPUs {
+		out := map[string][]placement.NodeGPUs{}
+		for i, u := range units {
+			if taken[i] {
+				out[u.r.W.ID] = append(out[u.r.W.ID], u.nodes...)
+			}
+		}
+		return out
+	}
+	var order []int
+	for i := range units {
+		if fitsFreeing(e, req, freed(), true) {
 			break
 		}
-		gone[r.W.ID] = r.Nodes
-		picked = append(picked, r)
+		taken[i] = true
+		order = append(order, i)
 	}
-	for i := len(picked) - 1; i >= 0; i-- {
-		delete(gone, picked[i].W.ID)
-		if !fitsFreeing(e, req, gone, true) {
-			gone[picked[i].W.ID] = picked[i].Nodes
+	restTaken := func(r *preempt.Running) bool {
+		for i, u := range units {
+			if taken[i] && u.rest && u.r == r {
+				return true
+			}
+		}
+		return false
+	}
+	for _, i := range slices.Backward(order) {
+		if units[i].surplus && restTaken(units[i].r) {
+			continue
+		}
+		taken[i] = false
+		if !fitsFreeing(e, req, freed(), true) {
+			taken[i] = true
 		}
 	}
-	var gMax int32 = -1
-	gCost := 0.0
-	for _, r := range order {
-		if _, ok := gone[r.W.ID]; ok {
-			gMax = max(gMax, r.W.Priority)
-			gCost += cost.Cost(r, req.Now)
+	rk, cost := int64(math.MinInt64), 0.0
+	for i, u := range units {
+		if !taken[i] {
+			continue
 		}
+		rk = max(rk, u.rank)
+		if !u.surplus || restTaken(u.r) {
+			cost += u.cost
+			continue
+		}
+		// A surplus alone keeps back the pods the request does not need.
+		pods := surplusOf(u.r)
+		given := slices.Clone(pods)
+		for _, pod := range slices.Backward(pods) {
+			without := slices.DeleteFunc(slices.Clone(given), func(x placement.Pod) bool { return x.PodSet == pod.PodSet && x.Index == pod.Index })
+			all := freed()
+			all[u.r.W.ID] = podGPUs(without)
+			if len(without) > 0 && fitsFreeing(e, req, all, true) {
+				given = without
+				units[i].nodes = podGPUs(given)
+			}
+		}
+		cost += partCost(u.r, podGPUs(given), req.Now)
 	}
-	return gMax, gCost
+	return rk, cost
 }
 
 func allWhole(rs []*preempt.Running) map[string][]placement.NodeGPUs {

@@ -41,7 +41,9 @@ type Running struct {
 	// sets, each on a node of Nodes, in the order it prefers to give them
 	// up; Keep[i] is how many pods of pod set i (placement.Pod.PodSet) it
 	// must keep (gang.PodSet.MinCount). Nil: it can only be evicted
-	// whole. A victim that can shrink is asked to give up pods instead of
+	// whole. The search prefers giving up its pods above Keep to evicting
+	// workloads of its priority whole (see the package documentation),
+	// and a victim that can shrink is asked to give up pods instead of
 	// stopping whenever that makes room (see Victim.Pods); any of its
 	// pods may go, so it keeps those the request does not need.
 	Shrinkable []placement.Pod

@@ -38,6 +38,8 @@ type Searcher struct {
 	quotaBuffers // usage changes in flight (usage.go)
 	fairWalk     // fair sharing's walk (fair.go)
 	shrinkWalk   // the taken victims that shrink instead (shrink.go)
+
+	partRun Running // partCost's copy of a workload priced by part of its GPUs
 }
 
 // callState is the call being served: its inputs and what follows from
@@ -92,9 +94,10 @@ func NewSearcher(opt Options) *Searcher {
 	return s
 }
 
-// Victims finds a 1-minimal set of running workloads whose eviction lets
-// req.W fit in quota and in topology, or returns a *NoPlan saying why
-// none exists (and, per rule, how many workloads the rules excluded).
+// Victims finds a 1-minimal set of running workloads whose eviction (or,
+// for elastic ones, whose shrinking: see Running.Shrinkable) lets req.W
+// fit in quota and in topology, or returns a *NoPlan saying why none
+// exists (and, per rule, how many workloads the rules excluded).
 //
 // The search is pure: it reads v.Fleet, v.Tree and v.Index and changes
 // none of them. Quota what-ifs run on the Searcher's own copy of the
@@ -121,13 +124,16 @@ func NewSearcher(opt Options) *Searcher {
 // then, for each domain of the gang's required level (the whole fleet
 // without one) that bounds from the Index's aggregates do not rule out,
 // the domain's nodes are freed cheapest first (the price of room for one
-// more pod on a node: the highest priority, then the cost, of the
+// more pod on a node: the highest priority, then whether it takes a
+// whole eviction rather than shrinks alone, then the cost, of the
 // candidates there that free it, in eviction order), found best-first
 // down the topology from the Index's per-domain prices, until the domain
 // holds the gang; each domain's set is filled back (newest first, every
-// victim without which it still fits goes), and the domain whose set has
-// the lowest highest victim priority, then the lowest cost, then the
-// fewest victims, then the lowest ID, wins. One placement on the scratch
+// victim without which it still fits goes; an elastic workload's rest
+// before its surplus, so that it shrinks where that is enough), and the
+// domain whose set has the lowest highest victim rank (priority, then a
+// shrink below a whole eviction), then the lowest cost, then the fewest
+// victims, then the lowest ID, wins. One placement on the scratch
 // fleet validates it and gives Target. Workloads with segments, spread or
 // pod sets of different sizes take a slower path that places after each
 // pick (as Kueue does).

@@ -31,8 +31,8 @@ type Claim struct {
 	// GPU is the GPU of a share or a MIG slice.
 	GPU int
 	// Share is the thousandths of GPU held there, (0, 1000]; 0 when the
-	// claim holds no share. For a MIG slice it is ignored: the profile's
-	// share is charged.
+	// claim holds no share. For a MIG slice it is ignored: the slice is
+	// charged by its compute slices (MIGProfile.ShareAt).
 	Share int
 	// MIG names a MIG profile of the node's model ("" for none); the slice
 	// starts at memory slice Slice.
@@ -48,7 +48,7 @@ func (c Claim) MilliGPUs(f *Fleet) int {
 	switch {
 	case c.MIG != "":
 		if p, ok := f.NodeMIGProfile(c.Node, c.MIG); ok {
-			n += p.Share
+			n += p.ShareAt(c.Slice)
 		}
 	case c.Share > 0:
 		n += c.Share
@@ -155,7 +155,7 @@ func (f *Fleet) checkClaim(c Claim, take bool) error {
 			if take && f.gmig[g]&span != 0 {
 				return &NodeError{Node: name, Detail: fmt.Sprintf("GPU %d slices %#x taken", c.GPU, f.gmig[g]&span), Err: ErrOverAlloc}
 			}
-			if !take && (f.gmig[g]&span != span || int(f.gused[g]) < p.Share) {
+			if !take && (f.gmig[g]&span != span || int(f.gused[g]) < p.ShareAt(c.Slice)) {
 				return &NodeError{Node: name, Detail: fmt.Sprintf("GPU %d slices %#x not held", c.GPU, span), Err: ErrOverRelease}
 			}
 		} else {
@@ -232,7 +232,7 @@ func (f *Fleet) applyClaim(c Claim, sign int) {
 			g := base + c.GPU
 			f.setGPU(n, g, func() {
 				f.gmig[g] ^= migSpan(p, c.Slice)
-				f.gused[g] = uint16(int(f.gused[g]) + sign*p.Share)
+				f.gused[g] = uint16(int(f.gused[g]) + sign*p.ShareAt(c.Slice))
 			})
 		case c.Share > 0:
 			g := base + c.GPU

@@ -4,7 +4,26 @@ import "strings"
 
 // MIGProfile is one way to carve a GPU instance out of a MIG-capable GPU:
 // how many of the GPU's eight memory slices it occupies, where it may
-// start, and the share of the GPU it stands for.
+// start, and how many of its seven compute slices it takes.
+//
+// A slice is charged (to quota, and in the GPU's thousandths in use) by
+// the compute slices it takes, not by a per-profile constant: a slice of
+// profile p starting at memory slice s takes compute slices s to
+// s+p.Compute-1 (every profile's compute slices lie within its memory
+// slices, so slices that do not overlap take different compute slices),
+// and compute slice i is charged
+//
+//	ceil(1000(i+1)/7) - ceil(1000i/7)
+//
+// thousandths: 143 for compute slices 0 to 5, 142 for slice 6. The
+// charges of one GPU's compute slices add up to exactly 1000, so a GPU
+// fully carved (seven 1g slices, 4g and 3g, three 2g and a 1g, ...) is
+// charged one GPU, and any carving at most one. A slice of c compute
+// slices is charged ceil(1000c/7) thousandths (143 for 1g, 286 for 2g,
+// 429 for 3g, 572 for 4g), one less when it takes compute slice 6 (a 1g
+// at slice 6 is charged 142, a 3g at slice 4 428), and 1000 for 7g: never
+// less than its seventh parts rounded down, never more than rounded up.
+// See ShareAt.
 type MIGProfile struct {
 	// Name is NVIDIA's profile name, such as "1g.10gb".
 	Name string
@@ -13,13 +32,31 @@ type MIGProfile struct {
 	// Starts is the set of memory slices it may start at: bit i for
 	// slice i, as the driver's placement table lists them.
 	Starts uint8
-	// Share is the part of the GPU it is charged, in thousandths: its
-	// compute slices out of seven.
-	Share int
+	// Compute is the number of the GPU's seven compute slices it takes
+	// (the "1" of "1g.10gb").
+	Compute int
 }
 
 // MIGSlices is the number of memory slices of a MIG-capable GPU.
 const MIGSlices = 8
+
+// MIGCompute is the number of compute slices of a MIG-capable GPU.
+const MIGCompute = 7
+
+// ShareAt is what a slice of profile p starting at memory slice start is
+// charged, in thousandths of its GPU: the charges of the compute slices
+// it takes (see MIGProfile). For a start p may not take, it is the charge
+// of the compute slices it would cover, clipped to the GPU.
+func (p MIGProfile) ShareAt(start int) int {
+	lo := min(max(start, 0), MIGCompute)
+	hi := min(lo+p.Compute, MIGCompute)
+	return computeCharge(hi) - computeCharge(lo)
+}
+
+// computeCharge is the charge of compute slices 0 to k-1 together: the
+// whole GPU's thousandths spread over its seven compute slices, the
+// rounding kept to the last one.
+func computeCharge(k int) int { return (k*MilliGPU + MIGCompute - 1) / MIGCompute }
 
 // migFull marks every memory slice of a GPU occupied.
 const migFull uint8 = 1<<MIGSlices - 1
@@ -51,12 +88,12 @@ func MIGProfiles(flavor string) []MIGProfile {
 		return nil
 	}
 	return []MIGProfile{
-		{Name: mem[0], Slices: 1, Starts: startsAt(0, 1, 2, 3, 4, 5, 6), Share: 143},
-		{Name: mem[1], Slices: 2, Starts: startsAt(0, 2, 4, 6), Share: 143},
-		{Name: mem[2], Slices: 2, Starts: startsAt(0, 2, 4), Share: 286},
-		{Name: mem[3], Slices: 4, Starts: startsAt(0, 4), Share: 429},
-		{Name: mem[4], Slices: 4, Starts: startsAt(0), Share: 571},
-		{Name: mem[5], Slices: 8, Starts: startsAt(0), Share: 1000},
+		{Name: mem[0], Slices: 1, Starts: startsAt(0, 1, 2, 3, 4, 5, 6), Compute: 1},
+		{Name: mem[1], Slices: 2, Starts: startsAt(0, 2, 4, 6), Compute: 1},
+		{Name: mem[2], Slices: 2, Starts: startsAt(0, 2, 4), Compute: 2},
+		{Name: mem[3], Slices: 4, Starts: startsAt(0, 4), Compute: 3},
+		{Name: mem[4], Slices: 4, Starts: startsAt(0), Compute: 4},
+		{Name: mem[5], Slices: 8, Starts: startsAt(0), Compute: 7},
 	}
 }
 

@@ -304,7 +304,8 @@ func recountClaims(t *rapid.T, f *Fleet, live []Claim) {
 			span := migSpan(p, c.Slice)
 			require.False(t, whole[g] || mig[g]&span != 0, "slice of GPU %d double-booked", g)
 			mig[g] |= span
-			used[g] += p.Share
+			used[g] += p.ShareAt(c.Slice)
+			require.LessOrEqual(t, used[g], MilliGPU, "GPU %d over-carved", g)
 		case c.Share > 0:
 			g := base + c.GPU
 			require.False(t, whole[g], "GPU %d shared and whole", g)

@@ -69,12 +69,15 @@ func TestClaimsShareAndSlice(t *testing.T) {
 	require.True(t, ok)
 	require.NoError(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 2, MIG: "3g.40gb", Slice: 4}))
 	used, slices := f.GPUUsed(h, 2)
-	require.Equal(t, p.Share, used)
+	require.Equal(t, 428, used, "a 3g at slice 4 takes compute slices 4-6: 143+143+142")
+	require.Equal(t, p.ShareAt(4), used)
 	require.Equal(t, uint8(0xF0), slices)
 	require.Equal(t, 1, topology.MIGFits(slices, p), "slices 0-3 still take a 3g")
 	require.ErrorIs(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 2, MIG: "4g.40gb", Slice: 0}), nil)
 	require.ErrorIs(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 2, MIG: "1g.10gb", Slice: 0}), topology.ErrOverAlloc)
-	require.Equal(t, int64(600+p.Share+571), f.MilliAllocated(topology.Root, topology.AllGroups))
+	used, _ = f.GPUUsed(h, 2)
+	require.Equal(t, topology.MilliGPU, used, "a GPU carved into 4g and 3g is charged one GPU")
+	require.Equal(t, int64(600+1000), f.MilliAllocated(topology.Root, topology.AllGroups))
 }
 
 // A whole GPU of a MIG node (the fleet's first MIG model) has every

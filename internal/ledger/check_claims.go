@@ -26,8 +26,9 @@ func (l *Ledger) checkCharge(r *Record) error {
 // named resources and every queue's resource usage from the holders'
 // pods, and compares them with the fleet, its mirror and the quota tree:
 //
-//   - no MIG slice is held twice, no time-sliced GPU holds more than
-//     1000 thousandths, and no share or slice sits on a GPU held whole;
+//   - no MIG slice is held twice, no GPU holds more than 1000
+//     thousandths (shares, or slices at their compute slices' charge),
+//     and no share or slice sits on a GPU held whole;
 //   - per GPU, the fleet's thousandths and slices in use equal the
 //     holders' shares and slices there, and a node's GPUs in use are its
 //     GPUs held whole plus its partly used ones;
@@ -93,13 +94,13 @@ func (l *Ledger) checkClaims() error {
 					return fmt.Errorf("%s: MIG slices %#x of GPU %d of %s booked twice", r.W.ID, g.slices&span, p.GPU, f.NodeName(p.Node))
 				}
 				g.slices |= span
-				g.milli += prof.Share
+				g.milli += prof.ShareAt(p.Slice)
 			} else {
 				g.milli += p.Share
 			}
-			// Slices bound a MIG GPU (their rounded shares may add up to
-			// 1001); thousandths bound a time-sliced one.
-			if p.MIG == "" && g.milli > topology.MilliGPU {
+			// Slices are charged by their compute slices, whose charges
+			// add up to one GPU: thousandths bound MIG GPUs too.
+			if g.milli > topology.MilliGPU {
 				return fmt.Errorf("GPU %d of %s: %d thousandths booked", p.GPU, f.NodeName(p.Node), g.milli)
 			}
 		}

@@ -217,13 +217,17 @@ func (l *Ledger) releaseClaims(r *Record) {
 }
 
 // requestOf is what a holder on a is charged in quota: its GPUs in
-// thousandths (whole GPUs, shares and MIG slices, each slice at its
-// profile's share on the model it landed on) and every named resource
-// the quota tree covers, summed over its pods. Resources the tree does
-// not name are not limited by quota. It does not allocate for work that
-// asks for whole GPUs only.
+// thousandths (whole GPUs, shares, and MIG slices by the compute slices
+// they take on the model they landed on, so that one GPU's slices are
+// never charged more than the GPU) and every named resource the quota
+// tree covers, summed over its pods. Resources the tree does not name are
+// not limited by quota. It does not allocate for work that asks for whole
+// GPUs only.
 func (l *Ledger) requestOf(a placement.Assignment) quota.Request {
-	req := quota.Request{MilliGPUs: a.MilliGPUs()}
+	var req quota.Request
+	for i := range a.Pods {
+		req.MilliGPUs += podMilli(l.fleet, &a.Pods[i])
+	}
 	for i := range a.Pods {
 		for _, res := range a.Pods[i].Resources {
 			id, ok := l.tree.Resource(res.Name)
@@ -240,6 +244,20 @@ func (l *Ledger) requestOf(a placement.Assignment) quota.Request {
 	}
 	slices.SortFunc(req.Resources, func(x, y quota.Amount) int { return int(x.Resource) - int(y.Resource) })
 	return req
+}
+
+// podMilli is what pod p is charged of GPUs, in thousandths. A MIG
+// slice is charged what the fleet books on its GPU for it
+// (topology.MIGProfile.ShareAt), whatever share the pod carries.
+func podMilli(f *topology.Fleet, p *placement.Pod) int64 {
+	if p.MIG == "" {
+		return p.MilliGPUs()
+	}
+	m := int64(p.GPUs) * topology.MilliGPU
+	if prof, ok := f.NodeMIGProfile(p.Node, p.MIG); ok {
+		return m + int64(prof.ShareAt(p.Slice))
+	}
+	return m + int64(p.Share)
 }
 
 // RequestOf is what a workload placed on a is charged in quota (see

@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -101,7 +102,7 @@ func handPlaced(t *rapid.T, l *ledger.Ledger, w *gang.Workload) placement.Assign
 		case ps.MIG != "":
 			p.MIG, p.Slice = ps.MIG, rapid.IntRange(0, 7).Draw(t, "slice")
 			prof, _ := f.NodeMIGProfile(n, ps.MIG)
-			p.Share = prof.Share
+			p.Share = prof.ShareAt(p.Slice)
 		case ps.GPUShare > 0:
 			p.Share = ps.GPUShare
 		}
@@ -261,6 +262,75 @@ func TestSharedBooksStayBalanced(t *testing.T) {
 	})
 }
 
+// A GPU carved by MIG slices is charged by the compute slices they take,
+// so that however it is carved its slices are charged at most one GPU:
+// seven 1g slices, placed or named by hand, are charged 1000 thousandths,
+// not 7 x 143.
+func TestFullyCarvedMIGGPUChargedOneGPU(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pods  []placement.Pod // by hand; nil: placed
+		mig   string
+		count int
+		milli int64
+	}{
+		{name: "seven 1g placed", mig: "1g.10gb", count: 7, milli: 1000},
+		{name: "six 1g placed", mig: "1g.10gb", count: 6, milli: 6 * 143},
+		{name: "three 2g placed", mig: "2g.20gb", count: 3, milli: 3 * 286},
+		{name: "four 1g.20gb placed", mig: "1g.20gb", count: 4, milli: 3*143 + 142},
+		{name: "two 3g placed", mig: "3g.40gb", count: 2, milli: 429 + 428},
+		{name: "4g and 3g by hand", pods: []placement.Pod{
+			{Node: 2, GPU: 1, MIG: "4g.40gb", Slice: 0},
+			{Node: 2, GPU: 1, MIG: "3g.40gb", Slice: 4},
+		}, milli: 1000},
+		{name: "2g 2g 2g 1g by hand, shares as the host misreports them", pods: []placement.Pod{
+			{Node: 2, GPU: 0, MIG: "2g.20gb", Slice: 0, Share: 286},
+			{Node: 2, GPU: 0, MIG: "2g.20gb", Slice: 2, Share: 286},
+			{Node: 2, GPU: 0, MIG: "2g.20gb", Slice: 4, Share: 286},
+			{Node: 2, GPU: 0, MIG: "1g.20gb", Slice: 6, Share: 143},
+		}, milli: 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, qa, _ := sharedBooks(t)
+			var sets []gang.PodSet
+			if tc.pods == nil {
+				sets = []gang.PodSet{{Name: "p", Count: tc.count, MIG: tc.mig}}
+			} else {
+				for i, p := range tc.pods {
+					sets = append(sets, gang.PodSet{Name: fmt.Sprint("p", i), Count: 1, MIG: p.MIG})
+					tc.pods[i].PodSet = i
+				}
+			}
+			w := &gang.Workload{ID: "w", Flavor: "H100", PodSets: sets}
+			_, err := l.Track(w, qa, 0, ledger.Policy{})
+			require.NoError(t, err)
+			a := placement.Assignment{Workload: "w", Pods: tc.pods}
+			if tc.pods == nil {
+				x, err := placement.NewPlacer(placement.Options{}).Place(l.Fleet(), w)
+				require.NoError(t, err)
+				a = x.Clone()
+			}
+			require.NoError(t, l.Admit("w", a, t0))
+			require.NoError(t, l.CheckInvariants())
+			r, _ := l.Get("w")
+			assert.Equal(t, tc.milli, r.Charged().MilliGPUs)
+			assert.Equal(t, tc.milli, l.Tree().UsageOf(qa, 0, quota.GPU))
+			assert.Equal(t, int(tc.milli), l.Fleet().MilliUsed(2))
+			if tc.pods == nil {
+				for _, p := range a.Pods {
+					prof, _ := l.Fleet().NodeMIGProfile(p.Node, p.MIG)
+					assert.Equal(t, prof.ShareAt(p.Slice), p.Share, "placement reports the slice's charge")
+				}
+			}
+			_, _, err = l.Exit("w", gang.ExitFinished)
+			require.NoError(t, err)
+			assert.Zero(t, l.Tree().UsageOf(qa, 0, quota.GPU))
+			assert.Zero(t, l.Fleet().MilliUsed(2))
+			require.NoError(t, l.CheckInvariants())
+		})
+	}
+}
+
 // recount compares the fleet and the quota tree with a count of the
 // assignments the test admitted, apart from the ledger's own books:
 // shares and slices per GPU (none twice, none above one GPU), cores per
@@ -268,12 +338,15 @@ func TestSharedBooksStayBalanced(t *testing.T) {
 func recount(t *rapid.T, l *ledger.Ledger, held map[string]placement.Assignment) {
 	f, tr := l.Fleet(), l.Tree()
 	milli := map[[2]int]int{}
-	slices := map[[2]int]uint8{}
+	carved := map[[2]int]uint8{}
 	cores := map[topology.NodeID]int64{}
 	usage := map[quota.NodeID][2]int64{}
 	cpu, _ := f.Resource("cpu")
 	qcpu, _ := tr.Resource("cpu")
-	for id, a := range held {
+	// In ID order, and every GPU bounded once its pods are all counted:
+	// the verdict and its message depend on the books alone.
+	for _, id := range slices.Sorted(maps.Keys(held)) {
+		a := held[id]
 		r, ok := l.Get(id)
 		require.True(t, ok && r.State.HoldsGPUs(), "%s ran and is not a holder", id)
 		u := usage[r.Queue]
@@ -292,17 +365,18 @@ func recount(t *rapid.T, l *ledger.Ledger, held map[string]placement.Assignment)
 				if prof.Slices < topology.MIGSlices {
 					span = uint8(1<<prof.Slices-1) << p.Slice
 				}
-				require.Zero(t, slices[k]&span, "slice of GPU %v booked twice", k)
-				slices[k] |= span
-				milli[k] += prof.Share
+				require.Zero(t, carved[k]&span, "slice of GPU %v booked twice", k)
+				carved[k] |= span
+				milli[k] += prof.ShareAt(p.Slice)
+				require.Equal(t, prof.ShareAt(p.Slice), p.Share, "the pod's share is its slice's charge")
 			case p.Share > 0:
 				milli[k] += p.Share
 			}
-			if p.MIG == "" {
-				require.LessOrEqual(t, milli[k], topology.MilliGPU, "GPU %v overbooked", k)
-			}
 		}
 		usage[r.Queue] = u
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(milli), func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }) {
+		require.LessOrEqual(t, milli[k], topology.MilliGPU, "GPU %v overbooked (slices %#x)", k, carved[k])
 	}
 	for n := range topology.NodeID(f.NumNodes()) {
 		for i := range f.Capacity(n) {
@@ -312,7 +386,7 @@ func recount(t *rapid.T, l *ledger.Ledger, held map[string]placement.Assignment)
 			}
 			m, sl := f.GPUUsed(n, i)
 			require.Equal(t, milli[[2]int{int(n), i}], m, "thousandths of GPU %d of %s", i, f.NodeName(n))
-			require.Equal(t, slices[[2]int{int(n), i}], sl, "slices of GPU %d of %s", i, f.NodeName(n))
+			require.Equal(t, carved[[2]int{int(n), i}], sl, "slices of GPU %d of %s", i, f.NodeName(n))
 		}
 		require.Equal(t, cores[n], f.ResourceAllocated(n, cpu), "cores of %s", f.NodeName(n))
 	}

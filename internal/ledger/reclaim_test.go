@@ -58,7 +58,7 @@ func TestVacateRecounts(t *testing.T) {
 					switch {
 					case p.MIG != "":
 						prof, _ := f.NodeMIGProfile(p.Node, p.MIG)
-						milli[[2]int{int(p.Node), p.GPU}] += prof.Share
+						milli[[2]int{int(p.Node), p.GPU}] += prof.ShareAt(p.Slice)
 					case p.Share > 0:
 						milli[[2]int{int(p.Node), p.GPU}] += p.Share
 					}

@@ -1,0 +1,119 @@
+package preempt_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
+)
+
+// elastic makes r a workload of 1-GPU pods, one per GPU it holds, that
+// must keep minPods: it gives up its highest pod indexes first.
+func elastic(r *preempt.Running, minPods int) {
+	var pods []placement.Pod
+	for _, x := range r.Nodes {
+		for range x.GPUs {
+			pods = append(pods, placement.Pod{PodSet: 0, Index: len(pods), Node: x.Node, GPUs: 1})
+		}
+	}
+	r.Shrinkable = nil
+	for i := len(pods) - 1; i >= 0; i-- {
+		r.Shrinkable = append(r.Shrinkable, pods[i])
+	}
+	r.Keep = []int{minPods}
+}
+
+// victimSummary is one victim as the table tests compare it: its ID and,
+// for a shrink, the pod indexes it gives up.
+type victimSummary struct {
+	ID   string
+	Pods []int
+}
+
+func summarize(p preempt.Plan) []victimSummary {
+	out := []victimSummary{}
+	for _, v := range p.Victims {
+		s := victimSummary{ID: v.ID}
+		for _, pod := range v.Pods {
+			s.Pods = append(s.Pods, pod.Index)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// The search's own choice prefers shrinking an elastic workload (its
+// pods above its minimum) to evicting a whole workload of the same
+// priority, even one that costs less to evict whole; lower priority still
+// goes first, and a shrink that cannot make room is no shrink.
+//
+// Two nodes of 8 GPUs: "batch" runs 8 one-GPU pods on node 0 (minimum
+// 2), "fixed" 4 GPUs on node 1 beside 4 GPUs of work that may not be
+// preempted. The queue holds 16 GPUs of quota unless said otherwise.
+func TestSearchPrefersShrinkingToEvicting(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		nominal    int64
+		batchPrio  int32
+		fixedPrio  int32
+		batchAge   time.Duration // fixed is 1 h old
+		pods, per  int
+		required   string
+		want       []victimSummary
+		shrinkCost float64 // the lost work of the pods given up; 0: not checked
+	}{
+		{name: "4-GPU pod, quota binds", nominal: 16, batchPrio: 1, fixedPrio: 1, batchAge: time.Hour, pods: 1, per: 4,
+			want: []victimSummary{{ID: "batch", Pods: []int{7, 6, 5, 4}}}, shrinkCost: 4 * (time.Hour + 3*time.Minute).Seconds()},
+		{name: "4-GPU pod, topology binds", nominal: 32, batchPrio: 1, fixedPrio: 1, batchAge: time.Hour, pods: 1, per: 4,
+			want: []victimSummary{{ID: "batch", Pods: []int{7, 6, 5, 4}}}},
+		{name: "four 1-GPU pods, quota binds", nominal: 16, batchPrio: 1, fixedPrio: 1, batchAge: time.Hour, pods: 4, per: 1,
+			want: []victimSummary{{ID: "batch", Pods: []int{7, 6, 5, 4}}}},
+		{name: "evicting fixed would lose less work: still a shrink", nominal: 16, batchPrio: 1, fixedPrio: 1, batchAge: 10 * time.Hour, pods: 1, per: 4,
+			want: []victimSummary{{ID: "batch", Pods: []int{7, 6, 5, 4}}}, shrinkCost: 4 * (10*time.Hour + 3*time.Minute).Seconds()},
+		{name: "lower priority goes first, whole", nominal: 16, batchPrio: 1, fixedPrio: 0, batchAge: time.Hour, pods: 1, per: 4,
+			want: []victimSummary{{ID: "fixed"}}},
+		{name: "lower priority goes first, shrunk", nominal: 16, batchPrio: 0, fixedPrio: 1, batchAge: time.Hour, pods: 1, per: 4,
+			want: []victimSummary{{ID: "batch", Pods: []int{7, 6, 5, 4}}}},
+		{name: "8 GPUs on one node: only batch whole makes them", nominal: 16, batchPrio: 1, fixedPrio: 1, batchAge: time.Hour, pods: 1, per: 8,
+			want: []victimSummary{{ID: "batch"}}},
+		{name: "6 GPUs: its whole surplus", nominal: 16, batchPrio: 1, fixedPrio: 1, batchAge: time.Hour, pods: 6, per: 1,
+			want: []victimSummary{{ID: "batch", Pods: []int{7, 6, 5, 4, 3, 2}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 8, queue("a", "", tc.nominal, quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}))
+			batch := e.run("batch", "a", tc.batchPrio, tc.batchAge, []int{0}, []int{8})
+			elastic(batch, 2)
+			e.run("fixed", "a", tc.fixedPrio, time.Hour, []int{1}, []int{4})
+			e.run("serving", "a", 1, time.Hour, []int{1}, []int{4}).Preemptible = false
+			req := e.req("new", "a", 5, tc.pods, tc.per, tc.required)
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+			if tc.shrinkCost > 0 {
+				require.Len(t, p.Victims, 1)
+				assert.InDelta(t, tc.shrinkCost, p.Victims[0].Cost, 1e-6, "the lost work of the pods given up alone")
+				assert.InDelta(t, tc.shrinkCost, p.LostGPUSeconds, 1e-6)
+			}
+		})
+	}
+}
+
+// An elastic workload is one workload to a NoPlan's counts, though the
+// search sees its surplus and its rest apart.
+func TestNoPlanCountsAnElasticWorkloadOnce(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 8, queue("a", "", 16, quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}))
+	elastic(e.run("batch", "a", 9, time.Hour, []int{0}, []int{8}), 2)
+	e.run("fixed", "a", 1, time.Hour, []int{1}, []int{4})
+	e.run("serving", "a", 1, time.Hour, []int{1}, []int{4}).Preemptible = false
+	req := e.req("new", "a", 5, 1, 8, "")
+	_, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+	var np *preempt.NoPlan
+	require.ErrorAs(t, err, &np)
+	assert.Equal(t, 1, np.Candidates, "fixed")
+	assert.Equal(t, preempt.Exclusions{Priority: 1, NotPreemptible: 1}, np.Excluded)
+}
