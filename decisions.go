@@ -94,7 +94,8 @@ type Drain struct {
 	// their plan listed them: those its GPUs are nominated for, or, for a
 	// victim that frees quota only, every beneficiary of its plan.
 	Beneficiaries []string
-	// LostGPUSeconds estimates the work lost (since the last checkpoint).
+	// LostGPUSeconds estimates the work lost: since the last checkpoint,
+	// plus the restart, as the cost model prices it.
 	LostGPUSeconds float64
 	// Of is set when the victim is one pod an elastic workload gives up
 	// (a shrink): the host stops only Pod of workload Of, which runs on

@@ -16,6 +16,10 @@ func (s *Scheduler) dissolve(now time.Time, b string, why string) {
 	ev := Event{Kind: EventNominationDissolved, Time: now, Workload: b, GPUs: gpus, Reason: why}
 	if e, ok := s.work[b]; ok {
 		ev.Queue = e.w.Queue
+		// Its victims drain on for it without a nomination: it waits for
+		// them before it drains more, as a restored scheduler reads from
+		// the books.
+		e.reclaiming = len(s.books.ReclaimingFor(b)) > 0
 	}
 	s.emit(ev)
 }

@@ -310,7 +310,7 @@ func (s *Scheduler) drainForReclaim(now time.Time, e *entry, c reclaimCandidate,
 	if c.other {
 		reason = gang.DrainReclaim
 	}
-	lost := lostGPUSeconds(c.rec, now)
+	lost := s.lostGPUSeconds(c.rec, now)
 	r, err := s.books.DrainServing(c.rec.W.ID, e.w.ID, now, now.Add(x.grace()), reason)
 	if err != nil {
 		panic("fleet: draining a checked reclaim victim: " + err.Error())
@@ -327,16 +327,16 @@ func (s *Scheduler) drainForReclaim(now time.Time, e *entry, c reclaimCandidate,
 	s.emit(ev)
 }
 
-// lostGPUSeconds is the GPU time r loses if stopped at now: what it is
-// charged, in GPUs (shares and slices at their fraction), times the time
-// since its last checkpoint or its start.
-func lostGPUSeconds(r *ledger.Record, now time.Time) float64 {
-	from := r.Started
-	if cp := r.LastCheckpoint(); cp.After(from) {
-		from = cp
+// lostGPUSeconds is the GPU time r loses if stopped at now, priced as
+// the victim search prices it: by the host's cost model when it has one,
+// else what r is charged, in GPUs (shares and slices at their fraction),
+// times the time since its last checkpoint or its start plus the restart
+// overhead. A victim reports the same loss whichever search chose it.
+func (s *Scheduler) lostGPUSeconds(r *ledger.Record, now time.Time) float64 {
+	if s.cfg.Policy.Cost != nil {
+		run := s.books.RunningOf(r)
+		return s.cfg.Policy.Cost.Cost(&run, now)
 	}
-	if !now.After(from) {
-		return 0
-	}
-	return float64(r.Charged().MilliGPUs) / gang.MilliGPU * now.Sub(from).Seconds()
+	gpus := float64(r.Charged().MilliGPUs) / gang.MilliGPU
+	return gpus * (r.W.Drain.Unsaved(now, r.Started) + s.restartOverhead()).Seconds()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/topology"
 )
 
 // reclaimFleet fills the reference fleet: inference 16 nodes below its
@@ -304,4 +305,44 @@ func explain(t *testing.T, s *fleet.Scheduler, id string) string {
 	x, err := s.Explain(id)
 	require.NoError(t, err)
 	return x.Message
+}
+
+// A nomination dissolved while its victims drain leaves them draining for
+// its beneficiary without one: the beneficiary counts them before it
+// drains more, and a scheduler restored from a snapshot there (which reads
+// that from the books) decides the same as the one that never stopped.
+func TestDissolvedNominationWaitsForItsVictimsLikeARestoredOne(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	nodes := []string{"node-0-0-1", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"}
+	for _, node := range nodes {
+		w := training("batch-"+node, 1, fleet.ClassPreemptibleBatch, "batch")
+		w.Topology = gang.TopologyRequest{}
+		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "workers", Node: node, GPUs: 8}}))
+	}
+	now := t0.Add(time.Hour)
+	big := gang.Workload{ID: "big", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
+		PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 8}}}
+	require.NoError(t, s.Submit(now, replica("small", 8)))
+	require.NoError(t, s.Submit(now, big))
+	d := s.Schedule(now)
+	require.Len(t, d.Admit, 1, "%s", d)
+	require.NotEmpty(t, d.Drain, "%s", d)
+	snap := s.Snapshot()
+	var target string
+	for _, p := range snap.Pending {
+		if p.ID == "big" && p.Nomination != nil {
+			target = p.Nomination.Pods[0].Node
+		}
+	}
+	require.NotEmpty(t, target, "big is nominated: %+v", snap.Pending)
+	_, err = s.SetNodeHealth(now.Add(time.Second), target, topology.Cordoned)
+	require.NoError(t, err)
+
+	r, err := fleet.Restore(smallConfig(), s.Snapshot())
+	require.NoError(t, err)
+	later := now.Add(time.Minute)
+	a, b := s.Schedule(later), r.Schedule(later)
+	assert.Equal(t, b, a, "a restored scheduler decides as the one that never stopped")
+	assert.Equal(t, r.Snapshot(), s.Snapshot(), "and keeps the same books")
 }

@@ -205,6 +205,9 @@ func (l *Ledger) RebuildScratch() { l.scratch = l.fleet.Clone() }
 func (l *Ledger) Index() *preempt.Index { return l.index }
 
 // indexed tells the index that a holder started, changed or stopped.
+// RunningOf is r as the victim search sees it.
+func (l *Ledger) RunningOf(r *Record) preempt.Running { return l.running(r) }
+
 func (l *Ledger) indexAdd(r *Record) {
 	if err := l.index.Add(l.running(r)); err != nil {
 		panic("ledger: the index refused a holder: " + err.Error())

@@ -26,7 +26,7 @@ func TestRecommendTreatsCloseTotalsAsATie(t *testing.T) {
 		want   int
 		reason string
 	}{
-		"cheapest by more than the tie": {[]Option{option(0, 1000, 0, 0), option(1, 900, 500, 0)}, 0.01, 1, "costs the least"},
+		"cheapest by more than the tie":  {[]Option{option(0, 1000, 0, 0), option(1, 900, 500, 0)}, 0.01, 1, "costs the least"},
 		"within the tie, fewer blocking": {[]Option{option(0, 1005, 0, 0), option(1, 1000, 500, 0)}, 0.01, 0, "drains less work"},
 		"within the tie, less drained":   {[]Option{option(0, 1000, 0, 64), option(1, 1009, 0, 8)}, 0.01, 1, "drains less work"},
 		"exactly at the tie's edge":      {[]Option{option(0, 1010, 0, 0), option(1, 1000, 8, 0)}, 0.01, 0, "drains less work"},
