@@ -319,7 +319,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 		// higher priority than the gang.
 		held := booked
 		if s.barredFromReservation(now, e) {
-			held = append(slices.Clone(booked), s.reserve.domain)
+			held = s.withReserve(booked)
 		}
 		b, err := s.placer.PlaceAvoiding(s.fleet, w, held...)
 		if err != nil && len(held) > len(booked) && e.priority > s.reserve.priority {

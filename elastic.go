@@ -177,7 +177,7 @@ func (s *Scheduler) grow(now time.Time, waiting int32, anyWaiting bool, d *Decis
 		}
 		held := s.holdsAgainst(now, e)
 		if s.barredFromReservation(now, e) {
-			held = append(slices.Clone(held), s.reserve.domain)
+			held = s.withReserve(held)
 		}
 		var g Growth
 		for ps, set := range r.W.PodSets {

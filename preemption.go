@@ -177,7 +177,7 @@ type failKey struct {
 	required string
 	pools    string
 	gpus     int
-	// avoid is the list of domains its plans may not use (avoidFor), as
+	// avoid is the list of domains its plans may not use (avoidSet), as
 	// its index in the cycle's avoidSets plus one (0: none).
 	avoid int
 }
@@ -356,34 +356,43 @@ func drainReason(r preempt.Reason) gang.DrainReason {
 	panic(fmt.Sprintf("fleet: preempt returned an unknown reason %d", r))
 }
 
-// avoidFor lists the domains a plan for e may not use: the booked blocks
+// avoidSet lists the domains a plan for e may not use: the booked blocks
 // it may not enter, and the domain reserved for a blocked gang when e is
 // work of that gang's priority or lower that the gang could not get rid
 // of in time. The search places around them, so it never returns a plan
-// the cycle would refuse for them. The list is a buffer the next call
-// reuses.
-func (s *Scheduler) avoidFor(now time.Time, e *entry) []topology.DomainID {
-	avoid := s.holdsAgainst(now, e)
-	if s.barredFromReservation(now, e) && e.priority <= s.reserve.priority && !slices.Contains(avoid, s.reserve.domain) {
-		avoid = append(avoid, s.reserve.domain)
+// the cycle would refuse for them. With the list comes its index plus
+// one in the cycle's avoidSets (0 for none), which the failure memo keys
+// on: lists made of the same holds share it. The list stays valid for
+// the cycle; callers must not change it.
+func (s *Scheduler) avoidSet(now time.Time, e *entry) ([]topology.DomainID, int) {
+	i := s.heldFor(now, e)
+	h := &s.held.against[i]
+	if !s.barredFromReservation(now, e) || e.priority > s.reserve.priority || slices.Contains(h.domains, s.reserve.domain) {
+		if len(h.holds) == 0 {
+			return nil, 0
+		}
+		if h.avoid == 0 {
+			h.avoid = s.internAvoid(h.holds)
+		}
+		return h.domains, h.avoid
 	}
-	s.held.against = avoid[:0]
-	return avoid
+	if h.avoidReserve == 0 || h.reserveDomain != s.reserve.domain {
+		h.avoidReserve = s.internAvoid(append(slices.Clone(h.holds), s.reserve.domain))
+		h.reserveDomain = s.reserve.domain
+		h.withReserved = append(slices.Clone(h.domains), s.reserve.domain)
+	}
+	return h.withReserved, h.avoidReserve
 }
 
-// avoidSet is avoidFor(e) as the cycle interns it (avoidSets): the list
-// and its index plus one, 0 for none. The list stays valid for the cycle.
-func (s *Scheduler) avoidSet(now time.Time, e *entry) ([]topology.DomainID, int) {
-	avoid := s.avoidFor(now, e)
-	if len(avoid) == 0 {
-		return nil, 0
-	}
-	i := slices.IndexFunc(s.avoidSets, func(x []topology.DomainID) bool { return slices.Equal(x, avoid) })
+// internAvoid returns list's index plus one in the cycle's avoidSets,
+// adding a copy of it when it is new.
+func (s *Scheduler) internAvoid(list []topology.DomainID) int {
+	i := slices.IndexFunc(s.avoidSets, func(x []topology.DomainID) bool { return slices.Equal(x, list) })
 	if i < 0 {
 		i = len(s.avoidSets)
-		s.avoidSets = append(s.avoidSets, slices.Clone(avoid))
+		s.avoidSets = append(s.avoidSets, slices.Clone(list))
 	}
-	return s.avoidSets[i], i + 1
+	return i + 1
 }
 
 // onHeldGPUs reports whether a target needs more GPUs on some node than

@@ -182,7 +182,7 @@ func (s *Scheduler) tryAdmitShared(now time.Time, e *entry, d *Decisions) admitR
 	a = a.Clone()
 	held := s.holdsAgainst(now, e)
 	if s.barredFromReservation(now, e) {
-		held = append(slices.Clone(held), s.reserve.domain)
+		held = s.withReserve(held)
 	}
 	if s.touches(a, held) {
 		b, err := s.placer.PlaceAvoiding(s.fleet, w, held...)

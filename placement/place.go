@@ -1107,12 +1107,24 @@ func (p *Placer) span() topology.Level {
 	return 0
 }
 
+// noFitLevels is a NoFit with room for the levels of most topologies.
+type noFitLevels struct {
+	nf    NoFit
+	tried [6]LevelTry
+}
+
 // noFit explains a failure: the best group's free capacity, the cause and,
 // with Options.Explain, the largest block per level tried.
 func (p *Placer) noFit(req, pref topology.Level) *NoFit {
 	f, w := p.f, p.w
-	nf := &NoFit{Workload: w.ID, Required: w.Topology.Required, Preferred: w.Topology.Preferred,
-		Pods: w.Pods(), NeedGPUs: w.GPUs()}
+	// One allocation holds the NoFit and the levels it tried: schedulers
+	// ask again and again about work that does not fit.
+	buf := &noFitLevels{nf: NoFit{Workload: w.ID, Required: w.Topology.Required, Preferred: w.Topology.Preferred,
+		Pods: w.Pods(), NeedGPUs: w.GPUs()}}
+	nf := &buf.nf
+	if n := int(pref-req) + 1; n > 0 && n <= len(buf.tried) {
+		nf.Tried = buf.tried[:0:n]
+	}
 	bestG, healthy := topology.GroupID(-1), 0
 	for _, g := range p.groups {
 		s := f.Stats(topology.Root, g)
