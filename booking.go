@@ -256,12 +256,13 @@ func (s *Scheduler) drainBlock(now time.Time, h calendar.Hold, deadline time.Tim
 //
 // The list is found once per class of workload (heldClass) and kept
 // until the holds, now or a booking's waiting change: callers must not
-// change it.
+// change it, and use it before then.
 func (s *Scheduler) holdsAgainst(now time.Time, e *entry) []topology.DomainID {
 	if len(s.held.list) == 0 {
 		return nil
 	}
-	return s.held.against[s.heldFor(now, e)].domains
+	d := s.held.against[s.heldFor(now, e)].domains
+	return d[:len(d):len(d)] // an append copies
 }
 
 // heldFor is the position in held.against of holdsAgainst's answer for
@@ -280,7 +281,15 @@ func (s *Scheduler) heldFor(now time.Time, e *entry) int {
 			return i
 		}
 	}
-	var held []topology.DomainID
+	// The slot's lists from an earlier cycle are reused.
+	i := len(s.held.against)
+	if i < cap(s.held.against) {
+		s.held.against = s.held.against[:i+1]
+	} else {
+		s.held.against = append(s.held.against, heldSet{})
+	}
+	set := &s.held.against[i]
+	*set = heldSet{class: c, holds: set.holds[:0], domains: set.domains[:0], withReserved: set.withReserved[:0]}
 	for _, h := range s.held.list {
 		if c.booking == h.Booking {
 			continue
@@ -296,18 +305,12 @@ func (s *Scheduler) heldFor(now time.Time, e *entry) int {
 				continue
 			}
 		}
-		held = append(held, h.Domain)
-	}
-	set := heldSet{class: c, holds: held}
-	for _, d := range held {
-		if !slices.Contains(set.domains, d) {
-			set.domains = append(set.domains, d)
+		set.holds = append(set.holds, h.Domain)
+		if !slices.Contains(set.domains, h.Domain) {
+			set.domains = append(set.domains, h.Domain)
 		}
 	}
-	// Full slices: a caller that appends gets a copy.
-	set.domains = set.domains[:len(set.domains):len(set.domains)]
-	s.held.against = append(s.held.against, set)
-	return len(s.held.against) - 1
+	return i
 }
 
 // withReserve is held plus the reserved domain, in a buffer the next

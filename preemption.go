@@ -362,8 +362,8 @@ func drainReason(r preempt.Reason) gang.DrainReason {
 // of in time. The search places around them, so it never returns a plan
 // the cycle would refuse for them. With the list comes its index plus
 // one in the cycle's avoidSets (0 for none), which the failure memo keys
-// on: lists made of the same holds share it. The list stays valid for
-// the cycle; callers must not change it.
+// on: lists made of the same holds share it. Callers must not change
+// the list, and use it before the holds or a booking's waiting change.
 func (s *Scheduler) avoidSet(now time.Time, e *entry) ([]topology.DomainID, int) {
 	i := s.heldFor(now, e)
 	h := &s.held.against[i]
@@ -374,14 +374,15 @@ func (s *Scheduler) avoidSet(now time.Time, e *entry) ([]topology.DomainID, int)
 		if h.avoid == 0 {
 			h.avoid = s.internAvoid(h.holds)
 		}
-		return h.domains, h.avoid
+		return h.domains[:len(h.domains):len(h.domains)], h.avoid
 	}
 	if h.avoidReserve == 0 || h.reserveDomain != s.reserve.domain {
-		h.avoidReserve = s.internAvoid(append(slices.Clone(h.holds), s.reserve.domain))
+		h.withReserved = append(append(h.withReserved[:0], h.holds...), s.reserve.domain)
+		h.avoidReserve = s.internAvoid(h.withReserved)
 		h.reserveDomain = s.reserve.domain
-		h.withReserved = append(slices.Clone(h.domains), s.reserve.domain)
+		h.withReserved = append(append(h.withReserved[:0], h.domains...), s.reserve.domain)
 	}
-	return h.withReserved, h.avoidReserve
+	return h.withReserved[:len(h.withReserved):len(h.withReserved)], h.avoidReserve
 }
 
 // internAvoid returns list's index plus one in the cycle's avoidSets,
