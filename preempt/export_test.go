@@ -136,5 +136,33 @@ func IndexDiff(a, b *Index) string {
 			return fmt.Sprintf("node %d workloads", n)
 		}
 	}
+	lines := func(x *Index, i int) []lineKey {
+		var out []lineKey
+		if t := x.classes[i]; t != nil {
+			t.Ascend(func(k lineKey) bool {
+				out = append(out, k)
+				return true
+			})
+		}
+		return out
+	}
+	if !slices.Equal(a.lines, b.lines) || !slices.Equal(a.lineCount, b.lineCount) {
+		return "node lines"
+	}
+	for i := range a.classes {
+		if !slices.Equal(lines(a, i), lines(b, i)) {
+			return fmt.Sprintf("class tree %d", i)
+		}
+	}
 	return ""
+}
+
+// IndexOnNode lists the IDs of the workloads holding GPUs on node n, in
+// the index's own order (which searches read in).
+func IndexOnNode(x *Index, n int) []string {
+	var out []string
+	for _, i := range x.onNode[n] {
+		out = append(out, x.entries[i].run.W.ID)
+	}
+	return out
 }

@@ -153,10 +153,9 @@ func (l *Ledger) Checkpoint(id string, at, now time.Time) error {
 		return fmt.Errorf("ledger: checkpoint %q: at %s is before its start %s", id, at.Format(time.RFC3339), r.Started.Format(time.RFC3339))
 	}
 	if at.After(r.W.Drain.LastCheckpoint) {
-		// The index keys its entry by the spec it shares: take it out
-		// before the spec changes, put it back after (unless every pod
-		// was lost with its node: it holds no GPU and stays out).
-		l.indexRemove(r)
+		// The index keeps the key it filed the entry under, so the spec
+		// it shares may change before the update (unless every pod was
+		// lost with its node: it holds no GPU and stays out).
 		r.W.Drain.LastCheckpoint = at
 		l.indexUpdate(r)
 	}
