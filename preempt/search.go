@@ -53,6 +53,12 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		if !more {
 			break
 		}
+		if bounded && b.prio != freePrice && int64(b.prio) > s.maxVictim {
+			// Any set that makes the cell hold the gang evicts work of
+			// the bound's priority or above, which no rule lets go: the
+			// cell is not filled only to fail.
+			continue
+		}
 		// Cells go lowest bound first; once a cell's bound is above the
 		// best set's highest priority, or its cost bound above the best
 		// set's cost, it cannot beat it.

@@ -58,11 +58,14 @@ type callState struct {
 	withinNominal bool // the request fits the preemptor's nominal quota
 	unbounded     bool // some cost is negative or NaN: no pruning by bounds
 	queues        []queueRules
-	passes        []attempt
-	shape         gangShape // what the gang needs (see setupShape)
-	othersAt      uint32    // the epoch others and othersHier were found at
-	others        bool      // some other queue has a candidate
-	othersHier    bool      // one with hierarchical advantage
+	// maxVictim is the highest priority the rules let any queue's work
+	// be a victim at (setupQueues).
+	maxVictim  int64
+	passes     []attempt
+	shape      gangShape // what the gang needs (see setupShape)
+	othersAt   uint32    // the epoch others and othersHier were found at
+	others     bool      // some other queue has a candidate
+	othersHier bool      // one with hierarchical advantage
 }
 
 // entryMarks is what the call decided of each Index entry, marked with
