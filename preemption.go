@@ -166,7 +166,7 @@ func (r refusal) matches(s *Scheduler, e *entry) bool {
 // failKey is a class of pending workloads for which a failed victim search
 // is monotonic within a cycle: same queue, priority, flavor, pools,
 // required level and pod size. An elastic workload searches for its
-// minimum (minimumSpec), a gang of its minimum count: it is of the class
+// minimum (Scheduler.minimumSpec), a gang of its minimum count: it is of the class
 // of that gang. Victims are chosen by the queue's rules and
 // the priority, so the candidates are the same (or fewer, for a later
 // submission); if n pods of this size found no plan, more pods cannot.
@@ -206,7 +206,7 @@ func searchPods(e *entry) int {
 func (s *Scheduler) preemptFor(now time.Time, run []*entry, avoid []topology.DomainID, taken map[string]bool, d *Decisions) (ok, found bool) {
 	e := run[0]
 	// An elastic workload preempts for its minimum; it grows later.
-	w := minimumSpec(&e.w)
+	w := s.minimumSpec(&e.w)
 	if len(run) > 1 {
 		joint := e.w.Clone()
 		joint.PodSets[0].Count *= len(run)

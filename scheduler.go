@@ -66,6 +66,7 @@ type Scheduler struct {
 	lastEvents int      // events of the last cycle, to size the next
 	dropped    int      // events not kept since the last cycle (MaxEvents)
 	pendingBuf []*entry // scratch of Schedule
+	specs      specBufs // scratch specs of elasticSize and minimumSpec
 	idle       idleBook // usage the host reported, for Policy.IdleReclaim
 	warm       *warmBook
 
