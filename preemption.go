@@ -225,18 +225,20 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, avoid []topology.Dom
 	// (their unclaimed GPUs free, their quota released), like the victims
 	// taken earlier in this cycle.
 	exclude := taken
-	if promised := s.books.Promised(); len(promised) > 0 {
-		exclude = maps.Clone(taken)
-		for _, id := range promised {
-			exclude[id] = true
+	if s.books.NumDraining() > 0 {
+		if s.exclude == nil {
+			s.exclude = map[string]bool{}
+		}
+		clear(s.exclude)
+		if s.books.AddPromised(s.exclude) {
+			maps.Copy(s.exclude, taken)
+			exclude = s.exclude
 		}
 	}
 	plan, err := s.searcher.Victims(view, req, exclude)
 	if err != nil {
-		var np *preempt.NoPlan
-		if errors.As(err, &np) && len(run) == 1 {
-			c := *np
-			e.wait.noPlan = &c
+		if np := noPlanOf(err); np != nil && len(run) == 1 {
+			e.wait.noPlan = np // each search returns a NoPlan of its own
 		}
 		return false, false
 	}
@@ -318,6 +320,18 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, avoid []topology.Dom
 		taken[v.ID] = true
 	}
 	return true, true
+}
+
+// noPlanOf is err as a *preempt.NoPlan, or nil.
+func noPlanOf(err error) *preempt.NoPlan {
+	if np, ok := err.(*preempt.NoPlan); ok {
+		return np
+	}
+	var np *preempt.NoPlan
+	if errors.As(err, &np) {
+		return np
+	}
+	return nil
 }
 
 // reportDrains hands the victims a nomination newly drained to the host

@@ -61,8 +61,10 @@ type Scheduler struct {
 	displaced []*entry
 	// avoidSets interns, per cycle, the lists of domains searches were
 	// kept out of (failKey.avoid is an index into it, plus one).
-	avoidSets  [][]topology.DomainID
-	searcher   *preempt.Searcher
+	avoidSets [][]topology.DomainID
+	searcher  *preempt.Searcher
+	// exclude is preemptFor's set of victims a search must count as gone.
+	exclude    map[string]bool
 	lastEvents int      // events of the last cycle, to size the next
 	dropped    int      // events not kept since the last cycle (MaxEvents)
 	pendingBuf []*entry // scratch of Schedule
@@ -149,7 +151,7 @@ func New(cfg Config) (*Scheduler, error) {
 	return &Scheduler{
 		cfg: cfg, fleet: f, tree: t, classes: classes, books: books, cal: cal, warm: warm,
 		held: holds{waiting: map[string]bool{}}, overflowing: map[quota.NodeID]bool{},
-		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks}),
+		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks, Terse: true}),
 		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true, Warm: warm, Uplinks: uplinks}),
 		work:      map[string]*entry{}, queued: map[string]*entry{},
 		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead, Cost: cfg.Policy.Cost,
