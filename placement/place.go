@@ -30,6 +30,11 @@ type Options struct {
 	// Explain fills NoFit.Tried with the largest block per level. It scans
 	// each level's domains, so a scheduler sets it only when a person asks.
 	Explain bool
+	// Terse makes a Place that finds no room return ErrNoFit itself
+	// rather than a *NoFit: for a caller that only asks whether work fits
+	// (a scheduler records why with another Placer). A request this fleet
+	// can never meet still returns a *NoFit.
+	Terse bool
 	// Ranker, when set, decides among every feasible option of a one-pod
 	// workload (see Ranker); Fragmentation is the built-in one.
 	Ranker Ranker
@@ -318,7 +323,7 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 		if a, ok := p.placeOne(); ok {
 			return a, nil
 		}
-		return Assignment{}, p.noFit(req, pref)
+		return Assignment{}, p.failed(req, pref)
 	}
 	need := w.GPUs()
 	var best Assignment
@@ -373,7 +378,16 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 	if found {
 		return best, nil
 	}
-	return Assignment{}, p.noFit(req, pref)
+	return Assignment{}, p.failed(req, pref)
+}
+
+// failed is Place's error when it finds no room: ErrNoFit when Terse, a
+// *NoFit saying why otherwise.
+func (p *Placer) failed(req, pref topology.Level) error {
+	if p.opt.Terse {
+		return ErrNoFit
+	}
+	return p.noFit(req, pref)
 }
 
 // tier is group g's preference tier: its pool's rank among the
