@@ -387,26 +387,7 @@ func (s *Scheduler) reserveFor(e *entry) {
 		return
 	}
 	lo, hi := s.fleet.DomainsAt(l)
-	type outlook struct {
-		blocked int       // GPUs of open-ended work the gang cannot evict
-		end     time.Time // latest expected end of the other work
-	}
-	view := make([]outlook, hi-lo)
-	s.books.Holders(func(r *ledger.Record) bool {
-		evictable := r.W.Drain.Preemptible && r.W.Priority < e.priority
-		for _, ng := range r.Nodes {
-			o := &view[s.fleet.DomainOf(ng.Node, l)-lo]
-			switch end := r.Started.Add(r.W.ExpectedRuntime); {
-			case r.W.ExpectedRuntime > 0:
-				if end.After(o.end) {
-					o.end = end
-				}
-			case !evictable:
-				o.blocked += ng.GPUs
-			}
-		}
-		return true
-	})
+	view := s.outlook(l, e.priority)
 	best := topology.DomainID(-1)
 	for d := lo; d < hi; d++ {
 		if s.fleet.Stats(d, g).HealthyGPUs < e.gpus() {
@@ -438,6 +419,57 @@ func (s *Scheduler) reserveFor(e *entry) {
 		r.start = view[best-lo].end
 	}
 	s.reserve = r
+}
+
+// outlook is what work held in each domain of level l means for a
+// reservation.
+type outlook struct {
+	blocked int       // GPUs of open-ended work the gang cannot evict
+	end     time.Time // latest expected end of the other work
+}
+
+// outlooks keeps the outlook of every domain of one level for a gang of
+// one priority, found while the holders and their nodes were as
+// Ledger.Placed says.
+type outlooks struct {
+	valid    bool
+	placed   uint64
+	level    topology.Level
+	priority int32
+	view     []outlook
+}
+
+// outlook returns the outlook of every domain of level l (from its first
+// domain) for a gang of priority p, reading the holders only when they
+// or their nodes changed since the last call for l and p. The slice is
+// kept for the next call: callers must not change it.
+func (s *Scheduler) outlook(l topology.Level, p int32) []outlook {
+	c := &s.outlooks
+	if c.valid && c.placed == s.books.Placed() && c.level == l && c.priority == p {
+		return c.view
+	}
+	lo, hi := s.fleet.DomainsAt(l)
+	view := c.view[:0]
+	for range hi - lo {
+		view = append(view, outlook{})
+	}
+	s.books.Holders(func(r *ledger.Record) bool {
+		evictable := r.W.Drain.Preemptible && r.W.Priority < p
+		for _, ng := range r.Nodes {
+			o := &view[s.fleet.DomainOf(ng.Node, l)-lo]
+			switch end := r.Started.Add(r.W.ExpectedRuntime); {
+			case r.W.ExpectedRuntime > 0:
+				if end.After(o.end) {
+					o.end = end
+				}
+			case !evictable:
+				o.blocked += ng.GPUs
+			}
+		}
+		return true
+	})
+	*c = outlooks{valid: true, placed: s.books.Placed(), level: l, priority: p, view: view}
+	return view
 }
 
 // groupOf is the first fleet group of e's flavor and pools.

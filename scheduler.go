@@ -69,6 +69,7 @@ type Scheduler struct {
 	dropped    int      // events not kept since the last cycle (MaxEvents)
 	pendingBuf []*entry // scratch of Schedule
 	specs      specBufs // scratch specs of elasticSize and minimumSpec
+	outlooks   outlooks // reserveFor's view of the held domains
 	idle       idleBook // usage the host reported, for Policy.IdleReclaim
 	warm       *warmBook
 

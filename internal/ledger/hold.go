@@ -186,6 +186,7 @@ func (l *Ledger) OnNodes(lo, hi topology.NodeID) []string {
 // off them (sign -1): every pod counts, one holding only a share, a slice
 // or named resources included.
 func (l *Ledger) listNodes(r *Record, sign int) {
+	l.placed++
 	l.countCrossing(r, sign)
 	for j := range r.Assign.Pods {
 		n := r.Assign.Pods[j].Node
