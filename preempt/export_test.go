@@ -7,6 +7,10 @@ import (
 	"github.com/fleetsched/fleet/quota"
 )
 
+// Hopeless reports whether s's last search found no cell it could make
+// hold the gang, and so tried none.
+func Hopeless(s *Searcher) bool { return s.hopeless }
+
 // SetNoBounds makes s try every cell without pruning by lower bounds,
 // the reference the pruned search must agree with.
 func SetNoBounds(s *Searcher, v bool) { s.noBounds = v }

@@ -15,6 +15,7 @@ import (
 // fleet. The simulation is left as it was. quotaShort says the attempt
 // failed for quota (its candidates ran out before quota fit).
 func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoPlan) {
+	s.hopeless = false
 	if !s.shape.fast {
 		return s.searchPlacing(a)
 	}
@@ -131,6 +132,10 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		}
 	}
 	if best.at < 0 {
+		// A cell is left out only when its bound, which holds whatever
+		// the victims picked for quota, is above every priority the rules
+		// let go: with none tried, no attempt can do better.
+		s.hopeless = !evaluated
 		s.untakeAll()
 		return Plan{}, false, false, nil
 	}

@@ -60,7 +60,11 @@ type callState struct {
 	queues        []queueRules
 	// maxVictim is the highest priority the rules let any queue's work
 	// be a victim at (setupQueues).
-	maxVictim  int64
+	maxVictim int64
+	// hopeless: the last search tried no cell, every cell's bound being
+	// above maxVictim (or there being none), so no attempt can make one
+	// hold the gang.
+	hopeless   bool
 	passes     []attempt
 	shape      gangShape // what the gang needs (see setupShape)
 	othersAt   uint32    // the epoch others and othersHier were found at
@@ -190,6 +194,10 @@ func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, 
 			}
 			if !quotaShort {
 				why = WhyTopology
+				if s.hopeless {
+					// No attempt can find a plan, and none can change why.
+					break
+				}
 			}
 		}
 	}
