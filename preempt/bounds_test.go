@@ -59,8 +59,8 @@ func TestHopelessCellsKeepThePlan(t *testing.T) {
 			BorrowWithinCohort:  quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
 		leaves := rapid.IntRange(1, 3).Draw(t, "leaves")
 		e := newEnv(t, 1, leaves, 2, 4, cohort("c", "", int64(rapid.IntRange(0, 8).Draw(t, "nomC"))),
-			queue("a", "c", int64(rapid.IntRange(0, 24).Draw(t, "nomA")), rules),
-			queue("b", "c", int64(rapid.IntRange(0, 8).Draw(t, "nomB")), lower))
+			queue("a", "c", int64(rapid.IntRange(0, 12).Draw(t, "nomA")), rules),
+			queue("b", "c", int64(rapid.IntRange(0, 12).Draw(t, "nomB")), lower))
 		for n := range 2 * leaves {
 			if rapid.IntRange(0, 4).Draw(t, "empty") == 0 {
 				continue
@@ -101,6 +101,30 @@ func TestHopelessStopsAttempts(t *testing.T) {
 	require.ErrorAs(t, err, &np)
 	require.Equal(t, preempt.WhyTopology, np.Why)
 	require.True(t, preempt.Hopeless(s), "both leaves left out")
+	ref := preempt.NewSearcher(preempt.Options{})
+	preempt.SetNoBounds(ref, true)
+	_, err2 := ref.Victims(e.view(), req, nil)
+	require.Equal(t, err2, err)
+}
+
+// TestHopelessQuotaReadsTheAttemptsVictims: no leaf can be opened, and
+// quota would fit if the other queue's work above the threshold went,
+// but the attempt that may borrow takes only work at the threshold (just
+// started, so no victim) and the other attempt may not borrow: WhyQuota,
+// as the search that picks victims says.
+func TestHopelessQuotaReadsTheAttemptsVictims(t *testing.T) {
+	th := int32(0)
+	rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
+		BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
+	e := newEnv(t, 1, 1, 3, 4, cohort("c", "", 16), queue("a", "c", 4, rules), queue("b", "c", 0, lower))
+	e.run("a0", "a", 5, time.Hour, []int{0}, []int{4})
+	e.run("b1", "b", 0, time.Minute, []int{1}, []int{4}).MinRuntime = 30 * time.Minute
+	e.run("b2", "b", 1, time.Hour, []int{2}, []int{4})
+	req := e.req("new", "a", 3, 3, 4, "leaf")
+	_, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+	var np *preempt.NoPlan
+	require.ErrorAs(t, err, &np)
+	require.Equal(t, preempt.WhyQuota, np.Why)
 	ref := preempt.NewSearcher(preempt.Options{})
 	preempt.SetNoBounds(ref, true)
 	_, err2 := ref.Victims(e.view(), req, nil)

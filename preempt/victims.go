@@ -181,6 +181,17 @@ func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, 
 			return Plan{}, np
 		}
 		why = WhyQuota
+		if !s.req.FairSharing && s.shape.fast && s.outOfReach() && s.orderFree() {
+			// No attempt can find a plan: only why is left to learn (see
+			// reach.go).
+			for _, a := range s.attempts() {
+				if s.quotaReachable(a) && s.quotaFitsAll(a) {
+					why = WhyTopology
+					break
+				}
+			}
+			return Plan{}, s.noPlan(why)
+		}
 		for _, a := range s.attempts() {
 			if !s.quotaReachable(a) {
 				continue

@@ -1,0 +1,136 @@
+package preempt
+
+import (
+	"slices"
+
+	"github.com/fleetsched/fleet/quota"
+)
+
+// A request no cell can be opened for. Each cell's bound (cellBounds) is
+// a lower bound on the highest priority of any set of victims that makes
+// the cell hold the gang, whatever else is taken; when every bound is
+// above the highest priority the rules let go (maxVictim), no attempt
+// finds a plan, and a search would only learn why: WhyTopology when some
+// attempt's victims for quota fit it, WhyQuota otherwise. Victims for
+// quota are picked in eviction order, which moves with now (a cost is
+// GPUs x unsaved time), and an order matters only when another queue
+// stops borrowing part way (its work is then no victim any more). When
+// no queue can stop, even with every candidate gone, the picks fit quota
+// exactly when all of them do: the answer is read from per-queue sums,
+// without picking.
+
+// outOfReach reports whether no cell of the gang's level can be made to
+// hold it by victims the rules allow (or there is no cell).
+func (s *Searcher) outOfReach() bool {
+	s.cellBounds()
+	if s.wholeCells {
+		return len(s.cellHeap) == 0 || beyond(s.cellHeap[0].prio, s.maxVictim)
+	}
+	switch {
+	case len(s.bounds) == 0:
+		return true
+	case s.noBounds || s.unbounded:
+		return false
+	}
+	return beyond(s.bounds[0].prio, s.maxVictim) // the heap's least
+}
+
+// beyond reports whether no victim of priority at most maxVictim can
+// meet a cell bound of p.
+func beyond(p int32, maxVictim int64) bool {
+	return p == noPrice || p != freePrice && int64(p) > maxVictim
+}
+
+// reachSums are the per-queue sums orderFree reads the quota answer from.
+type reachSums struct {
+	candGPUs   []int64 // per queue: GPUs of its candidates
+	whileBGPUs []int64 // of those, at most its whileBMax priority
+}
+
+// orderFree reports whether picking victims for quota cannot depend on
+// the order: every other queue with candidates still borrows once all
+// candidates of every queue are gone. It sums each allowed queue's
+// candidates for quotaFitsAll.
+func (s *Searcher) orderFree() bool {
+	n := len(s.queues)
+	s.candGPUs = append(s.candGPUs[:0], make([]int64, n)...)
+	s.whileBGPUs = append(s.whileBGPUs[:0], make([]int64, n)...)
+	for q := range s.queues {
+		qr := &s.queues[q]
+		if !qr.allowed {
+			continue
+		}
+		t := s.index.byQueue[s.index.queueSlot(quota.NodeID(q), s.flavor)]
+		if t == nil {
+			continue
+		}
+		t.Ascend(func(k orderKey) bool {
+			if int64(bandPrio(k.band)) > qr.maxPrio {
+				return k.band < 1<<32 // a draining band: the running ones may still hold one
+			}
+			if s.ruleOut(k.pos) != 0 {
+				return true
+			}
+			e := &s.index.entries[k.pos]
+			s.candGPUs[q] += int64(e.gpus)
+			if int64(e.prio) <= qr.whileBMax {
+				s.whileBGPUs[q] += int64(e.gpus)
+			}
+			return true
+		})
+	}
+	undo := s.removeSums(func(q int) int64 { return s.candGPUs[q] })
+	free := true
+	for q := range s.queues {
+		if qr := &s.queues[q]; qr.allowed && qr.other && s.candGPUs[q] > 0 && !s.borrowingQueue(quota.NodeID(q), qr.lca) {
+			free = false
+			break
+		}
+	}
+	undo()
+	return free
+}
+
+// quotaFitsAll reports whether quota fits once every candidate attempt a
+// may take is gone: with orderFree, whether its picks for quota fit it.
+func (s *Searcher) quotaFitsAll(a attempt) bool {
+	undo := s.removeSums(func(q int) int64 {
+		qr := &s.queues[q]
+		switch {
+		case !qr.other || a.others == othersAll || qr.hier:
+			return s.candGPUs[q]
+		case a.others == othersHierOrWhileB:
+			return s.whileBGPUs[q]
+		}
+		return 0
+	})
+	ok := s.quotaOK(a.allowBorrow)
+	undo()
+	return ok
+}
+
+// removeSums removes gpus(q) of usage from every allowed queue q on the
+// Searcher's tree, and returns what puts it back.
+func (s *Searcher) removeSums(gpus func(q int) int64) (undo func()) {
+	t := s.tree
+	rm := s.removals[:0]
+	for q := range s.queues {
+		if !s.queues[q].allowed {
+			continue
+		}
+		if g := gpus(q); g > 0 {
+			if err := t.RemoveUsage(quota.NodeID(q), s.flavor, g); err != nil {
+				panic("preempt: usage of indexed candidates: " + err.Error())
+			}
+			rm = append(rm, removal{quota.NodeID(q), g})
+		}
+	}
+	s.removals = rm
+	return func() {
+		for _, r := range slices.Backward(rm) {
+			if err := t.AddUsage(r.q, s.flavor, r.g); err != nil {
+				panic("preempt: undoing a removal: " + err.Error())
+			}
+		}
+	}
+}
