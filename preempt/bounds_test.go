@@ -84,13 +84,15 @@ func TestHopelessCellsKeepThePlan(t *testing.T) {
 // TestHopelessStopsAttempts: quota fits, but every leaf holds work of the
 // preemptor's own queue above its priority, so no leaf can be cleared:
 // the first attempt leaves both out and the second is not searched,
-// with the NoPlan of the search that tries every leaf in both.
+// with the NoPlan of the search that tries every leaf in both. (The
+// other queue could stop borrowing part way, so the search runs.)
 func TestHopelessStopsAttempts(t *testing.T) {
 	th := int32(0)
 	rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
 		BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
-	e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0), queue("a", "c", 32, rules), queue("b", "c", 0, lower))
-	e.run("b0", "b", 0, time.Hour, []int{0}, []int{4})
+	e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0), queue("a", "c", 32, rules), queue("b", "c", 2, lower))
+	e.run("b0", "b", 0, time.Hour, []int{0}, []int{2})
+	e.run("b1", "b", 0, time.Hour, []int{0}, []int{2})
 	for n := 1; n < 4; n++ {
 		e.run(fmt.Sprintf("a%d", n), "a", 5, time.Hour, []int{n}, []int{4})
 	}

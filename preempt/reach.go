@@ -17,7 +17,10 @@ import (
 // stops borrowing part way (its work is then no victim any more). When
 // no queue can stop, even with every candidate gone, the picks fit quota
 // exactly when all of them do: the answer is read from per-queue sums,
-// without picking.
+// without picking. Borrowing only falls as victims go, so the worst
+// case for a candidate is every other one gone before it: a queue whose
+// smallest candidate still finds it borrowing then can never stop part
+// way.
 
 // outOfReach reports whether no cell of the gang's level can be made to
 // hold it by victims the rules allow (or there is no cell).
@@ -45,16 +48,18 @@ func beyond(p int32, maxVictim int64) bool {
 type reachSums struct {
 	candGPUs   []int64 // per queue: GPUs of its candidates
 	whileBGPUs []int64 // of those, at most its whileBMax priority
+	minGPUs    []int64 // its smallest candidate's
 }
 
 // orderFree reports whether picking victims for quota cannot depend on
-// the order: every other queue with candidates still borrows once all
-// candidates of every queue are gone. It sums each allowed queue's
-// candidates for quotaFitsAll.
+// the order: every other queue with candidates still borrows when all
+// candidates of every queue are gone but its smallest. It sums each
+// allowed queue's candidates for quotaFitsAll.
 func (s *Searcher) orderFree() bool {
 	n := len(s.queues)
 	s.candGPUs = append(s.candGPUs[:0], make([]int64, n)...)
 	s.whileBGPUs = append(s.whileBGPUs[:0], make([]int64, n)...)
+	s.minGPUs = append(s.minGPUs[:0], make([]int64, n)...)
 	for q := range s.queues {
 		qr := &s.queues[q]
 		if !qr.allowed {
@@ -71,24 +76,36 @@ func (s *Searcher) orderFree() bool {
 			if s.ruleOut(k.pos) != 0 {
 				return true
 			}
-			e := &s.index.entries[k.pos]
-			s.candGPUs[q] += int64(e.gpus)
-			if int64(e.prio) <= qr.whileBMax {
-				s.whileBGPUs[q] += int64(e.gpus)
+			g := int64(s.index.entries[k.pos].gpus)
+			if s.candGPUs[q] == 0 || g < s.minGPUs[q] {
+				s.minGPUs[q] = g
+			}
+			s.candGPUs[q] += g
+			if int64(s.index.entries[k.pos].prio) <= qr.whileBMax {
+				s.whileBGPUs[q] += g
 			}
 			return true
 		})
 	}
 	undo := s.removeSums(func(q int) int64 { return s.candGPUs[q] })
-	free := true
+	defer undo()
 	for q := range s.queues {
-		if qr := &s.queues[q]; qr.allowed && qr.other && s.candGPUs[q] > 0 && !s.borrowingQueue(quota.NodeID(q), qr.lca) {
-			free = false
-			break
+		qr := &s.queues[q]
+		if !qr.allowed || !qr.other || s.candGPUs[q] == 0 {
+			continue
+		}
+		if err := s.tree.AddUsage(quota.NodeID(q), s.flavor, s.minGPUs[q]); err != nil {
+			panic("preempt: giving back a candidate's usage: " + err.Error())
+		}
+		borrowing := s.borrowingQueue(quota.NodeID(q), qr.lca)
+		if err := s.tree.RemoveUsage(quota.NodeID(q), s.flavor, s.minGPUs[q]); err != nil {
+			panic("preempt: taking a candidate's usage back: " + err.Error())
+		}
+		if !borrowing {
+			return false
 		}
 	}
-	undo()
-	return free
+	return true
 }
 
 // quotaFitsAll reports whether quota fits once every candidate attempt a
