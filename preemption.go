@@ -69,7 +69,7 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 		return true, false
 	}
 	avoid, avoidID := s.avoidSet(now, run[0])
-	key, keyed := failureKey(run[0], avoidID)
+	key, keyed := s.failureKey(run[0], avoidID)
 	if keyed {
 		// A search kept out of no domain that failed fails kept out of
 		// some too.
@@ -165,29 +165,62 @@ func (r refusal) matches(s *Scheduler, e *entry) bool {
 
 // failKey is a class of pending workloads for which a failed victim search
 // is monotonic within a cycle: same queue, priority, flavor, pools,
-// required level and pod size. An elastic workload searches for its
-// minimum (Scheduler.minimumSpec), a gang of its minimum count: it is of the class
-// of that gang. Victims are chosen by the queue's rules and
-// the priority, so the candidates are the same (or fewer, for a later
+// required level and pod size (its failClass), and the same domains to
+// avoid. An elastic workload searches for its minimum
+// (Scheduler.minimumSpec), a gang of its minimum count: it is of the
+// class of that gang. Victims are chosen by the queue's rules and the
+// priority, so the candidates are the same (or fewer, for a later
 // submission); if n pods of this size found no plan, more pods cannot.
 type failKey struct {
+	// class is the workload's failClass, as its index in the scheduler's
+	// failClasses plus one.
+	class int32
+	// avoid is the list of domains its plans may not use (avoidSet), as
+	// its index in the cycle's avoidSets plus one (0: none).
+	avoid int
+}
+
+// failClass is what of a workload puts it in a failKey besides the
+// domains it avoids: fixed for the workload, so found once and kept as a
+// number (entry.failClass).
+type failClass struct {
 	queue    quota.NodeID
 	priority int32
 	flavor   quota.FlavorID
 	required string
 	pools    string
 	gpus     int
-	// avoid is the list of domains its plans may not use (avoidSet), as
-	// its index in the cycle's avoidSets plus one (0: none).
-	avoid int
 }
 
-func failureKey(e *entry, avoid int) (failKey, bool) {
-	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) {
+// failureKey is e's failKey with the given avoid set, false for work no
+// class holds (several pod sets, segments or spread).
+func (s *Scheduler) failureKey(e *entry, avoid int) (failKey, bool) {
+	if e.failClass == 0 {
+		e.failClass = s.internFailClass(e)
+	}
+	if e.failClass < 0 {
 		return failKey{}, false
 	}
-	return failKey{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
-		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod, avoid: avoid}, true
+	return failKey{class: e.failClass, avoid: avoid}, true
+}
+
+// internFailClass returns e's failClass's index plus one in
+// failClasses, adding it when it is new, or -1 for work of no class.
+func (s *Scheduler) internFailClass(e *entry) int32 {
+	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) {
+		return -1
+	}
+	c := failClass{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
+		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod}
+	id, ok := s.failClasses[c]
+	if !ok {
+		if s.failClasses == nil {
+			s.failClasses = map[failClass]int32{}
+		}
+		id = int32(len(s.failClasses)) + 1
+		s.failClasses[c] = id
+	}
+	return id
 }
 
 // searchPods is how many pods e's victim search asks room for: its

@@ -55,6 +55,8 @@ type Scheduler struct {
 	// refused remembers, for one cycle, the plans found but refused
 	// (preemption.go): an identical request would find them again.
 	refused map[failKey]refusal
+	// failClasses numbers the failClasses met so far (failKey.class).
+	failClasses map[failClass]int32
 	// displaced lists, within a cycle, the workloads reclaimed for
 	// without a nomination whose victims a later plan was promised: they
 	// search again before the cycle ends.
@@ -97,6 +99,8 @@ type entry struct {
 	// reclaiming: victims drained for it without a nomination may still
 	// be draining (reclaim_shared.go); its next search counts them first.
 	reclaiming bool
+	// failClass is its failKey class, as found by failureKey (0: not yet).
+	failClass int32
 }
 
 func (e *entry) state() gang.State { return e.rec.State }
