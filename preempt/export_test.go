@@ -73,6 +73,8 @@ func SetWholeBand(s *Searcher, n int) { s.wholeBand = n }
 // IndexDiff describes how two indexes of the same workloads differ in
 // what a search reads (orders, bands, prices); "" when they agree.
 func IndexDiff(a, b *Index) string {
+	a.refile()
+	b.refile()
 	keys := func(x *Index, i int) []string {
 		var out []string
 		if t := x.byQueue[i]; t != nil {

@@ -86,8 +86,13 @@ type Index struct {
 	lines     []nodeLine
 	classes   []*btree.BTreeG[lineKey]
 	lineCount []int32
-	heads     []float64 // CheapestNodesBound's buffer
-	oldRow    []int32   // nodeChanged: the node's prices before the change
+	// stale lists the nodes whose lines a checkpoint moved and that
+	// are not refiled yet (staleAt marks them): only the cheapest-node
+	// reads need the lines, and they refile them first (cheapest.go).
+	stale   []topology.NodeID
+	staleAt []bool
+	heads   []float64 // CheapestNodesBound's buffer
+	oldRow  []int32   // nodeChanged: the node's prices before the change
 }
 
 // A price is the highest priority that must be evicted; freePrice marks
@@ -191,7 +196,7 @@ func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
 		levels: f.Depth() + 1, cellClear: make([]int32, f.NumDomains()*(f.Depth()+1)),
 		uniform: make([]int, f.Depth()+1),
 		lines:   make([]nodeLine, f.NumNodes()), classes: make([]*btree.BTreeG[lineKey], f.NumDomains()*(c+1)),
-		lineCount: make([]int32, f.NumDomains()),
+		lineCount: make([]int32, f.NumDomains()), staleAt: make([]bool, f.NumNodes()),
 	}
 	for n := range x.lines {
 		x.lines[n].a = -1
@@ -301,7 +306,8 @@ func (e *indexEntry) sameRoom(r Running) bool {
 // rebase replaces entry i by r when sameRoom holds: the index ends as
 // delete(i) then insert(r) leave it, without pricing its nodes twice
 // (their prices do not change), only its place in the eviction order,
-// its domains' sums of unsaved work and its nodes' lines move.
+// its domains' sums of unsaved work and its nodes' lines move (the
+// lines when next read: see refile).
 func (x *Index) rebase(i int32, r Running) {
 	e := &x.entries[i]
 	old := *e
@@ -327,7 +333,10 @@ func (x *Index) rebase(i int32, r Running) {
 		}
 	}
 	for _, n := range r.Nodes {
-		x.lineChanged(n.Node)
+		if !x.staleAt[n.Node] {
+			x.staleAt[n.Node] = true
+			x.stale = append(x.stale, n.Node)
+		}
 	}
 }
 
