@@ -291,6 +291,12 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	if e.sharing() {
 		return s.tryAdmitShared(now, e, d)
 	}
+	if m := &e.unfit; m.valid && m.fleet == s.fleet.Changes() && m.tree == s.tree.Changes() {
+		// Nothing quota or placement read has changed since: the same
+		// verdict.
+		e.wait.quota, e.wait.reason, e.wait.noFit = m.quota, m.reason, m.noFit
+		return notAdmitted
+	}
 	// An elastic workload that does not fit whole starts at the largest
 	// size that fits.
 	w := s.elasticSize(e)
@@ -298,6 +304,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	e.wait.quota = v
 	if !v.Fits() {
 		e.wait.reason = WaitQuota
+		s.keepUnfit(e)
 		return notAdmitted
 	}
 	a, err := s.placer.Place(s.fleet, w)
@@ -308,6 +315,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 			c := *nf
 			e.wait.noFit = &c
 		}
+		s.keepUnfit(e)
 		return notAdmitted
 	}
 	// The placer reuses its buffers on the next call: keep this answer.
@@ -341,6 +349,24 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	delete(s.queued, e.w.ID)
 	s.admitted(now, e, d)
 	return admitted
+}
+
+// unfit is tryAdmit's verdict on a workload that did not fit its quota
+// or the fleet, kept with the counts of changes to the fleet and the
+// quota tree it was found at: sizing, quota and placement read nothing
+// else, so while neither changes the verdict stands.
+type unfit struct {
+	valid       bool
+	fleet, tree uint64
+	quota       quota.Verdict
+	reason      WaitReason
+	noFit       *placement.NoFit
+}
+
+// keepUnfit keeps e's verdict as tryAdmit just found it.
+func (s *Scheduler) keepUnfit(e *entry) {
+	e.unfit = unfit{valid: true, fleet: s.fleet.Changes(), tree: s.tree.Changes(),
+		quota: e.wait.quota, reason: e.wait.reason, noFit: e.wait.noFit}
 }
 
 // admitted reports an admission to the host and the event stream.

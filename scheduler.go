@@ -101,6 +101,8 @@ type entry struct {
 	reclaiming bool
 	// failClass is its failKey class, as found by failureKey (0: not yet).
 	failClass int32
+	// unfit is tryAdmit's last verdict that it does not fit.
+	unfit unfit
 }
 
 func (e *entry) state() gang.State { return e.rec.State }
