@@ -373,7 +373,7 @@ func (s *Scheduler) admitBooked(now time.Time, e *entry, d *Decisions) admitResu
 	if err := s.books.Admit(e.w.ID, a.Clone(), now); err != nil {
 		panic(fmt.Sprintf("fleet: admitting booked work on a fresh placement: %v", err))
 	}
-	delete(s.queued, e.w.ID)
+	s.dequeue(e)
 	s.admitted(now, e, d)
 	return admitted
 }

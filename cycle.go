@@ -253,23 +253,24 @@ func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
 			panic(fmt.Sprintf("fleet: starting a ready nomination: %v", err))
 		}
 		e := s.work[b]
-		delete(s.queued, b)
+		s.dequeue(e)
 		s.admitted(now, e, d)
 	}
 }
 
-// pending lists the pending workloads without a nomination, in a buffer
-// reused from cycle to cycle. Nominated ones record that they wait for
-// their victims.
+// pending lists the pending workloads without a nomination, in the
+// default admission order (see order), in a buffer reused from cycle to
+// cycle. Nominated ones record that they wait for their victims.
 func (s *Scheduler) pending() []*entry {
 	out := s.pendingBuf[:0]
-	for _, e := range s.queued {
+	s.ordered.Ascend(func(e *entry) bool {
 		if _, nominated := s.books.Nomination(e.w.ID); nominated {
 			e.wait = waitVerdict{cycle: s.cycles, at: s.now, reason: WaitVictims}
-			continue
+			return true
 		}
 		out = append(out, e)
-	}
+		return true
+	})
 	s.pendingBuf = out
 	return out
 }
@@ -346,7 +347,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	if err := s.books.Admit(e.w.ID, a, now); err != nil {
 		panic(fmt.Sprintf("fleet: admitting a fresh placement: %v", err))
 	}
-	delete(s.queued, e.w.ID)
+	s.dequeue(e)
 	s.admitted(now, e, d)
 	return admitted
 }

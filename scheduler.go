@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/btree"
+
 	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/internal/ledger"
@@ -45,8 +47,11 @@ type Scheduler struct {
 	explainer *placement.Placer
 	classes   map[string]PriorityClass
 
-	work    map[string]*entry // every workload not yet ended
-	queued  map[string]*entry // pending ones, so a cycle never scans running work
+	work   map[string]*entry // every workload not yet ended
+	queued map[string]*entry // pending ones, so a cycle never scans running work
+	// ordered holds the pending ones too, in queueLess order (enqueue,
+	// dequeue keep both).
+	ordered *btree.BTreeG[*entry]
 	seq     uint64
 	now     time.Time
 	cycles  uint64 // Schedule calls so far
@@ -160,7 +165,7 @@ func New(cfg Config) (*Scheduler, error) {
 		held: holds{waiting: map[string]bool{}}, overflowing: map[quota.NodeID]bool{},
 		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks, Terse: true}),
 		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true, Warm: warm, Uplinks: uplinks}),
-		work:      map[string]*entry{}, queued: map[string]*entry{},
+		work:      map[string]*entry{}, queued: map[string]*entry{}, ordered: btree.NewG(16, queueLess),
 		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead, Cost: cfg.Policy.Cost,
 			FairSharingStrategies: cfg.Policy.FairSharingStrategies,
 			Placement:             placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks}}),
@@ -358,7 +363,7 @@ func (s *Scheduler) track(e *entry, now time.Time) {
 	e.rec, e.submitted, e.seq = rec, now, s.seq
 	rec.Submitted = now
 	s.work[e.w.ID] = e
-	s.queued[e.w.ID] = e
+	s.enqueue(e)
 }
 
 // policy is what the priority class decides about e as a holder.
@@ -498,7 +503,7 @@ func (s *Scheduler) finish(now time.Time, e *entry, how gang.ExitReason) {
 		panic("fleet: the ledger refused a checked exit: " + err.Error())
 	}
 	delete(s.work, e.w.ID)
-	delete(s.queued, e.w.ID)
+	s.dequeue(e)
 	s.idle.forget(e.w.ID)
 }
 
@@ -674,16 +679,17 @@ func (e *entry) grace() time.Duration {
 // the first two criteria; submission order and ID still break its ties.
 func (s *Scheduler) order(pending []*entry) {
 	fair, custom := s.cfg.Policy.FairSharing, s.cfg.Policy.Order
-	if fair || custom != nil {
-		share := map[quota.NodeID]float64{}
-		for _, e := range pending {
-			sh, ok := share[e.queue]
-			if !ok && fair {
-				sh = s.tree.DominantShare(e.queue).Value()
-				share[e.queue] = sh
-			}
-			e.view = Pending{W: &e.w, Priority: e.priority, Submitted: e.submitted, DominantShare: sh}
+	if !fair && custom == nil {
+		return // pending lists them so already (queueLess)
+	}
+	share := map[quota.NodeID]float64{}
+	for _, e := range pending {
+		sh, ok := share[e.queue]
+		if !ok && fair {
+			sh = s.tree.DominantShare(e.queue).Value()
+			share[e.queue] = sh
 		}
+		e.view = Pending{W: &e.w, Priority: e.priority, Submitted: e.submitted, DominantShare: sh}
 	}
 	slices.SortFunc(pending, func(a, b *entry) int {
 		if custom != nil {
@@ -694,7 +700,7 @@ func (s *Scheduler) order(pending []*entry) {
 			if c := cmp.Compare(b.priority, a.priority); c != 0 {
 				return c
 			}
-			if c := cmp.Compare(a.view.DominantShare, b.view.DominantShare); fair && c != 0 {
+			if c := cmp.Compare(a.view.DominantShare, b.view.DominantShare); c != 0 {
 				return c
 			}
 		}
@@ -703,4 +709,32 @@ func (s *Scheduler) order(pending []*entry) {
 		}
 		return cmp.Compare(a.w.ID, b.w.ID)
 	})
+}
+
+// queueLess is order without fair sharing or a host's order: higher
+// priority first, then earlier submission, then ID. Neither changes
+// while a workload is pending, so the pending work is kept so ordered
+// (Scheduler.ordered) rather than sorted every cycle.
+func queueLess(a, b *entry) bool {
+	if a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	return a.w.ID < b.w.ID
+}
+
+// enqueue files e with the pending workloads.
+func (s *Scheduler) enqueue(e *entry) {
+	s.queued[e.w.ID] = e
+	s.ordered.ReplaceOrInsert(e)
+}
+
+// dequeue takes e off the pending workloads (if it is one).
+func (s *Scheduler) dequeue(e *entry) {
+	if s.queued[e.w.ID] == e {
+		delete(s.queued, e.w.ID)
+		s.ordered.Delete(e)
+	}
 }

@@ -214,7 +214,7 @@ func (s *Scheduler) tryAdmitShared(now time.Time, e *entry, d *Decisions) admitR
 	if err := s.books.Admit(e.w.ID, a, now); err != nil {
 		panic(fmt.Sprintf("fleet: admitting a fresh placement: %v", err))
 	}
-	delete(s.queued, e.w.ID)
+	s.dequeue(e)
 	s.admitted(now, e, d)
 	return admitted
 }
