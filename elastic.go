@@ -182,7 +182,9 @@ func (s *Scheduler) splitVictim(v preempt.Victim) (ids []string, undo func(), er
 // waiting by this cycle: waiting work comes first, and growing into room
 // it would preempt back costs a drain for nothing.
 func (s *Scheduler) grow(now time.Time, waiting int32, anyWaiting bool, d *Decisions) {
-	for _, r := range s.books.Shrunken() {
+	s.shrunk = s.books.AppendShrunken(s.shrunk[:0])
+	defer clear(s.shrunk) // the buffer must not keep ended workloads alive
+	for _, r := range s.shrunk {
 		e := s.work[r.W.ID]
 		if anyWaiting && e.priority <= waiting {
 			continue

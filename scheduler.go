@@ -72,12 +72,13 @@ type Scheduler struct {
 	searcher  *preempt.Searcher
 	// exclude is preemptFor's set of victims a search must count as gone.
 	exclude    map[string]bool
-	lastEvents int      // events of the last cycle, to size the next
-	dropped    int      // events not kept since the last cycle (MaxEvents)
-	pendingBuf []*entry // scratch of Schedule
-	specs      specBufs // scratch specs of elasticSize and minimumSpec
-	outlooks   outlooks // reserveFor's view of the held domains
-	idle       idleBook // usage the host reported, for Policy.IdleReclaim
+	lastEvents int              // events of the last cycle, to size the next
+	dropped    int              // events not kept since the last cycle (MaxEvents)
+	pendingBuf []*entry         // scratch of Schedule
+	specs      specBufs         // scratch specs of elasticSize and minimumSpec
+	outlooks   outlooks         // reserveFor's view of the held domains
+	shrunk     []*ledger.Record // grow's buffer
+	idle       idleBook         // usage the host reported, for Policy.IdleReclaim
 	warm       *warmBook
 
 	// unreclaimable remembers, for one cycle, the requests with shares,

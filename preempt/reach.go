@@ -87,8 +87,8 @@ func (s *Searcher) orderFree() bool {
 			return true
 		})
 	}
-	undo := s.removeSums(func(q int) int64 { return s.candGPUs[q] })
-	defer undo()
+	s.removeSums(-1, attempt{})
+	defer s.restoreSums()
 	for q := range s.queues {
 		qr := &s.queues[q]
 		if !qr.allowed || !qr.other || s.candGPUs[q] == 0 {
@@ -111,31 +111,34 @@ func (s *Searcher) orderFree() bool {
 // quotaFitsAll reports whether quota fits once every candidate attempt a
 // may take is gone: with orderFree, whether its picks for quota fit it.
 func (s *Searcher) quotaFitsAll(a attempt) bool {
-	undo := s.removeSums(func(q int) int64 {
-		qr := &s.queues[q]
-		switch {
-		case !qr.other || a.others == othersAll || qr.hier:
-			return s.candGPUs[q]
-		case a.others == othersHierOrWhileB:
-			return s.whileBGPUs[q]
-		}
-		return 0
-	})
+	s.removeSums(1, a)
 	ok := s.quotaOK(a.allowBorrow)
-	undo()
+	s.restoreSums()
 	return ok
 }
 
-// removeSums removes gpus(q) of usage from every allowed queue q on the
-// Searcher's tree, and returns what puts it back.
-func (s *Searcher) removeSums(gpus func(q int) int64) (undo func()) {
+// removeSums removes from every allowed queue, on the Searcher's tree,
+// the GPUs of its candidates (all < 0) or of those attempt a may take
+// (all > 0); restoreSums puts them back.
+func (s *Searcher) removeSums(all int, a attempt) {
 	t := s.tree
 	rm := s.removals[:0]
 	for q := range s.queues {
-		if !s.queues[q].allowed {
+		qr := &s.queues[q]
+		if !qr.allowed {
 			continue
 		}
-		if g := gpus(q); g > 0 {
+		g := s.candGPUs[q]
+		if all > 0 {
+			switch {
+			case !qr.other || a.others == othersAll || qr.hier:
+			case a.others == othersHierOrWhileB:
+				g = s.whileBGPUs[q]
+			default:
+				g = 0
+			}
+		}
+		if g > 0 {
 			if err := t.RemoveUsage(quota.NodeID(q), s.flavor, g); err != nil {
 				panic("preempt: usage of indexed candidates: " + err.Error())
 			}
@@ -143,11 +146,14 @@ func (s *Searcher) removeSums(gpus func(q int) int64) (undo func()) {
 		}
 	}
 	s.removals = rm
-	return func() {
-		for _, r := range slices.Backward(rm) {
-			if err := t.AddUsage(r.q, s.flavor, r.g); err != nil {
-				panic("preempt: undoing a removal: " + err.Error())
-			}
+}
+
+// restoreSums undoes removeSums.
+func (s *Searcher) restoreSums() {
+	for _, r := range slices.Backward(s.removals) {
+		if err := s.tree.AddUsage(r.q, s.flavor, r.g); err != nil {
+			panic("preempt: undoing a removal: " + err.Error())
 		}
 	}
+	s.removals = s.removals[:0]
 }

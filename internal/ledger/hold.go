@@ -154,10 +154,15 @@ func (l *Ledger) Checkpoint(id string, at, now time.Time) error {
 	}
 	if at.After(r.W.Drain.LastCheckpoint) {
 		// The index keeps the key it filed the entry under, so the spec
-		// it shares may change before the update (unless every pod was
-		// lost with its node: it holds no GPU and stays out).
+		// it shares may change before the update; the rest of what it
+		// holds of r is as it was (unless every pod was lost with its
+		// node: it holds no GPU and stays out).
 		r.W.Drain.LastCheckpoint = at
-		l.indexUpdate(r)
+		if run, in := l.index.Get(id); in {
+			if err := l.index.Update(run); err != nil {
+				panic("ledger: the index refused a checkpoint: " + err.Error())
+			}
+		}
 	}
 	return nil
 }
