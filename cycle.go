@@ -455,12 +455,15 @@ type outlook struct {
 	end     time.Time // latest expected end of the other work
 }
 
-// outlooks keeps the outlook of every domain of one level for a gang of
-// one priority, found while the holders and their nodes were as
-// Ledger.Placed says.
+// outlooks keeps the outlook of every domain of a level for gangs of a
+// priority, one view per level and priority asked for, found while the
+// holders and their nodes were as Ledger.Placed says.
 type outlooks struct {
-	valid    bool
-	placed   uint64
+	placed uint64
+	views  []levelOutlook
+}
+
+type levelOutlook struct {
 	level    topology.Level
 	priority int32
 	view     []outlook
@@ -468,18 +471,20 @@ type outlooks struct {
 
 // outlook returns the outlook of every domain of level l (from its first
 // domain) for a gang of priority p, reading the holders only when they
-// or their nodes changed since the last call for l and p. The slice is
-// kept for the next call: callers must not change it.
+// or their nodes changed since it was last found for l and p. The slice
+// is kept for later calls: callers must not change it.
 func (s *Scheduler) outlook(l topology.Level, p int32) []outlook {
 	c := &s.outlooks
-	if c.valid && c.placed == s.books.Placed() && c.level == l && c.priority == p {
-		return c.view
+	if c.placed != s.books.Placed() {
+		c.placed, c.views = s.books.Placed(), c.views[:0]
+	}
+	for _, v := range c.views {
+		if v.level == l && v.priority == p {
+			return v.view
+		}
 	}
 	lo, hi := s.fleet.DomainsAt(l)
-	view := c.view[:0]
-	for range hi - lo {
-		view = append(view, outlook{})
-	}
+	view := make([]outlook, hi-lo)
 	s.books.Holders(func(r *ledger.Record) bool {
 		evictable := r.W.Drain.Preemptible && r.W.Priority < p
 		for _, ng := range r.Nodes {
@@ -495,7 +500,7 @@ func (s *Scheduler) outlook(l topology.Level, p int32) []outlook {
 		}
 		return true
 	})
-	*c = outlooks{valid: true, placed: s.books.Placed(), level: l, priority: p, view: view}
+	c.views = append(c.views, levelOutlook{level: l, priority: p, view: view})
 	return view
 }
 
