@@ -125,13 +125,53 @@ type holds struct {
 	// waiting marks bookings with a workload that found no room in its
 	// blocks this cycle: nothing more is lent there.
 	waiting map[string]bool
-	// against is holdsAgainst's buffer.
-	against []topology.DomainID
+	// against keeps holdsAgainst's answers, one per class of workload,
+	// for the now they were found at (at), while valid: each is found
+	// once a cycle, not once per workload and call.
+	against []heldSet
+	at      time.Time
+	valid   bool
+	// scratch is a buffer for the held domains plus a reserved one.
+	scratch []topology.DomainID
+}
+
+// heldClass is what of a workload decides which held blocks it may not
+// enter (holdsAgainst): its booking, whether it is preemptible and, for
+// work that is not, its expected run time.
+type heldClass struct {
+	booking     string
+	preemptible bool
+	runtime     time.Duration
+}
+
+// heldSet is holdsAgainst's answer for one class.
+type heldSet struct {
+	class heldClass
+	// domains are the held domains, each once, in the calendar's order.
+	domains []topology.DomainID
+	// holds are the domains of every hold the class may not enter, a
+	// domain held by several bookings once per booking: what the failure
+	// memo tells avoid sets apart by (avoidSet).
+	holds []topology.DomainID
+	// avoid is the index plus one of holds in the cycle's avoidSets, and
+	// avoidReserve that of holds with the reserved domain reserveDomain
+	// added (0: not interned yet); withReserved is domains with it.
+	avoid, avoidReserve int
+	reserveDomain       topology.DomainID
+	withReserved        []topology.DomainID
+}
+
+// invalidateHeld drops holdsAgainst's answers: the holds or what decides
+// them changed.
+func (s *Scheduler) invalidateHeld() {
+	s.held.valid = false
+	s.held.against = s.held.against[:0]
 }
 
 // loadHolds reads the calendar's holds for this cycle.
 func (s *Scheduler) loadHolds(now time.Time) {
 	clear(s.held.waiting)
+	s.invalidateHeld()
 	s.held.list = s.cal.AppendHeld(s.held.list[:0], now)
 	if len(s.held.list) == 0 {
 		return
@@ -211,31 +251,73 @@ func (s *Scheduler) drainBlock(now time.Time, h calendar.Hold, deadline time.Tim
 // work (it is drained when the booking needs the room) and, while the
 // booking is only booked, work expected to end before its drain; during
 // a booking's window, preemptible work may use its idle GPUs unless one
-// of its workloads waits for room.
+// of its workloads waits for room. Each domain is listed once, in the
+// calendar's order.
 //
-// The list is a buffer the next call reuses: callers use it at once.
+// The list is found once per class of workload (heldClass) and kept
+// until the holds, now or a booking's waiting change: callers must not
+// change it, and use it before then.
 func (s *Scheduler) holdsAgainst(now time.Time, e *entry) []topology.DomainID {
-	out := s.held.against[:0]
+	if len(s.held.list) == 0 {
+		return nil
+	}
+	d := s.held.against[s.heldFor(now, e)].domains
+	return d[:len(d):len(d)] // an append copies
+}
+
+// heldFor is the position in held.against of holdsAgainst's answer for
+// e's class, found at the first call for the class at now.
+func (s *Scheduler) heldFor(now time.Time, e *entry) int {
+	if !s.held.valid || !s.held.at.Equal(now) {
+		s.invalidateHeld()
+		s.held.valid, s.held.at = true, now
+	}
+	c := heldClass{booking: e.w.Booking, preemptible: e.rec.Policy.Preemptible}
+	if !c.preemptible {
+		c.runtime = e.w.ExpectedRuntime
+	}
+	for i := range s.held.against {
+		if s.held.against[i].class == c {
+			return i
+		}
+	}
+	// The slot's lists from an earlier cycle are reused.
+	i := len(s.held.against)
+	if i < cap(s.held.against) {
+		s.held.against = s.held.against[:i+1]
+	} else {
+		s.held.against = append(s.held.against, heldSet{})
+	}
+	set := &s.held.against[i]
+	*set = heldSet{class: c, holds: set.holds[:0], domains: set.domains[:0], withReserved: set.withReserved[:0]}
 	for _, h := range s.held.list {
-		if e.w.Booking == h.Booking {
+		if c.booking == h.Booking {
 			continue
 		}
-		preemptible := e.rec.Policy.Preemptible
 		switch h.Phase {
 		case calendar.Booked:
 			closing := !now.Before(h.DrainAt.Add(-KillLead)) // the block's drain has begun
-			if !closing && (preemptible || e.w.ExpectedRuntime > 0 && !now.Add(e.w.ExpectedRuntime).After(h.DrainAt.Add(-KillLead))) {
+			if !closing && (c.preemptible || c.runtime > 0 && !now.Add(c.runtime).After(h.DrainAt.Add(-KillLead))) {
 				continue
 			}
 		case calendar.Active:
-			if preemptible && !s.held.waiting[h.Booking] {
+			if c.preemptible && !s.held.waiting[h.Booking] {
 				continue
 			}
 		}
-		out = append(out, h.Domain)
+		set.holds = append(set.holds, h.Domain)
+		if !slices.Contains(set.domains, h.Domain) {
+			set.domains = append(set.domains, h.Domain)
+		}
 	}
-	s.held.against = out[:0]
-	return out
+	return i
+}
+
+// withReserve is held plus the reserved domain, in a buffer the next
+// call reuses.
+func (s *Scheduler) withReserve(held []topology.DomainID) []topology.DomainID {
+	s.held.scratch = append(append(s.held.scratch[:0], held...), s.reserve.domain)
+	return s.held.scratch
 }
 
 // touches reports whether a has a pod in one of the domains.
@@ -279,7 +361,10 @@ func (s *Scheduler) admitBooked(now time.Time, e *entry, d *Decisions) admitResu
 	a, err := s.placer.PlaceAvoiding(s.fleet, &e.w, avoid...)
 	if err != nil {
 		e.wait.reason = WaitBooking
-		s.held.waiting[e.w.Booking] = true
+		if !s.held.waiting[e.w.Booking] {
+			s.held.waiting[e.w.Booking] = true
+			s.invalidateHeld()
+		}
 		for _, h := range mine {
 			s.drainBlock(now, h, now.Add(s.cal.Grace()), d)
 		}
@@ -288,7 +373,7 @@ func (s *Scheduler) admitBooked(now time.Time, e *entry, d *Decisions) admitResu
 	if err := s.books.Admit(e.w.ID, a.Clone(), now); err != nil {
 		panic(fmt.Sprintf("fleet: admitting booked work on a fresh placement: %v", err))
 	}
-	delete(s.queued, e.w.ID)
+	s.dequeue(e)
 	s.admitted(now, e, d)
 	return admitted
 }

@@ -253,23 +253,24 @@ func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
 			panic(fmt.Sprintf("fleet: starting a ready nomination: %v", err))
 		}
 		e := s.work[b]
-		delete(s.queued, b)
+		s.dequeue(e)
 		s.admitted(now, e, d)
 	}
 }
 
-// pending lists the pending workloads without a nomination, in a buffer
-// reused from cycle to cycle. Nominated ones record that they wait for
-// their victims.
+// pending lists the pending workloads without a nomination, in the
+// default admission order (see order), in a buffer reused from cycle to
+// cycle. Nominated ones record that they wait for their victims.
 func (s *Scheduler) pending() []*entry {
 	out := s.pendingBuf[:0]
-	for _, e := range s.queued {
+	s.ordered.Ascend(func(e *entry) bool {
 		if _, nominated := s.books.Nomination(e.w.ID); nominated {
 			e.wait = waitVerdict{cycle: s.cycles, at: s.now, reason: WaitVictims}
-			continue
+			return true
 		}
 		out = append(out, e)
-	}
+		return true
+	})
 	s.pendingBuf = out
 	return out
 }
@@ -291,6 +292,12 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	if e.sharing() {
 		return s.tryAdmitShared(now, e, d)
 	}
+	if m := &e.unfit; m.valid && m.fleet == s.fleet.Changes() && m.tree == s.tree.Changes() {
+		// Nothing quota or placement read has changed since: the same
+		// verdict.
+		e.wait.quota, e.wait.reason, e.wait.noFit = m.quota, m.reason, m.noFit
+		return notAdmitted
+	}
 	// An elastic workload that does not fit whole starts at the largest
 	// size that fits.
 	w := s.elasticSize(e)
@@ -298,6 +305,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	e.wait.quota = v
 	if !v.Fits() {
 		e.wait.reason = WaitQuota
+		s.keepUnfit(e)
 		return notAdmitted
 	}
 	a, err := s.placer.Place(s.fleet, w)
@@ -308,6 +316,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 			c := *nf
 			e.wait.noFit = &c
 		}
+		s.keepUnfit(e)
 		return notAdmitted
 	}
 	// The placer reuses its buffers on the next call: keep this answer.
@@ -319,7 +328,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 		// higher priority than the gang.
 		held := booked
 		if s.barredFromReservation(now, e) {
-			held = append(slices.Clone(booked), s.reserve.domain)
+			held = s.withReserve(booked)
 		}
 		b, err := s.placer.PlaceAvoiding(s.fleet, w, held...)
 		if err != nil && len(held) > len(booked) && e.priority > s.reserve.priority {
@@ -338,7 +347,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	if err := s.books.Admit(e.w.ID, a, now); err != nil {
 		panic(fmt.Sprintf("fleet: admitting a fresh placement: %v", err))
 	}
-	delete(s.queued, e.w.ID)
+	s.dequeue(e)
 	s.admitted(now, e, d)
 	return admitted
 }
@@ -357,6 +366,24 @@ func (s *Scheduler) fitsQuota(fits func() quota.Verdict) quota.Verdict {
 		s.books.PromisedGone(func() { v = fits() })
 	}
 	return v
+}
+
+// unfit is tryAdmit's verdict on a workload that did not fit its quota
+// or the fleet, kept with the counts of changes to the fleet and the
+// quota tree it was found at: sizing, quota and placement read nothing
+// else, so while neither changes the verdict stands.
+type unfit struct {
+	valid       bool
+	fleet, tree uint64
+	quota       quota.Verdict
+	reason      WaitReason
+	noFit       *placement.NoFit
+}
+
+// keepUnfit keeps e's verdict as tryAdmit just found it.
+func (s *Scheduler) keepUnfit(e *entry) {
+	e.unfit = unfit{valid: true, fleet: s.fleet.Changes(), tree: s.tree.Changes(),
+		quota: e.wait.quota, reason: e.wait.reason, noFit: e.wait.noFit}
 }
 
 // admitted reports an admission to the host and the event stream.
@@ -403,26 +430,7 @@ func (s *Scheduler) reserveFor(e *entry) {
 		return
 	}
 	lo, hi := s.fleet.DomainsAt(l)
-	type outlook struct {
-		blocked int       // GPUs of open-ended work the gang cannot evict
-		end     time.Time // latest expected end of the other work
-	}
-	view := make([]outlook, hi-lo)
-	s.books.Holders(func(r *ledger.Record) bool {
-		evictable := r.W.Drain.Preemptible && r.W.Priority < e.priority
-		for _, ng := range r.Nodes {
-			o := &view[s.fleet.DomainOf(ng.Node, l)-lo]
-			switch end := r.Started.Add(r.W.ExpectedRuntime); {
-			case r.W.ExpectedRuntime > 0:
-				if end.After(o.end) {
-					o.end = end
-				}
-			case !evictable:
-				o.blocked += ng.GPUs
-			}
-		}
-		return true
-	})
+	view := s.outlook(l, e.priority)
 	best := topology.DomainID(-1)
 	for d := lo; d < hi; d++ {
 		if s.fleet.Stats(d, g).HealthyGPUs < e.gpus() {
@@ -454,6 +462,62 @@ func (s *Scheduler) reserveFor(e *entry) {
 		r.start = view[best-lo].end
 	}
 	s.reserve = r
+}
+
+// outlook is what work held in each domain of level l means for a
+// reservation.
+type outlook struct {
+	blocked int       // GPUs of open-ended work the gang cannot evict
+	end     time.Time // latest expected end of the other work
+}
+
+// outlooks keeps the outlook of every domain of a level for gangs of a
+// priority, one view per level and priority asked for, found while the
+// holders and their nodes were as Ledger.Placed says.
+type outlooks struct {
+	placed uint64
+	views  []levelOutlook
+}
+
+type levelOutlook struct {
+	level    topology.Level
+	priority int32
+	view     []outlook
+}
+
+// outlook returns the outlook of every domain of level l (from its first
+// domain) for a gang of priority p, reading the holders only when they
+// or their nodes changed since it was last found for l and p. The slice
+// is kept for later calls: callers must not change it.
+func (s *Scheduler) outlook(l topology.Level, p int32) []outlook {
+	c := &s.outlooks
+	if c.placed != s.books.Placed() {
+		c.placed, c.views = s.books.Placed(), c.views[:0]
+	}
+	for _, v := range c.views {
+		if v.level == l && v.priority == p {
+			return v.view
+		}
+	}
+	lo, hi := s.fleet.DomainsAt(l)
+	view := make([]outlook, hi-lo)
+	s.books.Holders(func(r *ledger.Record) bool {
+		evictable := r.W.Drain.Preemptible && r.W.Priority < p
+		for _, ng := range r.Nodes {
+			o := &view[s.fleet.DomainOf(ng.Node, l)-lo]
+			switch end := r.Started.Add(r.W.ExpectedRuntime); {
+			case r.W.ExpectedRuntime > 0:
+				if end.After(o.end) {
+					o.end = end
+				}
+			case !evictable:
+				o.blocked += ng.GPUs
+			}
+		}
+		return true
+	})
+	c.views = append(c.views, levelOutlook{level: l, priority: p, view: view})
+	return view
 }
 
 // groupOf is the first fleet group of e's flavor and pools.

@@ -52,7 +52,8 @@ type Growth struct {
 // elasticSize returns the largest size of e's spec that fits its quota
 // and a placement on the fleet now, as a spec of that size: the spec
 // itself when it fits whole or is not elastic, or when no size does.
-// Elastic pod sets give up pods from the last pod set first.
+// Elastic pod sets give up pods from the last pod set first. A smaller
+// spec is written into a buffer the next call reuses.
 func (s *Scheduler) elasticSize(e *entry) *gang.Workload {
 	w := &e.w
 	if !ledger.Elastic(w) || s.sizeFits(e, w) {
@@ -66,18 +67,18 @@ func (s *Scheduler) elasticSize(e *entry) *gang.Workload {
 	}
 	// Fitting is monotone in the pods given up: the fewest that fits.
 	lo, hi := 1, most
-	if !s.sizeFits(e, shrunkSpec(w, most)) {
+	if !s.sizeFits(e, shrunkSpec(&s.specs.sized, w, most)) {
 		return w
 	}
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if s.sizeFits(e, shrunkSpec(w, mid)) {
+		if s.sizeFits(e, shrunkSpec(&s.specs.sized, w, mid)) {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
 	}
-	return shrunkSpec(w, lo)
+	return shrunkSpec(&s.specs.sized, w, lo)
 }
 
 func (s *Scheduler) sizeFits(e *entry, w *gang.Workload) bool {
@@ -92,12 +93,22 @@ func elasticSet(ps gang.PodSet) bool {
 	return ps.GPUsPerPod > 0 && !ps.Shared() && len(ps.Resources) == 0 && ps.Min() < ps.Count
 }
 
-// shrunkSpec is w with n pods fewer, taken from its elastic pod sets,
-// last first, down to their minimum.
-func shrunkSpec(w *gang.Workload, n int) *gang.Workload {
-	c := w.Clone()
-	for i := len(c.PodSets) - 1; i >= 0 && n > 0; i-- {
-		ps := &c.PodSets[i]
+// specBufs are the specs of smaller sizes a cycle tries, kept from call
+// to call: a spec of each size is looked at, never kept.
+type specBufs struct {
+	sized, minimal gang.Workload
+}
+
+// shrunkSpec writes into dst w with n pods fewer, taken from its elastic
+// pod sets, last first, down to their minimum, and returns dst. dst's
+// pod sets are its own (their buffer is reused); their other slices,
+// and the rest of the spec, are w's, shared for reading.
+func shrunkSpec(dst, w *gang.Workload, n int) *gang.Workload {
+	sets := append(dst.PodSets[:0], w.PodSets...)
+	*dst = *w
+	dst.PodSets = sets
+	for i := len(sets) - 1; i >= 0 && n > 0; i-- {
+		ps := &sets[i]
 		if !elasticSet(*ps) {
 			continue
 		}
@@ -107,11 +118,12 @@ func shrunkSpec(w *gang.Workload, n int) *gang.Workload {
 		n -= d
 		ps.RankGroups = nil
 	}
-	return &c
+	return dst
 }
 
-// minimumSpec is w at its minimum size (w itself when not elastic).
-func minimumSpec(w *gang.Workload) *gang.Workload {
+// minimumSpec is w at its minimum size (w itself when not elastic),
+// written into a buffer the next call reuses.
+func (s *Scheduler) minimumSpec(w *gang.Workload) *gang.Workload {
 	if !ledger.Elastic(w) {
 		return w
 	}
@@ -121,7 +133,7 @@ func minimumSpec(w *gang.Workload) *gang.Workload {
 			most += ps.Count - ps.Min()
 		}
 	}
-	return shrunkSpec(w, most)
+	return shrunkSpec(&s.specs.minimal, w, most)
 }
 
 // splitSpec is the spec of pod index of pod set ps of w once split off:
@@ -174,14 +186,16 @@ func (s *Scheduler) splitVictim(v preempt.Victim) (ids []string, undo func(), er
 // waiting by this cycle: waiting work comes first, and growing into room
 // it would preempt back costs a drain for nothing.
 func (s *Scheduler) grow(now time.Time, waiting int32, anyWaiting bool, d *Decisions) {
-	for _, r := range s.books.Shrunken() {
+	s.shrunk = s.books.AppendShrunken(s.shrunk[:0])
+	defer clear(s.shrunk) // the buffer must not keep ended workloads alive
+	for _, r := range s.shrunk {
 		e := s.work[r.W.ID]
 		if anyWaiting && e.priority <= waiting {
 			continue
 		}
 		held := s.holdsAgainst(now, e)
 		if s.barredFromReservation(now, e) {
-			held = append(slices.Clone(held), s.reserve.domain)
+			held = s.withReserve(held)
 		}
 		var g Growth
 		for ps, set := range r.W.PodSets {

@@ -207,6 +207,7 @@ func (s *Scheduler) explainWait(e *entry, x *Explanation) []string {
 	}
 	if w.noFit != nil {
 		nf := *w.noFit
+		nf.Tried = slices.Clone(nf.Tried) // the record is kept from cycle to cycle
 		x.Placement = &nf
 	}
 	if w.noPlan != nil {

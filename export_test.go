@@ -1,14 +1,35 @@
 package fleet
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/fleetsched/fleet/quota"
 )
 
 // CheckInvariants lets the external tests check the ledger after every
-// step.
-func (s *Scheduler) CheckInvariants() error { return s.books.CheckInvariants() }
+// step, and that the pending work is listed in order exactly once.
+func (s *Scheduler) CheckInvariants() error {
+	if s.ordered.Len() != len(s.queued) {
+		return fmt.Errorf("%d pending workloads listed in order, %d queued", s.ordered.Len(), len(s.queued))
+	}
+	var prev *entry
+	var err error
+	s.ordered.Ascend(func(e *entry) bool {
+		switch {
+		case s.queued[e.w.ID] != e:
+			err = fmt.Errorf("%s listed in order, not queued", e.w.ID)
+		case prev != nil && !queueLess(prev, e):
+			err = fmt.Errorf("%s listed after %s", e.w.ID, prev.w.ID)
+		}
+		prev = e
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.books.CheckInvariants()
+}
 
 // UsageOf is a queue's quota usage of one resource of a flavor ("" for
 // GPUs, in thousandths), for tests of resource accounting.

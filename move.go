@@ -25,7 +25,7 @@ func (s *Scheduler) requeueMover(now time.Time, e *entry, how gang.ExitReason) b
 	if err := s.books.Requeue(e.w.ID, now); err != nil {
 		panic("fleet: requeueing a checked mover: " + err.Error())
 	}
-	s.queued[e.w.ID] = e
+	s.enqueue(e)
 	// A restart is not a wait in the queue: it counts from its exit.
 	e.submitted, e.rec.Submitted = now, now
 	e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}

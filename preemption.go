@@ -76,7 +76,7 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 		return true, false
 	}
 	avoid, avoidID := s.avoidSet(now, run[0])
-	key, keyed := failureKey(run[0], avoidID)
+	key, keyed := s.failureKey(run[0], avoidID)
 	if keyed {
 		// A search kept out of no domain that failed fails kept out of
 		// some too.
@@ -148,7 +148,7 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 // whenCanPreempt (Preempt or TryNextFlavor) makes no difference: a model
 // is only preempted on once none fits as it is.
 func (s *Scheduler) preemptModels(e *entry, preempt func() bool) bool {
-	models, flavor, model := e.w.Flavors, e.flavor, e.w.Flavor
+	models, flavor, model, class := e.w.Flavors, e.flavor, e.w.Flavor, e.failClass
 	var first waitVerdict
 	tried := false
 	for _, m := range models {
@@ -160,6 +160,7 @@ func (s *Scheduler) preemptModels(e *entry, preempt func() bool) bool {
 			panic("fleet: the ledger refused a model its queue serves: " + err.Error())
 		}
 		e.flavor, e.w.Flavor, e.w.Flavors = f, m, nil
+		e.failClass = 0 // of this model's class
 		ok = preempt()
 		e.w.Flavors = models
 		if ok {
@@ -172,7 +173,7 @@ func (s *Scheduler) preemptModels(e *entry, preempt func() bool) bool {
 	if err := s.books.SetFlavor(e.w.ID, flavor); err != nil {
 		panic("fleet: the ledger refused a pending workload's own model back: " + err.Error())
 	}
-	e.flavor, e.w.Flavor = flavor, model
+	e.flavor, e.w.Flavor, e.failClass = flavor, model, class
 	if tried {
 		e.wait = first
 	}
@@ -216,29 +217,62 @@ func (r refusal) matches(s *Scheduler, e *entry) bool {
 
 // failKey is a class of pending workloads for which a failed victim search
 // is monotonic within a cycle: same queue, priority, flavor, pools,
-// required level and pod size. An elastic workload searches for its
-// minimum (minimumSpec), a gang of its minimum count: it is of the class
-// of that gang. Victims are chosen by the queue's rules and
-// the priority, so the candidates are the same (or fewer, for a later
+// required level and pod size (its failClass), and the same domains to
+// avoid. An elastic workload searches for its minimum
+// (Scheduler.minimumSpec), a gang of its minimum count: it is of the
+// class of that gang. Victims are chosen by the queue's rules and the
+// priority, so the candidates are the same (or fewer, for a later
 // submission); if n pods of this size found no plan, more pods cannot.
 type failKey struct {
+	// class is the workload's failClass, as its index in the scheduler's
+	// failClasses plus one.
+	class int32
+	// avoid is the list of domains its plans may not use (avoidSet), as
+	// its index in the cycle's avoidSets plus one (0: none).
+	avoid int
+}
+
+// failClass is what of a workload puts it in a failKey besides the
+// domains it avoids: fixed for the workload, so found once and kept as a
+// number (entry.failClass).
+type failClass struct {
 	queue    quota.NodeID
 	priority int32
 	flavor   quota.FlavorID
 	required string
 	pools    string
 	gpus     int
-	// avoid is the list of domains its plans may not use (avoidFor), as
-	// its index in the cycle's avoidSets plus one (0: none).
-	avoid int
 }
 
-func failureKey(e *entry, avoid int) (failKey, bool) {
-	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) {
+// failureKey is e's failKey with the given avoid set, false for work no
+// class holds (several pod sets, segments or spread).
+func (s *Scheduler) failureKey(e *entry, avoid int) (failKey, bool) {
+	if e.failClass == 0 {
+		e.failClass = s.internFailClass(e)
+	}
+	if e.failClass < 0 {
 		return failKey{}, false
 	}
-	return failKey{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
-		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod, avoid: avoid}, true
+	return failKey{class: e.failClass, avoid: avoid}, true
+}
+
+// internFailClass returns e's failClass's index plus one in
+// failClasses, adding it when it is new, or -1 for work of no class.
+func (s *Scheduler) internFailClass(e *entry) int32 {
+	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) {
+		return -1
+	}
+	c := failClass{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
+		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod}
+	id, ok := s.failClasses[c]
+	if !ok {
+		if s.failClasses == nil {
+			s.failClasses = map[failClass]int32{}
+		}
+		id = int32(len(s.failClasses)) + 1
+		s.failClasses[c] = id
+	}
+	return id
 }
 
 // searchPods is how many pods e's victim search asks room for: its
@@ -257,7 +291,7 @@ func searchPods(e *entry) int {
 func (s *Scheduler) preemptFor(now time.Time, run []*entry, avoid []topology.DomainID, taken map[string]bool, d *Decisions) (ok, found bool) {
 	e := run[0]
 	// An elastic workload preempts for its minimum; it grows later.
-	w := minimumSpec(&e.w)
+	w := s.minimumSpec(&e.w)
 	if len(run) > 1 {
 		joint := e.w.Clone()
 		joint.PodSets[0].Count *= len(run)
@@ -276,18 +310,20 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, avoid []topology.Dom
 	// (their unclaimed GPUs free, their quota released), like the victims
 	// taken earlier in this cycle.
 	exclude := taken
-	if promised := s.books.Promised(); len(promised) > 0 {
-		exclude = maps.Clone(taken)
-		for _, id := range promised {
-			exclude[id] = true
+	if s.books.NumDraining() > 0 {
+		if s.exclude == nil {
+			s.exclude = map[string]bool{}
+		}
+		clear(s.exclude)
+		if s.books.AddPromised(s.exclude) {
+			maps.Copy(s.exclude, taken)
+			exclude = s.exclude
 		}
 	}
 	plan, err := s.searcher.Victims(view, req, exclude)
 	if err != nil {
-		var np *preempt.NoPlan
-		if errors.As(err, &np) && len(run) == 1 {
-			c := *np
-			e.wait.noPlan = &c
+		if np := noPlanOf(err); np != nil && len(run) == 1 {
+			e.wait.noPlan = np // each search returns a NoPlan of its own
 		}
 		return false, false
 	}
@@ -372,6 +408,18 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, avoid []topology.Dom
 	return true, true
 }
 
+// noPlanOf is err as a *preempt.NoPlan, or nil.
+func noPlanOf(err error) *preempt.NoPlan {
+	if np, ok := err.(*preempt.NoPlan); ok {
+		return np
+	}
+	var np *preempt.NoPlan
+	if errors.As(err, &np) {
+		return np
+	}
+	return nil
+}
+
 // reportDrains hands the victims a nomination newly drained to the host
 // and the event stream, with the work each loses.
 func (s *Scheduler) reportDrains(now time.Time, got ledger.Nominated, lost map[string]float64, d *Decisions) {
@@ -408,34 +456,44 @@ func drainReason(r preempt.Reason) gang.DrainReason {
 	panic(fmt.Sprintf("fleet: preempt returned an unknown reason %d", r))
 }
 
-// avoidFor lists the domains a plan for e may not use: the booked blocks
+// avoidSet lists the domains a plan for e may not use: the booked blocks
 // it may not enter, and the domain reserved for a blocked gang when e is
 // work of that gang's priority or lower that the gang could not get rid
 // of in time. The search places around them, so it never returns a plan
-// the cycle would refuse for them. The list is a buffer the next call
-// reuses.
-func (s *Scheduler) avoidFor(now time.Time, e *entry) []topology.DomainID {
-	avoid := s.holdsAgainst(now, e)
-	if s.barredFromReservation(now, e) && e.priority <= s.reserve.priority && !slices.Contains(avoid, s.reserve.domain) {
-		avoid = append(avoid, s.reserve.domain)
+// the cycle would refuse for them. With the list comes its index plus
+// one in the cycle's avoidSets (0 for none), which the failure memo keys
+// on: lists made of the same holds share it. Callers must not change
+// the list, and use it before the holds or a booking's waiting change.
+func (s *Scheduler) avoidSet(now time.Time, e *entry) ([]topology.DomainID, int) {
+	i := s.heldFor(now, e)
+	h := &s.held.against[i]
+	if !s.barredFromReservation(now, e) || e.priority > s.reserve.priority || slices.Contains(h.domains, s.reserve.domain) {
+		if len(h.holds) == 0 {
+			return nil, 0
+		}
+		if h.avoid == 0 {
+			h.avoid = s.internAvoid(h.holds)
+		}
+		return h.domains[:len(h.domains):len(h.domains)], h.avoid
 	}
-	s.held.against = avoid[:0]
-	return avoid
+	if h.avoidReserve == 0 || h.reserveDomain != s.reserve.domain {
+		h.withReserved = append(append(h.withReserved[:0], h.holds...), s.reserve.domain)
+		h.avoidReserve = s.internAvoid(h.withReserved)
+		h.reserveDomain = s.reserve.domain
+		h.withReserved = append(append(h.withReserved[:0], h.domains...), s.reserve.domain)
+	}
+	return h.withReserved[:len(h.withReserved):len(h.withReserved)], h.avoidReserve
 }
 
-// avoidSet is avoidFor(e) as the cycle interns it (avoidSets): the list
-// and its index plus one, 0 for none. The list stays valid for the cycle.
-func (s *Scheduler) avoidSet(now time.Time, e *entry) ([]topology.DomainID, int) {
-	avoid := s.avoidFor(now, e)
-	if len(avoid) == 0 {
-		return nil, 0
-	}
-	i := slices.IndexFunc(s.avoidSets, func(x []topology.DomainID) bool { return slices.Equal(x, avoid) })
+// internAvoid returns list's index plus one in the cycle's avoidSets,
+// adding a copy of it when it is new.
+func (s *Scheduler) internAvoid(list []topology.DomainID) int {
+	i := slices.IndexFunc(s.avoidSets, func(x []topology.DomainID) bool { return slices.Equal(x, list) })
 	if i < 0 {
 		i = len(s.avoidSets)
-		s.avoidSets = append(s.avoidSets, slices.Clone(avoid))
+		s.avoidSets = append(s.avoidSets, slices.Clone(list))
 	}
-	return s.avoidSets[i], i + 1
+	return i + 1
 }
 
 // onHeldGPUs reports whether a target needs more GPUs on some node than

@@ -91,7 +91,7 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 	if len(gone) == 0 && len(cands) == 0 {
 		return false
 	}
-	w := minimumSpec(&e.w)
+	w := s.minimumSpec(&e.w)
 	specReq := s.reclaimRequest(e, w)
 	held := s.holdsAgainst(now, e)
 	f, tree := s.fleet.Clone(), s.tree.Clone()

@@ -110,7 +110,7 @@ func (s *Scheduler) restore(snap Snapshot) error {
 		rec.Submitted = v.Submitted
 		e.rec, e.submitted, e.seq = rec, v.Submitted, v.Seq
 		s.work[v.ID] = e
-		s.queued[v.ID] = e
+		s.enqueue(e)
 		entries[v.ID] = e
 	}
 	for _, v := range snap.Running {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/btree"
+
 	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/internal/ledger"
@@ -45,8 +47,11 @@ type Scheduler struct {
 	explainer *placement.Placer
 	classes   map[string]PriorityClass
 
-	work    map[string]*entry // every workload not yet ended
-	queued  map[string]*entry // pending ones, so a cycle never scans running work
+	work   map[string]*entry // every workload not yet ended
+	queued map[string]*entry // pending ones, so a cycle never scans running work
+	// ordered holds the pending ones too, in queueLess order (enqueue,
+	// dequeue keep both).
+	ordered *btree.BTreeG[*entry]
 	seq     uint64
 	now     time.Time
 	cycles  uint64 // Schedule calls so far
@@ -55,18 +60,25 @@ type Scheduler struct {
 	// refused remembers, for one cycle, the plans found but refused
 	// (preemption.go): an identical request would find them again.
 	refused map[failKey]refusal
+	// failClasses numbers the failClasses met so far (failKey.class).
+	failClasses map[failClass]int32
 	// displaced lists, within a cycle, the workloads reclaimed for
 	// without a nomination whose victims a later plan was promised: they
 	// search again before the cycle ends.
 	displaced []*entry
 	// avoidSets interns, per cycle, the lists of domains searches were
 	// kept out of (failKey.avoid is an index into it, plus one).
-	avoidSets  [][]topology.DomainID
-	searcher   *preempt.Searcher
-	lastEvents int      // events of the last cycle, to size the next
-	dropped    int      // events not kept since the last cycle (MaxEvents)
-	pendingBuf []*entry // scratch of Schedule
-	idle       idleBook // usage the host reported, for Policy.IdleReclaim
+	avoidSets [][]topology.DomainID
+	searcher  *preempt.Searcher
+	// exclude is preemptFor's set of victims a search must count as gone.
+	exclude    map[string]bool
+	lastEvents int              // events of the last cycle, to size the next
+	dropped    int              // events not kept since the last cycle (MaxEvents)
+	pendingBuf []*entry         // scratch of Schedule
+	specs      specBufs         // scratch specs of elasticSize and minimumSpec
+	outlooks   outlooks         // reserveFor's view of the held domains
+	shrunk     []*ledger.Record // grow's buffer
+	idle       idleBook         // usage the host reported, for Policy.IdleReclaim
 	warm       *warmBook
 
 	// unreclaimable remembers, for one cycle, the requests with shares,
@@ -93,6 +105,10 @@ type entry struct {
 	// reclaiming: victims drained for it without a nomination may still
 	// be draining (reclaim_shared.go); its next search counts them first.
 	reclaiming bool
+	// failClass is its failKey class, as found by failureKey (0: not yet).
+	failClass int32
+	// unfit is tryAdmit's last verdict that it does not fit.
+	unfit unfit
 }
 
 func (e *entry) state() gang.State { return e.rec.State }
@@ -148,9 +164,9 @@ func New(cfg Config) (*Scheduler, error) {
 	return &Scheduler{
 		cfg: cfg, fleet: f, tree: t, classes: classes, books: books, cal: cal, warm: warm,
 		held: holds{waiting: map[string]bool{}}, overflowing: map[quota.NodeID]bool{},
-		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks}),
+		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks, Terse: true}),
 		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true, Warm: warm, Uplinks: uplinks}),
-		work:      map[string]*entry{}, queued: map[string]*entry{},
+		work:      map[string]*entry{}, queued: map[string]*entry{}, ordered: btree.NewG(16, queueLess),
 		searcher: preempt.NewSearcher(preempt.Options{RestartOverhead: cfg.Policy.RestartOverhead, Cost: cfg.Policy.Cost,
 			FairSharingStrategies: cfg.Policy.FairSharingStrategies,
 			Placement:             placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks}}),
@@ -352,7 +368,7 @@ func (s *Scheduler) track(e *entry, now time.Time) {
 	e.rec, e.submitted, e.seq = rec, now, s.seq
 	rec.Submitted = now
 	s.work[e.w.ID] = e
-	s.queued[e.w.ID] = e
+	s.enqueue(e)
 }
 
 // policy is what the priority class decides about e as a holder.
@@ -492,7 +508,7 @@ func (s *Scheduler) finish(now time.Time, e *entry, how gang.ExitReason) {
 		panic("fleet: the ledger refused a checked exit: " + err.Error())
 	}
 	delete(s.work, e.w.ID)
-	delete(s.queued, e.w.ID)
+	s.dequeue(e)
 	s.idle.forget(e.w.ID)
 }
 
@@ -670,16 +686,17 @@ func (e *entry) grace() time.Duration {
 // the first two criteria; submission order and ID still break its ties.
 func (s *Scheduler) order(pending []*entry) {
 	fair, custom := s.cfg.Policy.FairSharing, s.cfg.Policy.Order
-	if fair || custom != nil {
-		share := map[quota.NodeID]float64{}
-		for _, e := range pending {
-			sh, ok := share[e.queue]
-			if !ok && fair {
-				sh = s.tree.DominantShare(e.queue).Value()
-				share[e.queue] = sh
-			}
-			e.view = Pending{W: &e.w, Priority: e.priority, Submitted: e.submitted, DominantShare: sh}
+	if !fair && custom == nil {
+		return // pending lists them so already (queueLess)
+	}
+	share := map[quota.NodeID]float64{}
+	for _, e := range pending {
+		sh, ok := share[e.queue]
+		if !ok && fair {
+			sh = s.tree.DominantShare(e.queue).Value()
+			share[e.queue] = sh
 		}
+		e.view = Pending{W: &e.w, Priority: e.priority, Submitted: e.submitted, DominantShare: sh}
 	}
 	slices.SortFunc(pending, func(a, b *entry) int {
 		if custom != nil {
@@ -690,7 +707,7 @@ func (s *Scheduler) order(pending []*entry) {
 			if c := cmp.Compare(b.priority, a.priority); c != 0 {
 				return c
 			}
-			if c := cmp.Compare(a.view.DominantShare, b.view.DominantShare); fair && c != 0 {
+			if c := cmp.Compare(a.view.DominantShare, b.view.DominantShare); c != 0 {
 				return c
 			}
 		}
@@ -699,4 +716,32 @@ func (s *Scheduler) order(pending []*entry) {
 		}
 		return cmp.Compare(a.w.ID, b.w.ID)
 	})
+}
+
+// queueLess is order without fair sharing or a host's order: higher
+// priority first, then earlier submission, then ID. Neither changes
+// while a workload is pending, so the pending work is kept so ordered
+// (Scheduler.ordered) rather than sorted every cycle.
+func queueLess(a, b *entry) bool {
+	if a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	return a.w.ID < b.w.ID
+}
+
+// enqueue files e with the pending workloads.
+func (s *Scheduler) enqueue(e *entry) {
+	s.queued[e.w.ID] = e
+	s.ordered.ReplaceOrInsert(e)
+}
+
+// dequeue takes e off the pending workloads (if it is one).
+func (s *Scheduler) dequeue(e *entry) {
+	if s.queued[e.w.ID] == e {
+		delete(s.queued, e.w.ID)
+		s.ordered.Delete(e)
+	}
 }

@@ -184,7 +184,7 @@ func (s *Scheduler) tryAdmitShared(now time.Time, e *entry, d *Decisions) admitR
 	a = a.Clone()
 	held := s.holdsAgainst(now, e)
 	if s.barredFromReservation(now, e) {
-		held = append(slices.Clone(held), s.reserve.domain)
+		held = s.withReserve(held)
 	}
 	if s.touches(a, held) {
 		b, err := s.placer.PlaceAvoiding(s.fleet, w, held...)
@@ -217,7 +217,7 @@ func (s *Scheduler) tryAdmitShared(now time.Time, e *entry, d *Decisions) admitR
 	if err := s.books.Admit(e.w.ID, a, now); err != nil {
 		panic(fmt.Sprintf("fleet: admitting a fresh placement: %v", err))
 	}
-	delete(s.queued, e.w.ID)
+	s.dequeue(e)
 	s.admitted(now, e, d)
 	return admitted
 }

@@ -170,6 +170,9 @@ func (c *Calendar) NodeUp(now time.Time, n topology.NodeID, running []Running) [
 // Offers returns the offers awaiting the host, by booking ID, leaving out
 // those of bookings that ended by now. The caller owns the slice.
 func (c *Calendar) Offers(now time.Time) []Offer {
+	if len(c.offers) == 0 {
+		return nil // asked every cycle, and there are seldom any
+	}
 	var out []Offer
 	for _, id := range sortedKeys(c.offers) {
 		if b := c.bookings[id]; b != nil && b.End.After(now) {

@@ -30,6 +30,11 @@ type Options struct {
 	// Explain fills NoFit.Tried with the largest block per level. It scans
 	// each level's domains, so a scheduler sets it only when a person asks.
 	Explain bool
+	// Terse makes a Place that finds no room return ErrNoFit itself
+	// rather than a *NoFit: for a caller that only asks whether work fits
+	// (a scheduler records why with another Placer). A request this fleet
+	// can never meet still returns a *NoFit.
+	Terse bool
 	// Ranker, when set, decides among every feasible option of a one-pod
 	// workload (see Ranker); Fragmentation is the built-in one.
 	Ranker Ranker
@@ -318,7 +323,7 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 		if a, ok := p.placeOne(); ok {
 			return a, nil
 		}
-		return Assignment{}, p.noFit(req, pref)
+		return Assignment{}, p.failed(req, pref)
 	}
 	need := w.GPUs()
 	var best Assignment
@@ -373,7 +378,16 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 	if found {
 		return best, nil
 	}
-	return Assignment{}, p.noFit(req, pref)
+	return Assignment{}, p.failed(req, pref)
+}
+
+// failed is Place's error when it finds no room: ErrNoFit when Terse, a
+// *NoFit saying why otherwise.
+func (p *Placer) failed(req, pref topology.Level) error {
+	if p.opt.Terse {
+		return ErrNoFit
+	}
+	return p.noFit(req, pref)
 }
 
 // tier is group g's preference tier: its pool's rank among the
@@ -1107,12 +1121,24 @@ func (p *Placer) span() topology.Level {
 	return 0
 }
 
+// noFitLevels is a NoFit with room for the levels of most topologies.
+type noFitLevels struct {
+	nf    NoFit
+	tried [6]LevelTry
+}
+
 // noFit explains a failure: the best group's free capacity, the cause and,
 // with Options.Explain, the largest block per level tried.
 func (p *Placer) noFit(req, pref topology.Level) *NoFit {
 	f, w := p.f, p.w
-	nf := &NoFit{Workload: w.ID, Required: w.Topology.Required, Preferred: w.Topology.Preferred,
-		Pods: w.Pods(), NeedGPUs: w.GPUs()}
+	// One allocation holds the NoFit and the levels it tried: schedulers
+	// ask again and again about work that does not fit.
+	buf := &noFitLevels{nf: NoFit{Workload: w.ID, Required: w.Topology.Required, Preferred: w.Topology.Preferred,
+		Pods: w.Pods(), NeedGPUs: w.GPUs()}}
+	nf := &buf.nf
+	if n := int(pref-req) + 1; n > 0 && n <= len(buf.tried) {
+		nf.Tried = buf.tried[:0:n]
+	}
 	bestG, healthy := topology.GroupID(-1), 0
 	for _, g := range p.groups {
 		s := f.Stats(topology.Root, g)

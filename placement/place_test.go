@@ -228,6 +228,34 @@ func TestNoFitExplains(t *testing.T) {
 	assert.ErrorIs(t, err, placement.ErrInvalid)
 }
 
+// TestTerseFailsWithoutExplaining: a Terse Placer that finds no room
+// says only ErrNoFit, and places what fits as any Placer does; a request
+// the fleet can never meet is still explained.
+func TestTerseFailsWithoutExplaining(t *testing.T) {
+	f := fleet(t, 2, 2, 4)
+	for n := range topology.NodeID(f.NumNodes()) {
+		require.NoError(t, f.Allocate(n, 1))
+	}
+	terse := placement.NewPlacer(placement.Options{Terse: true})
+	for _, w := range []*gang.Workload{work("g", 4, 8, "spine", "leaf"), work("big", 16, 8, "", "")} {
+		_, err := terse.Place(f, w)
+		require.ErrorIs(t, err, placement.ErrNoFit)
+		var nf *placement.NoFit
+		assert.False(t, errors.As(err, &nf), "no NoFit for %s", w.ID)
+	}
+	w := work("small", 4, 4, "leaf", "")
+	a, err := terse.Place(f, w)
+	require.NoError(t, err)
+	b, err := placement.Place(f, w, placement.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, b.Clone(), a.Clone())
+
+	_, err = terse.Place(f, work("x", 1, 8, "rack", ""))
+	var nf *placement.NoFit
+	require.ErrorAs(t, err, &nf)
+	assert.ErrorIs(t, err, placement.ErrInvalid)
+}
+
 type preferNode string
 
 func (p preferNode) Score(f *topology.Fleet, _ *gang.Workload, n topology.NodeID) int {

@@ -1,7 +1,9 @@
 package preempt_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -9,6 +11,7 @@ import (
 	"github.com/fleetsched/fleet/internal/shapes"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
 )
 
 // TestBoundsKeepThePlan checks that pruning domains by lower bounds never
@@ -40,6 +43,94 @@ func TestBoundsKeepThePlanOnShapes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHopelessCellsKeepThePlan draws cohorts whose rules give a request
+// several attempts, running work around its priority in whole nodes and
+// gangs that must take whole leaves: a search that leaves every cell out
+// for bounds above the priorities the rules let go, and so stops trying
+// attempts, answers as the search that tries every cell of every
+// attempt, NoPlan included.
+func TestHopelessCellsKeepThePlan(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		th := int32(rapid.IntRange(0, 3).Draw(t, "threshold"))
+		rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority,
+			ReclaimWithinCohort: rapid.SampledFrom([]quota.ReclaimWithinCohort{quota.ReclaimLowerPriority, quota.ReclaimLowerPriority, quota.ReclaimAny}).Draw(t, "reclaim"),
+			BorrowWithinCohort:  quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
+		leaves := rapid.IntRange(1, 3).Draw(t, "leaves")
+		e := newEnv(t, 1, leaves, 2, 4, cohort("c", "", int64(rapid.IntRange(0, 8).Draw(t, "nomC"))),
+			queue("a", "c", int64(rapid.IntRange(0, 12).Draw(t, "nomA")), rules),
+			queue("b", "c", int64(rapid.IntRange(0, 12).Draw(t, "nomB")), lower))
+		for n := range 2 * leaves {
+			if rapid.IntRange(0, 4).Draw(t, "empty") == 0 {
+				continue
+			}
+			r := e.run(fmt.Sprintf("w%d", n), rapid.SampledFrom([]string{"a", "b"}).Draw(t, "queue"),
+				int32(rapid.IntRange(0, 4).Draw(t, "prio")), time.Duration(rapid.IntRange(1, 60).Draw(t, "age"))*time.Minute,
+				[]int{n}, []int{rapid.IntRange(1, 4).Draw(t, "gpus")})
+			r.MinRuntime = time.Duration(rapid.IntRange(0, 1).Draw(t, "minRuntime")) * 30 * time.Minute
+		}
+		req := e.req("new", "a", int32(rapid.IntRange(1, 4).Draw(t, "reqPrio")), rapid.IntRange(1, 2).Draw(t, "pods"), 4,
+			rapid.SampledFrom([]string{"leaf", ""}).Draw(t, "required"))
+		p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+		ref := preempt.NewSearcher(preempt.Options{})
+		preempt.SetNoBounds(ref, true)
+		p2, err2 := ref.Victims(e.view(), req, nil)
+		require.Equal(t, err2, err)
+		require.Equal(t, p2, p)
+	})
+}
+
+// TestHopelessStopsAttempts: quota fits, but every leaf holds work of the
+// preemptor's own queue above its priority, so no leaf can be cleared:
+// the first attempt leaves both out and the second is not searched,
+// with the NoPlan of the search that tries every leaf in both. (The
+// other queue could stop borrowing part way, so the search runs.)
+func TestHopelessStopsAttempts(t *testing.T) {
+	th := int32(0)
+	rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
+		BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
+	e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0), queue("a", "c", 32, rules), queue("b", "c", 2, lower))
+	e.run("b0", "b", 0, time.Hour, []int{0}, []int{2})
+	e.run("b1", "b", 0, time.Hour, []int{0}, []int{2})
+	for n := 1; n < 4; n++ {
+		e.run(fmt.Sprintf("a%d", n), "a", 5, time.Hour, []int{n}, []int{4})
+	}
+	req := e.req("new", "a", 3, 2, 4, "leaf")
+	s := preempt.NewSearcher(preempt.Options{})
+	_, err := s.Victims(e.view(), req, nil)
+	var np *preempt.NoPlan
+	require.ErrorAs(t, err, &np)
+	require.Equal(t, preempt.WhyTopology, np.Why)
+	require.True(t, preempt.Hopeless(s), "both leaves left out")
+	ref := preempt.NewSearcher(preempt.Options{})
+	preempt.SetNoBounds(ref, true)
+	_, err2 := ref.Victims(e.view(), req, nil)
+	require.Equal(t, err2, err)
+}
+
+// TestHopelessQuotaReadsTheAttemptsVictims: no leaf can be opened, and
+// quota would fit if the other queue's work above the threshold went,
+// but the attempt that may borrow takes only work at the threshold (just
+// started, so no victim) and the other attempt may not borrow: WhyQuota,
+// as the search that picks victims says.
+func TestHopelessQuotaReadsTheAttemptsVictims(t *testing.T) {
+	th := int32(0)
+	rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
+		BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
+	e := newEnv(t, 1, 1, 3, 4, cohort("c", "", 16), queue("a", "c", 4, rules), queue("b", "c", 0, lower))
+	e.run("a0", "a", 5, time.Hour, []int{0}, []int{4})
+	e.run("b1", "b", 0, time.Minute, []int{1}, []int{4}).MinRuntime = 30 * time.Minute
+	e.run("b2", "b", 1, time.Hour, []int{2}, []int{4})
+	req := e.req("new", "a", 3, 3, 4, "leaf")
+	_, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+	var np *preempt.NoPlan
+	require.ErrorAs(t, err, &np)
+	require.Equal(t, preempt.WhyQuota, np.Why)
+	ref := preempt.NewSearcher(preempt.Options{})
+	preempt.SetNoBounds(ref, true)
+	_, err2 := ref.Victims(e.view(), req, nil)
+	require.Equal(t, err2, err)
 }
 
 // TestRefusedAddLeavesIndexClean offers the index a bad node entry: the

@@ -78,6 +78,16 @@ func (x *Index) lineChanged(n topology.NodeID) {
 	}
 }
 
+// refile brings the lines of the nodes rebase left stale up to date, as
+// lineChanged would have at each change.
+func (x *Index) refile() {
+	for _, n := range x.stale {
+		x.staleAt[n] = false
+		x.lineChanged(n)
+	}
+	x.stale = x.stale[:0]
+}
+
 func (x *Index) classTree(d topology.DomainID, a int32) *btree.BTreeG[lineKey] {
 	i := int(d)*(x.podSizes+1) + int(a)
 	if x.classes[i] == nil {
@@ -101,6 +111,7 @@ func (x *Index) CheapestNodesBound(d topology.DomainID, m int, now time.Time, ov
 	if m <= 0 {
 		return 0, true
 	}
+	x.refile()
 	if int(x.lineCount[d]) < m {
 		return 0, false
 	}
@@ -158,6 +169,7 @@ type NodeBound struct {
 // nodes' own domains.
 func (x *Index) CheapestNodes(d topology.DomainID, k int, now time.Time, overhead time.Duration, dst []NodeBound) (out []NodeBound, more bool) {
 	base := len(dst)
+	x.refile()
 	if k <= 0 {
 		return dst, x.lineCount[d] > 0
 	}

@@ -35,7 +35,7 @@ func (s *Searcher) explain(np *NoPlan) {
 				if k.band&1 != 0 && x.entries[k.pos].split() {
 					return true // counted at its surplus's key
 				}
-				if e := s.exclusionOf(k.pos); e == 0 {
+				if e := s.excludedBy(k.pos); e == 0 {
 					candidates++
 				} else {
 					*ex.field(e)++
@@ -45,4 +45,17 @@ func (s *Searcher) explain(np *NoPlan) {
 		}
 	}
 	np.Candidates, np.Excluded = candidates, ex
+}
+
+// excludedBy is exclusionOf without making a candidate of the entry (a
+// count needs no price): the rules of the whole call, as classify
+// applies them.
+func (s *Searcher) excludedBy(pos int32) Exclusion {
+	if s.seenAt[pos] == s.epoch {
+		if ci := s.candAt[pos]; ci < 0 {
+			return Exclusion(-ci)
+		}
+		return 0
+	}
+	return s.ruleOut(pos)
 }

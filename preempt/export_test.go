@@ -7,6 +7,10 @@ import (
 	"github.com/fleetsched/fleet/quota"
 )
 
+// Hopeless reports whether s's last search found no cell it could make
+// hold the gang, and so tried none.
+func Hopeless(s *Searcher) bool { return s.hopeless }
+
 // SetNoBounds makes s try every cell without pruning by lower bounds,
 // the reference the pruned search must agree with.
 func SetNoBounds(s *Searcher, v bool) { s.noBounds = v }
@@ -70,6 +74,8 @@ func SetWholeBand(s *Searcher, n int) { s.wholeBand = n }
 // IndexDiff describes how two indexes of the same workloads differ in
 // what a search reads (orders, bands, prices); "" when they agree.
 func IndexDiff(a, b *Index) string {
+	a.refile()
+	b.refile()
 	keys := func(x *Index, i int) []string {
 		var out []string
 		if t := x.byQueue[i]; t != nil {
@@ -137,5 +143,33 @@ func IndexDiff(a, b *Index) string {
 			return fmt.Sprintf("node %d workloads", n)
 		}
 	}
+	lines := func(x *Index, i int) []lineKey {
+		var out []lineKey
+		if t := x.classes[i]; t != nil {
+			t.Ascend(func(k lineKey) bool {
+				out = append(out, k)
+				return true
+			})
+		}
+		return out
+	}
+	if !slices.Equal(a.lines, b.lines) || !slices.Equal(a.lineCount, b.lineCount) {
+		return "node lines"
+	}
+	for i := range a.classes {
+		if !slices.Equal(lines(a, i), lines(b, i)) {
+			return fmt.Sprintf("class tree %d", i)
+		}
+	}
 	return ""
+}
+
+// IndexOnNode lists the IDs of the workloads holding GPUs on node n, in
+// the index's own order (which searches read in).
+func IndexOnNode(x *Index, n int) []string {
+	var out []string
+	for _, i := range x.onNode[n] {
+		out = append(out, x.entries[i].run.W.ID)
+	}
+	return out
 }

@@ -90,8 +90,13 @@ type Index struct {
 	lines     []nodeLine
 	classes   []*btree.BTreeG[lineKey]
 	lineCount []int32
-	heads     []float64 // CheapestNodesBound's buffer
-	oldRow    []int32   // nodeChanged: the node's prices before the change
+	// stale lists the nodes whose lines a checkpoint moved and that
+	// are not refiled yet (staleAt marks them): only the cheapest-node
+	// reads need the lines, and they refile them first (cheapest.go).
+	stale   []topology.NodeID
+	staleAt []bool
+	heads   []float64 // CheapestNodesBound's buffer
+	oldRow  []int32   // nodeChanged: the node's prices before the change
 }
 
 // A price is the highest priority that must be evicted; freePrice marks
@@ -269,7 +274,7 @@ func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
 		levels: f.Depth() + 1, cellClear: make([]int32, f.NumDomains()*(f.Depth()+1)),
 		uniform: make([]int, f.Depth()+1),
 		lines:   make([]nodeLine, f.NumNodes()), classes: make([]*btree.BTreeG[lineKey], f.NumDomains()*(c+1)),
-		lineCount: make([]int32, f.NumDomains()),
+		lineCount: make([]int32, f.NumDomains()), staleAt: make([]bool, f.NumNodes()),
 	}
 	for n := range x.lines {
 		x.lines[n].a = -1
@@ -357,9 +362,62 @@ func (x *Index) Update(r Running) error {
 	if err := x.check("update", r, &x.entries[i].run); err != nil {
 		return err
 	}
+	if e := &x.entries[i]; e.sameRoom(r) && !e.split() {
+		// An entry offered in two parts is filed again whole: its
+		// surplus's key moves too.
+		x.rebase(i, r)
+		return nil
+	}
 	x.delete(i)
 	x.insert(r)
 	return nil
+}
+
+// sameRoom reports whether r changes nothing the per-node prices count:
+// its queue, flavor, priority, nodes and GPUs, and whether it is a
+// candidate or draining. A checkpoint is such a change: it moves only
+// the start of the unsaved work.
+func (e *indexEntry) sameRoom(r Running) bool {
+	o := &e.run
+	return r.Queue == o.Queue && r.Flavor == o.Flavor && r.W.Priority == e.prio && r.Draining == o.Draining &&
+		(r.Preemptible || r.Draining) == e.cand && slices.Equal(r.Nodes, o.Nodes)
+}
+
+// rebase replaces entry i by r when sameRoom holds: the index ends as
+// delete(i) then insert(r) leave it, without pricing its nodes twice
+// (their prices do not change), only its place in the eviction order,
+// its domains' sums of unsaved work and its nodes' lines move (the
+// lines when next read: see refile).
+func (x *Index) rebase(i int32, r Running) {
+	e := &x.entries[i]
+	old := *e
+	*e = indexEntry{run: r, prio: old.prio, gpus: old.gpus, cand: old.cand, position: i}
+	e.from = e.unsavedFrom()
+	f := x.fleet
+	if e.cand {
+		qs := x.queueSlot(r.Queue, r.Flavor)
+		x.byQueue[qs].Delete(old.stored)
+		e.stored = e.key()
+		x.byQueue[qs].ReplaceOrInsert(e.stored)
+	}
+	for _, n := range r.Nodes {
+		// The node lists in the order delete and insert leave them.
+		list := x.onNode[n.Node]
+		j := slices.Index(list, i)
+		list[j] = list[len(list)-1]
+		list[len(list)-1] = i
+		if e.cand && !r.Draining {
+			for d, ok := f.NodeDomain(n.Node), true; ok; d, ok = f.Parent(d) {
+				x.runGPUFrom[d] += int64(n.GPUs) * (e.from - old.from)
+			}
+		}
+	}
+	for _, n := range r.Nodes {
+		if !x.staleAt[n.Node] {
+			x.staleAt[n.Node] = true
+			x.stale = append(x.stale, n.Node)
+		}
+	}
 }
 
 // Remove forgets a workload that ended. It is refused when id is not

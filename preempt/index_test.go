@@ -20,11 +20,14 @@ import (
 // drains, checkpoints (also of a spec changed in place) and exits (and refused changes) and checks after
 // each step that it reads exactly as an Index built from scratch from the
 // workloads running then: every per-queue order, band and per-domain
-// price is kept exact by the changes.
+// price is kept exact by the changes. An Update leaves it as removing the
+// workload and adding it back would, down to the order it lists each
+// node's workloads in.
 func TestIndexAggregatesEqualARebuild(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		e := newEnv(t, 2, 2, 2, 4, cohort("c", "", 0), queue("a", "c", 8, reclaimAny), queue("b", "c", 8, lower))
 		x := preempt.NewIndex(e.f, e.tree)
+		readded := preempt.NewIndex(e.f, e.tree) // updated by Remove and Add
 		live := map[string]preempt.Running{}
 		held := make([]int, e.f.NumNodes())
 		next := 0
@@ -57,6 +60,7 @@ func TestIndexAggregatesEqualARebuild(t *testing.T) {
 					continue
 				}
 				require.NoError(t, err)
+				require.NoError(t, readded.Add(r))
 				live[id] = r
 				for _, ng := range nodes {
 					held[ng.Node] += ng.GPUs
@@ -76,10 +80,13 @@ func TestIndexAggregatesEqualARebuild(t *testing.T) {
 					r.W = &w
 				}
 				require.NoError(t, x.Update(r))
+				require.NoError(t, readded.Remove(id))
+				require.NoError(t, readded.Add(r))
 				live[id] = r
 			case op == 2:
 				id := rapid.SampledFrom(ids).Draw(t, "exit")
 				require.NoError(t, x.Remove(id))
+				require.NoError(t, readded.Remove(id))
 				for _, ng := range live[id].Nodes {
 					held[ng.Node] -= ng.GPUs
 				}
@@ -93,6 +100,10 @@ func TestIndexAggregatesEqualARebuild(t *testing.T) {
 				require.NoError(t, fresh.Add(live[id]))
 			}
 			require.Empty(t, preempt.IndexDiff(x, fresh))
+			require.Empty(t, preempt.IndexDiff(x, readded))
+			for n := range topology.NodeID(e.f.NumNodes()) {
+				require.Equal(t, preempt.IndexOnNode(readded, int(n)), preempt.IndexOnNode(x, int(n)), "node %d", n)
+			}
 		}
 	})
 }

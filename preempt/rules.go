@@ -84,6 +84,7 @@ func (s *Searcher) setupQueues() {
 	s.queues = s.queues[:n]
 	root := t.Root(q)
 	first, end := t.Subtree(root)
+	s.maxVictim = math.MinInt64
 	for id := quota.NodeID(0); id < quota.NodeID(n); id++ {
 		qr := &s.queues[id]
 		*qr = queueRules{excluded: ExcludedOtherFlavorOrTree, lca: quota.None}
@@ -91,6 +92,9 @@ func (s *Searcher) setupQueues() {
 			continue
 		}
 		s.classifyQueue(id, qr)
+		if qr.allowed {
+			s.maxVictim = max(s.maxVictim, qr.maxPrio)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 // fleet. The simulation is left as it was. quotaShort says the attempt
 // failed for quota (its candidates ran out before quota fit).
 func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoPlan) {
+	s.hopeless = false
 	if !s.shape.fast {
 		return s.searchPlacing(a)
 	}
@@ -54,6 +55,12 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		b, more := s.nextCell()
 		if !more {
 			break
+		}
+		if bounded && b.prio != freePrice && int64(b.prio) > s.maxVictim {
+			// Any set that makes the cell hold the gang evicts work of
+			// the bound's priority or above, which no rule lets go: the
+			// cell is not filled only to fail.
+			continue
 		}
 		// Cells go lowest bound first; once a cell's bound is above the
 		// best set's highest rank, or its cost bound above the best
@@ -131,6 +138,10 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		}
 	}
 	if best.at < 0 {
+		// A cell is left out only when its bound, which holds whatever
+		// the victims picked for quota, is above every priority the rules
+		// let go: with none tried, no attempt can do better.
+		s.hopeless = !evaluated
 		s.untakeAll()
 		return Plan{}, false, false, nil
 	}

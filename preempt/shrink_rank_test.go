@@ -117,3 +117,30 @@ func TestNoPlanCountsAnElasticWorkloadOnce(t *testing.T) {
 	assert.Equal(t, 1, np.Candidates, "fixed")
 	assert.Equal(t, preempt.Exclusions{Priority: 1, NotPreemptible: 1}, np.Excluded)
 }
+
+// A checkpoint of an elastic candidate files both its parts again: the
+// index it leaves searches as one built with the checkpoint from the
+// start (its surplus keeps its own key and cost).
+func TestCheckpointOfAnElasticCandidateRefilesBothParts(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 8, queue("a", "", 16, quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}))
+	batch := e.run("batch", "a", 1, time.Hour, []int{0}, []int{8})
+	elastic(batch, 2)
+	e.run("fixed", "a", 1, 10*time.Minute, []int{1}, []int{4})
+	e.run("serving", "a", 1, time.Hour, []int{1}, []int{4}).Preemptible = false
+	req := e.req("new", "a", 5, 1, 4, "")
+
+	v := e.view()
+	saved := *batch
+	w := *batch.W
+	w.Drain.LastCheckpoint = t0.Add(-time.Minute)
+	saved.W = &w
+	require.NoError(t, v.Index.Update(saved))
+	updated, err := preempt.NewSearcher(preempt.Options{}).Victims(v, req, nil)
+	require.NoError(t, err)
+
+	e.running[0].W = &w // batch (the pointer run returned predates later appends)
+	fresh, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	assert.Equal(t, fresh, updated)
+	assert.Equal(t, []victimSummary{{ID: "batch", Pods: []int{7, 6, 5, 4}}}, summarize(updated))
+}

@@ -122,4 +122,5 @@ type quotaBuffers struct {
 	pending  []int64 // per queue: GPUs of usage changes not yet applied
 	pendingQ []quota.NodeID
 	removals []removal
+	reachSums
 }

@@ -60,11 +60,18 @@ type callState struct {
 	withinNominal bool // the request fits the preemptor's nominal quota
 	unbounded     bool // some cost is negative or NaN: no pruning by bounds
 	queues        []queueRules
-	passes        []attempt
-	shape         gangShape // what the gang needs (see setupShape)
-	othersAt      uint32    // the epoch others and othersHier were found at
-	others        bool      // some other queue has a candidate
-	othersHier    bool      // one with hierarchical advantage
+	// maxVictim is the highest priority the rules let any queue's work
+	// be a victim at (setupQueues).
+	maxVictim int64
+	// hopeless: the last search tried no cell, every cell's bound being
+	// above maxVictim (or there being none), so no attempt can make one
+	// hold the gang.
+	hopeless   bool
+	passes     []attempt
+	shape      gangShape // what the gang needs (see setupShape)
+	othersAt   uint32    // the epoch others and othersHier were found at
+	others     bool      // some other queue has a candidate
+	othersHier bool      // one with hierarchical advantage
 }
 
 // entryMarks is what the call decided of each Index entry, marked with
@@ -180,6 +187,17 @@ func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, 
 			return Plan{}, np
 		}
 		why = WhyQuota
+		if !s.req.FairSharing && s.shape.fast && s.outOfReach() && s.orderFree() {
+			// No attempt can find a plan: only why is left to learn (see
+			// reach.go).
+			for _, a := range s.attempts() {
+				if s.quotaReachable(a) && s.quotaFitsAll(a) {
+					why = WhyTopology
+					break
+				}
+			}
+			return Plan{}, s.noPlan(why)
+		}
 		for _, a := range s.attempts() {
 			if !s.quotaReachable(a) {
 				continue
@@ -193,6 +211,10 @@ func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, 
 			}
 			if !quotaShort {
 				why = WhyTopology
+				if s.hopeless {
+					// No attempt can find a plan, and none can change why.
+					break
+				}
 			}
 		}
 	}

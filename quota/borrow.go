@@ -26,8 +26,8 @@ func (t *Tree) AddUsage(q NodeID, f FlavorID, gpus int64) error {
 }
 
 // RemoveUsage records that queue q released gpus GPUs of flavor f. Removing
-// then adding back the same amount restores the tree exactly, so a what-if
-// search can undo its steps without a copy. It refuses, leaving the tree
+// then adding back the same amount restores the tree exactly (Changes
+// counts both), so a what-if search can undo its steps without a copy. It refuses, leaving the tree
 // unchanged, the cases AddUsage refuses and removing more than q holds.
 func (t *Tree) RemoveUsage(q NodeID, f FlavorID, gpus int64) error {
 	if err := t.checkUsage(q, f, gpus); err != nil {
@@ -66,6 +66,7 @@ func (t *Tree) usageError(q NodeID, f FlavorID, gpus int64, err error, format st
 // root (inUse always walks to the root; Kueue's usage stops where it no
 // longer changes).
 func (t *Tree) shift(q NodeID, f FlavorID, d int64) {
+	t.changes++
 	for a := q; a != None; a = t.s.parent[a] {
 		t.inUse[t.at(a, f)] += d
 	}
@@ -137,6 +138,7 @@ func (t *Tree) SetQuota(n NodeID, q FlavorQuota) error {
 
 // editCol replaces node n's quota of column c and carries the change up.
 func (t *Tree) editCol(n NodeID, f FlavorID, nominal, bl, ll int64) {
+	t.changes++
 	x := t.at(n, f)
 	dNominal := nominal - t.nominal[x]
 	t.served[x] = true

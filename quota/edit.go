@@ -8,6 +8,7 @@ import (
 // setSettings records node n's weight, preemption rules and queueing
 // strategy from its spec.
 func (t *Tree) setSettings(n NodeID, spec NodeSpec) {
+	t.changes++
 	t.weight[n], t.weightSet[n] = 1, false
 	if spec.Weight != nil {
 		t.weight[n], t.weightSet[n] = *spec.Weight, true

@@ -128,3 +128,43 @@ func TestSetNodeUnsetsTheWeight(t *testing.T) {
 	assert.Equal(t, 1.0, tree.Weight(a))
 	assert.Nil(t, nodeSpec(t, tree, "a").Weight)
 }
+
+// TestChangesCountsTreeChanges: every change to usage, quotas or settings
+// moves Changes, a refused one or a read does not, and a copy takes its
+// source's count.
+func TestChangesCountsTreeChanges(t *testing.T) {
+	tree := editTree(t)
+	a, _ := tree.Node("a")
+	moved := func(step string, do func() error, wantErr bool) {
+		t.Helper()
+		before := tree.Changes()
+		err := do()
+		if wantErr {
+			require.Error(t, err, step)
+			require.Equal(t, before, tree.Changes(), "%s: refused, yet counted", step)
+			return
+		}
+		require.NoError(t, err, step)
+		require.Greater(t, tree.Changes(), before, "%s: not counted", step)
+	}
+	moved("add usage", func() error { return tree.AddUsage(a, 0, 2) }, false)
+	moved("remove too much", func() error { return tree.RemoveUsage(a, 0, 1000) }, true)
+	moved("remove usage", func() error { return tree.RemoveUsage(a, 0, 2) }, false)
+	moved("add a request", func() error { return tree.AddRequest(a, 0, quota.Request{MilliGPUs: 500}) }, false)
+	moved("remove the request", func() error { return tree.RemoveRequest(a, 0, quota.Request{MilliGPUs: 500}) }, false)
+	moved("set a quota", func() error { return tree.SetQuota(a, quota.FlavorQuota{Flavor: "H100", Nominal: 20}) }, false)
+	moved("set a bad quota", func() error { return tree.SetQuota(a, quota.FlavorQuota{Flavor: "H100", Nominal: -1}) }, true)
+	spec := nodeSpec(t, tree, "b")
+	w := 3.0
+	spec.Weight = &w
+	moved("set a node", func() error { return tree.SetNode(spec) }, false)
+	before := tree.Changes()
+	_ = tree.Fits(a, 0, 4)
+	_ = tree.Spec()
+	require.Equal(t, before, tree.Changes(), "reads")
+	c := tree.Clone()
+	require.Equal(t, tree.Changes(), c.Changes())
+	require.NoError(t, c.AddUsage(a, 0, 1))
+	tree.CopyTo(c)
+	require.Equal(t, tree.Changes(), c.Changes())
+}

@@ -79,6 +79,7 @@ func (s *shape) out(c FlavorID, v int64) int64 {
 }
 
 func (t *Tree) setCol(n NodeID, c FlavorID, nominal, bl, ll int64) {
+	t.changes++
 	x := t.at(n, c)
 	t.nominal[x], t.borrow[x], t.lend[x], t.served[x] = nominal, bl, ll, true
 	t.nominalSum[c] += nominal // each <= maxBase: the sum is checked once all are in

@@ -52,6 +52,9 @@ type Tree struct {
 	strategy  []Strategy
 	// fungibility is each queue's flavorFungibility.
 	fungibility []Fungibility
+
+	// changes counts the changes to quotas, settings and usage (Changes).
+	changes uint64
 }
 
 // shape is the part of a Tree no call can change.
@@ -371,6 +374,12 @@ func (t *Tree) local(x int) int64 {
 	return max(0, t.subtree[x]-t.lend[x])
 }
 
+// Changes counts the changes to the tree's quotas, settings and usage: a
+// caller that read the tree when it stood at a count may keep what it
+// found while the count stands. A copy (Clone, CopyTo) takes its
+// source's count and counts on its own.
+func (t *Tree) Changes() uint64 { return t.changes }
+
 // Clone returns an independent copy: the flat state slices are copied, the
 // immutable shape is shared. Cost is a handful of slice copies of
 // nodes x flavors words.
@@ -391,6 +400,7 @@ func (t *Tree) CopyTo(dst *Tree) {
 }
 
 func (t *Tree) copyInto(c *Tree) {
+	c.changes = t.changes
 	c.nominal = append(c.nominal[:0], t.nominal...)
 	c.borrow = append(c.borrow[:0], t.borrow...)
 	c.lend = append(c.lend[:0], t.lend...)

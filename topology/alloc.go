@@ -145,6 +145,7 @@ func (f *Fleet) checkNode(n NodeID, gpus int) error {
 // ancestor and into the ordered indexes: O(depth x log n), no allocation
 // in steady state.
 func (f *Fleet) change(n NodeID, fn func(), res []ResourceAmount, sign int64) {
+	f.changes++
 	before := f.contrib(n)
 	oldH := f.nhealth[n]
 	oldMilli := f.MilliUsed(n)

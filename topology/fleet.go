@@ -140,7 +140,16 @@ type Fleet struct {
 	rcap   []int64 // rcap[n*R+r]
 	ralloc []int64
 	rfree  []int64 // per aggregate slot and resource: free on healthy nodes
+
+	// changes counts the changes to nodes (Changes).
+	changes uint64
 }
+
+// Changes counts the changes to the fleet's nodes (what they hold, their
+// health): a caller that read the fleet when it stood at a count may keep
+// what it found while the count stands. A Clone starts at its source's
+// count and counts on its own.
+func (f *Fleet) Changes() uint64 { return f.changes }
 
 func key(count int32, id int32) uint64 { return uint64(uint32(count))<<32 | uint64(uint32(id)) }
 

@@ -115,3 +115,36 @@ func TestHealthChangeReindexesSharedGPUs(t *testing.T) {
 	require.NoError(t, f.SetHealth(l, topology.Healthy))
 	require.Equal(t, []int{1, 400}, shared())
 }
+
+// TestChangesCountsNodeChanges: every change to what a node holds or to
+// its health moves Changes, a refused one or a read does not, and a
+// clone starts where its source stands.
+func TestChangesCountsNodeChanges(t *testing.T) {
+	f := sharedFleet(t)
+	h, _ := f.Node("h")
+	l, _ := f.Node("l")
+	moved := func(step string, do func() error, wantErr bool) {
+		t.Helper()
+		before := f.Changes()
+		err := do()
+		if wantErr {
+			require.Error(t, err, step)
+			require.Equal(t, before, f.Changes(), "%s: refused, yet counted", step)
+			return
+		}
+		require.NoError(t, err, step)
+		require.Greater(t, f.Changes(), before, "%s: not counted", step)
+	}
+	moved("allocate", func() error { return f.Allocate(l, 2) }, false)
+	moved("allocate beyond capacity", func() error { return f.Allocate(l, 8) }, true)
+	moved("release", func() error { return f.Release(l, 1) }, false)
+	moved("claim a share", func() error { return f.AllocateClaim(topology.Claim{Node: l, GPU: 3, Share: 500}) }, false)
+	moved("release the share", func() error { return f.ReleaseClaim(topology.Claim{Node: l, GPU: 3, Share: 500}) }, false)
+	moved("cordon", func() error { return f.SetHealth(h, topology.Cordoned) }, false)
+	before := f.Changes()
+	_ = f.Free(l)
+	_ = f.Stats(0, 0)
+	_ = f.String()
+	require.Equal(t, before, f.Changes(), "reads")
+	require.Equal(t, f.Changes(), f.Clone().Changes())
+}

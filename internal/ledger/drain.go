@@ -496,6 +496,18 @@ func (l *Ledger) DrainFor(id string, now, deadline time.Time, reason gang.DrainR
 	return r, nil
 }
 
+// AddPromised adds to set the victims Promised lists, and reports
+// whether there were any.
+func (l *Ledger) AddPromised(set map[string]bool) bool {
+	found := false
+	for id, r := range l.draining {
+		if r.Drain.Promised() {
+			set[id], found = true, true
+		}
+	}
+	return found
+}
+
 // Promised lists the victims whose GPUs or quota are promised, in ID
 // order: a search must count them as gone (they are not candidates, and
 // the index may still show them running).

@@ -303,14 +303,17 @@ func (l *Ledger) GrowIndex(r *Record, ps int) (int, bool) {
 
 // Shrunken lists, in ID order, the admitted workloads running below the
 // count of some pod set: those a grow may add pods to.
-func (l *Ledger) Shrunken() []*Record {
-	var out []*Record
+func (l *Ledger) Shrunken() []*Record { return l.AppendShrunken(nil) }
+
+// AppendShrunken appends what Shrunken lists to dst.
+func (l *Ledger) AppendShrunken(dst []*Record) []*Record {
+	out := dst
 	for _, r := range l.sized {
 		if r.State == gang.Admitted && len(r.Lost) == 0 {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Record) int { return compareString(a.W.ID, b.W.ID) })
+	slices.SortFunc(out[len(dst):], func(a, b *Record) int { return compareString(a.W.ID, b.W.ID) })
 	return out
 }
 

@@ -153,12 +153,16 @@ func (l *Ledger) Checkpoint(id string, at, now time.Time) error {
 		return fmt.Errorf("ledger: checkpoint %q: at %s is before its start %s", id, at.Format(time.RFC3339), r.Started.Format(time.RFC3339))
 	}
 	if at.After(r.W.Drain.LastCheckpoint) {
-		// The index keys its entry by the spec it shares: take it out
-		// before the spec changes, put it back after (unless every pod
-		// was lost with its node: it holds no GPU and stays out).
-		l.indexRemove(r)
+		// The index keeps the key it filed the entry under, so the spec
+		// it shares may change before the update; the rest of what it
+		// holds of r is as it was (unless every pod was lost with its
+		// node: it holds no GPU and stays out).
 		r.W.Drain.LastCheckpoint = at
-		l.indexUpdate(r)
+		if run, in := l.index.Get(id); in {
+			if err := l.index.Update(run); err != nil {
+				panic("ledger: the index refused a checkpoint: " + err.Error())
+			}
+		}
 	}
 	return nil
 }
@@ -187,6 +191,7 @@ func (l *Ledger) OnNodes(lo, hi topology.NodeID) []string {
 // off them (sign -1): every pod counts, one holding only a share, a slice
 // or named resources included.
 func (l *Ledger) listNodes(r *Record, sign int) {
+	l.placed++
 	l.countCrossing(r, sign)
 	for j := range r.Assign.Pods {
 		n := r.Assign.Pods[j].Node

@@ -58,6 +58,10 @@ type Ledger struct {
 	claimHolders int
 
 	holders *btree.BTreeG[*Record] // Admitted and Draining records, by ID
+	// placed counts the changes to the holders and the nodes they hold
+	// (listNodes), so that views derived from them can tell they are
+	// still current.
+	placed uint64
 	// crossings counts the holders spanning leaves, per leaf (crossings.go).
 	crossings *placement.Crossings
 }
@@ -325,6 +329,11 @@ func (l *Ledger) NumDraining() int { return len(l.draining) }
 // Holders calls fn for every workload holding GPUs, in ID order, until fn
 // returns false.
 func (l *Ledger) Holders(fn func(*Record) bool) { l.holders.Ascend(fn) }
+
+// Placed changes whenever a workload starts or stops holding GPUs, or
+// the nodes one holds change: what Holders lists, and where, is the same
+// while it does not.
+func (l *Ledger) Placed() uint64 { return l.placed }
 
 // ReservedGPUs is the number of GPUs allocated on behalf of nominations.
 func (l *Ledger) ReservedGPUs() int {
