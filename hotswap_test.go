@@ -100,3 +100,36 @@ func TestHotSwapPreemptsOnlyLowerPriorityPreemptibleWork(t *testing.T) {
 		})
 	}
 }
+
+// A pod lost under a gang that survives it holds no GPUs: once its node
+// is back in service and other work fills it, a snapshot still restores,
+// with the pod waiting for a replacement.
+func TestRestoreKeepsLostPodsOffTheirNodeBackInService(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	w := training("gang", 2, fleet.ClassReservedResearch, "research")
+	w.Topology, w.Drain.SurvivesNodeLoss = gang.TopologyRequest{}, true
+	require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{
+		{PodSet: "workers", Index: 0, Node: "node-0-0-0", GPUs: 8}, {PodSet: "workers", Index: 1, Node: "node-0-0-1", GPUs: 8}}))
+	now := t0.Add(time.Minute)
+	affected, err := s.SetNodeHealth(now, "node-0-0-1", topology.Down)
+	require.NoError(t, err)
+	require.Empty(t, affected, "the gang runs on")
+	_, err = s.SetNodeHealth(now, "node-0-0-1", topology.Healthy)
+	require.NoError(t, err)
+	filler := training("filler", 1, fleet.ClassPreemptibleBatch, "batch")
+	filler.Topology = gang.TopologyRequest{}
+	require.NoError(t, s.Adopt(now, filler, now, []fleet.PodAssignment{{PodSet: "workers", Node: "node-0-0-1", GPUs: 8}}))
+
+	snap := s.Snapshot()
+	r, err := fleet.Restore(smallConfig(), snap)
+	require.NoError(t, err)
+	assert.Equal(t, snap, r.Snapshot())
+	require.NoError(t, r.CheckInvariants())
+	for _, v := range r.Snapshot().Running {
+		if v.ID == "gang" {
+			require.Len(t, v.Lost, 1)
+			assert.Equal(t, "node-0-0-1", v.Lost[0].Pod.Node)
+		}
+	}
+}

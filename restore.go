@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/fleetsched/fleet/calendar"
+	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
 )
@@ -83,7 +85,10 @@ func (s *Scheduler) restore(snap Snapshot) error {
 			return bad(v.ID, "%v", err)
 		}
 		rec.Submitted = v.Submitted
-		if err := s.books.Admit(v.ID, a, v.Started); err != nil {
+		// Pods lost under a gang that survives it hold no GPUs: their
+		// node is down, or back and holding other work.
+		a, lost := splitLost(e, a, v.Lost)
+		if err := s.books.AdmitDegraded(v.ID, a, lost, v.Started); err != nil {
 			return &Error{Op: "restore", Workload: v.ID, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
 		s.books.RestoreBorrowing(v.ID, v.Borrowing)
@@ -177,18 +182,6 @@ func (s *Scheduler) restore(snap Snapshot) error {
 			return &Error{Op: "restore", Detail: "node " + h.Node, Err: ErrInvalidHealth}
 		}
 	}
-	// Pods lost under gangs that survive it leave their (down) nodes again.
-	for _, v := range snap.Running {
-		for _, lp := range v.Lost {
-			n, _ := s.fleet.Node(lp.Pod.Node)
-			if r, _ := s.books.Get(v.ID); !r.OnNode(n) {
-				continue // lost with an earlier pod on the same node
-			}
-			if _, err := s.books.LosePods(v.ID, n, lp.Since); err != nil {
-				return bad(v.ID, "%v", err)
-			}
-		}
-	}
 	if err := s.books.CheckInvariants(); err != nil {
 		return bad("", "the snapshot does not add up: %v", err)
 	}
@@ -199,6 +192,30 @@ func (s *Scheduler) restore(snap Snapshot) error {
 	}
 	s.now = snap.Time
 	return nil
+}
+
+// splitLost takes the pods a snapshot lists as lost out of a, as the
+// ledger's lost pods, each since when it was lost.
+func splitLost(e *entry, a placement.Assignment, views []LostPodView) (placement.Assignment, []ledger.LostPod) {
+	if len(views) == 0 {
+		return a, nil
+	}
+	since := map[[2]int]time.Time{}
+	for _, lp := range views {
+		ps := slices.IndexFunc(e.w.PodSets, func(x gang.PodSet) bool { return x.Name == lp.Pod.PodSet })
+		since[[2]int{ps, lp.Pod.Index}] = lp.Since
+	}
+	kept := a
+	kept.Pods = nil
+	var lost []ledger.LostPod
+	for _, p := range a.Pods {
+		if t, ok := since[[2]int{p.PodSet, p.Index}]; ok {
+			lost = append(lost, ledger.LostPod{Pod: p, Since: t})
+			continue
+		}
+		kept.Pods = append(kept.Pods, p)
+	}
+	return kept, lost
 }
 
 func seqOf(n *NominationView) uint64 {

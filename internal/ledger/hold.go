@@ -17,6 +17,18 @@ import (
 // admission (the GPUs are not free, the quota tree refuses the usage)
 // changes nothing.
 func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) error {
+	return l.admit(id, a, nil, started)
+}
+
+// AdmitDegraded is Admit for a holder restored while pods of it wait for
+// a replacement (see LosePods): a holds its other pods, on GPUs allocated
+// now; the lost ones count in its size and quota but hold no GPUs (their
+// node may be down, or back and given to other work).
+func (l *Ledger) AdmitDegraded(id string, a placement.Assignment, lost []LostPod, started time.Time) error {
+	return l.admit(id, a, lost, started)
+}
+
+func (l *Ledger) admit(id string, a placement.Assignment, lost []LostPod, started time.Time) error {
 	r, ok := l.recs[id]
 	if !ok || r.State != gang.Pending {
 		return fmt.Errorf("ledger: admit %q: not a pending workload", id)
@@ -24,16 +36,27 @@ func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) err
 	if _, nominated := l.noms[id]; nominated {
 		return fmt.Errorf("ledger: admit %q: it has a nomination", id)
 	}
-	size, ok := SizeOf(r.W, a.Pods)
+	all := a
+	if len(lost) > 0 {
+		if !r.W.Drain.SurvivesNodeLoss {
+			return fmt.Errorf("ledger: admit %q: it did not declare it survives the loss of a node", id)
+		}
+		all.Pods = slices.Clone(a.Pods)
+		for _, x := range lost {
+			all.Pods = append(all.Pods, x.Pod)
+		}
+		a.Span = l.span(a)
+	}
+	size, ok := SizeOf(r.W, all.Pods)
 	if !ok {
-		return fmt.Errorf("ledger: admit %q: %d pods, not a size its pod sets allow", id, len(a.Pods))
+		return fmt.Errorf("ledger: admit %q: %d pods, not a size its pod sets allow", id, len(all.Pods))
 	}
 	nodes := a.NodeGPUs()
 	if err := l.place(a, nodes, true); err != nil {
 		return err
 	}
 	l.setSize(r, size)
-	req := l.requestOf(a)
+	req := l.requestOf(all)
 	if err := l.tree.AddRequest(r.Queue, r.Flavor, req); err != nil {
 		l.setSize(r, nil)
 		if uerr := l.place(a, nodes, false); uerr != nil {
@@ -43,6 +66,10 @@ func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) err
 	}
 	r.charged = req
 	l.hold(r, a, nodes, started)
+	if len(lost) > 0 {
+		r.Lost = slices.Clone(lost)
+		l.degraded[id] = r
+	}
 	return nil
 }
 
