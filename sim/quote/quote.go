@@ -344,7 +344,7 @@ func (q *Quote) recommend(tie float64) {
 	}
 	// A tie on cost: the option that disturbs the least running work.
 	q.Reason = fmt.Sprintf("it costs %s, within %s of option %d's %s (closer than the forecast can tell), "+
-		"and drains less work: %s GPUs (%s not preemptible) against %s (%s)",
+		"and drains less work: %s GPUs (%s not preemptible) against %s (%s not preemptible)",
 		dollars(best.TotalDollars), share(max(0, tie)), next.Index, dollars(next.TotalDollars),
 		count(float64(drained(best))), count(float64(best.Displaced.Blocking)),
 		count(float64(drained(next))), count(float64(next.Displaced.Blocking)))
