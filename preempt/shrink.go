@@ -115,25 +115,7 @@ func (s *Searcher) shrinkTaken(allowBorrow bool) bool {
 		kept := append(s.keptCount[:0], c.run.Keep...)
 		// The scratch fleet counts GPUs per node: once a pod of g GPUs on
 		// node n cannot be kept, no pod of g or more there can.
-		refused := s.refused[:0]
-		for _, p := range slices.Backward(pods) {
-			if slices.ContainsFunc(refused, func(x placement.NodeGPUs) bool { return x.Node == p.Node && p.GPUs >= x.GPUs }) {
-				s.yieldBuf = append(s.yieldBuf, p)
-				continue
-			}
-			one := [1]placement.NodeGPUs{{Node: p.Node, GPUs: p.GPUs}}
-			m, um := len(s.keptBack), len(s.keptUsage)
-			if s.keepBack(c, one[:]) && s.fitsShrunk(allowBorrow) {
-				if p.PodSet >= 0 && p.PodSet < len(kept) {
-					kept[p.PodSet]--
-				}
-				continue
-			}
-			s.undoShrinksFrom(m, um)
-			s.yieldBuf = append(s.yieldBuf, p)
-			refused = append(refused, one[0])
-		}
-		s.refused = refused
+		s.keepSurplusPods(c, pods, func() bool { return s.fitsShrunk(allowBorrow) }, kept)
 		yielded := s.yieldBuf[start:len(s.yieldBuf):len(s.yieldBuf)]
 		s.keptCount = kept
 		if slices.ContainsFunc(kept, func(k int) bool { return k > 0 }) {
@@ -187,7 +169,7 @@ func (s *Searcher) keepSurplus(c *cand, allowBorrow bool) []placement.Pod {
 	m, um := len(s.keptBack), len(s.keptUsage)
 	counted := s.shape.fast
 	if counted {
-		s.keepSurplusPods(c, pods, func() bool { return s.quotaOK(allowBorrow) && s.topologyOK() })
+		s.keepSurplusPods(c, pods, func() bool { return s.quotaOK(allowBorrow) && s.topologyOK() }, nil)
 		if len(s.keptBack) > m && !s.fitsShrunk(allowBorrow) {
 			s.undoShrinksFrom(m, um)
 			s.yieldBuf = s.yieldBuf[:start]
@@ -195,7 +177,7 @@ func (s *Searcher) keepSurplus(c *cand, allowBorrow bool) []placement.Pod {
 		}
 	}
 	if !counted {
-		s.keepSurplusPods(c, pods, func() bool { return s.fitsShrunk(allowBorrow) })
+		s.keepSurplusPods(c, pods, func() bool { return s.fitsShrunk(allowBorrow) }, nil)
 	}
 	if len(s.yieldBuf) == start {
 		// It fits with every surplus pod kept: keep it a victim of one
@@ -210,9 +192,9 @@ func (s *Searcher) keepSurplus(c *cand, allowBorrow bool) []placement.Pod {
 }
 
 // keepSurplusPods keeps back each of pods, the last first, while fits
-// says the request still fits, and lists those it cannot keep in
-// s.yieldBuf.
-func (s *Searcher) keepSurplusPods(c *cand, pods []placement.Pod, fits func() bool) {
+// says the request still fits, lists those it cannot keep in s.yieldBuf,
+// and counts those it keeps off kept (per pod set; nil: not counted).
+func (s *Searcher) keepSurplusPods(c *cand, pods []placement.Pod, fits func() bool, kept []int) {
 	refused := s.refused[:0]
 	for _, p := range slices.Backward(pods) {
 		if slices.ContainsFunc(refused, func(x placement.NodeGPUs) bool { return x.Node == p.Node && p.GPUs >= x.GPUs }) {
@@ -222,6 +204,9 @@ func (s *Searcher) keepSurplusPods(c *cand, pods []placement.Pod, fits func() bo
 		one := [1]placement.NodeGPUs{{Node: p.Node, GPUs: p.GPUs}}
 		m, um := len(s.keptBack), len(s.keptUsage)
 		if s.keepBack(c, one[:]) && fits() {
+			if p.PodSet >= 0 && p.PodSet < len(kept) {
+				kept[p.PodSet]--
+			}
 			continue
 		}
 		s.undoShrinksFrom(m, um)

@@ -189,14 +189,13 @@ func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, 
 		why = WhyQuota
 		if !s.req.FairSharing && s.shape.fast && s.outOfReach() && s.orderFree() {
 			// No attempt can find a plan: only why is left to learn (see
-			// reach.go).
+			// reach.go). The sums answer when some attempt's victims fit
+			// quota; otherwise the attempts below say why.
 			for _, a := range s.attempts() {
 				if s.quotaReachable(a) && s.quotaFitsAll(a) {
-					why = WhyTopology
-					break
+					return Plan{}, s.noPlan(WhyTopology)
 				}
 			}
-			return Plan{}, s.noPlan(why)
 		}
 		for _, a := range s.attempts() {
 			if !s.quotaReachable(a) {
