@@ -105,10 +105,17 @@ func TestHotSwapPreemptsOnlyLowerPriorityPreemptibleWork(t *testing.T) {
 // is back in service and other work fills it, a snapshot still restores,
 // with the pod waiting for a replacement.
 func TestRestoreKeepsLostPodsOffTheirNodeBackInService(t *testing.T) {
+	for _, minCount := range []int{0, 1} { // fixed, and elastic down to one pod
+		restoreWithLostPods(t, minCount)
+	}
+}
+
+func restoreWithLostPods(t *testing.T, minCount int) {
 	s, err := fleet.New(smallConfig())
 	require.NoError(t, err)
 	w := training("gang", 2, fleet.ClassReservedResearch, "research")
 	w.Topology, w.Drain.SurvivesNodeLoss = gang.TopologyRequest{}, true
+	w.PodSets[0].MinCount = minCount
 	require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{
 		{PodSet: "workers", Index: 0, Node: "node-0-0-0", GPUs: 8}, {PodSet: "workers", Index: 1, Node: "node-0-0-1", GPUs: 8}}))
 	now := t0.Add(time.Minute)

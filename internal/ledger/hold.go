@@ -65,11 +65,12 @@ func (l *Ledger) admit(id string, a placement.Assignment, lost []LostPod, starte
 		return err
 	}
 	r.charged = req
-	l.hold(r, a, nodes, started)
 	if len(lost) > 0 {
+		// Before hold: the index reads which pods are lost.
 		r.Lost = slices.Clone(lost)
 		l.degraded[id] = r
 	}
+	l.hold(r, a, nodes, started)
 	return nil
 }
 
