@@ -1,0 +1,165 @@
+package preempt_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Which cell a search frees, and which set it keeps there: bounds that
+// never rule out the best cell, Kueue's own walk kept when the node walk
+// fails, warm nodes before cost.
+
+// warmAt lists the same warm nodes for every model.
+type warmAt []topology.NodeID
+
+func (w warmAt) WarmNodes(string) []topology.NodeID { return w }
+
+// TestPartialPodsBoundCountsFreeAndGoneRoom: a pod smaller than a node
+// fits a node once its free GPUs plus those of work counted as gone plus
+// the victims' reach the pod. The bound on a cell subtracts both from
+// the pod's GPUs, so the node that needs one small victim is kept and
+// wins over a node whose whole load must go.
+func TestPartialPodsBoundCountsFreeAndGoneRoom(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gone    bool // node 0's room comes from excluded work, not free GPUs
+		exclude map[string]bool
+	}{
+		{name: "free room"},
+		{name: "room of excluded work", gone: true, exclude: map[string]bool{"gone": true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 8, queue("a", "", 64, lower))
+			if tc.gone {
+				e.run("gone", "a", 9, time.Hour, []int{0}, []int{4})
+			}
+			e.run("small", "a", 1, time.Hour, []int{0}, []int{2})
+			e.run("busy", "a", 9, time.Hour, []int{0}, []int{2})
+			e.run("whole", "a", 1, 2*time.Hour, []int{1}, []int{8})
+			p, err := victims(t, e, e.req("new", "a", 5, 1, 6, "node"), tc.exclude)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"small"}, ids(p))
+			assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 6}}, p.Target.NodeGPUs())
+		})
+	}
+}
+
+// TestGangOfEveryNodeClearsTheFleet: a gang of whole-node pods, as many
+// as the fleet has nodes, without a required level, clears every node;
+// with one node's work beyond the rules there is no plan.
+func TestGangOfEveryNodeClearsTheFleet(t *testing.T) {
+	e := newEnv(t, 1, 2, 1, 8, queue("a", "", 64, lower))
+	e.run("w0", "a", 1, time.Hour, []int{0}, []int{4})
+	e.run("w1", "a", 2, time.Hour, []int{1}, []int{8})
+	p, err := victims(t, e, e.req("new", "a", 5, 2, 8, ""), nil)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"w0", "w1"}, ids(p))
+
+	_, err = victims(t, e, e.req("new", "a", 2, 2, 8, ""), nil)
+	var np *preempt.NoPlan
+	require.ErrorAs(t, err, &np)
+	assert.Equal(t, preempt.WhyTopology, np.Why)
+}
+
+// TestKueueWalkFindsWhatTheNodeWalkSpends: b may lose one more GPU
+// before it stops borrowing. The node walk frees the lowest node first
+// when prices tie, spends b's budget on its 1-GPU workload and then
+// cannot free a second GPU; Kueue's walk in eviction order takes b's
+// 4-GPU workload first (its ID comes first), which frees the room at
+// once. The plan is Kueue's.
+func TestKueueWalkFindsWhatTheNodeWalkSpends(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0), queue("a", "c", 8, reclaimAny), queue("b", "c", 7, lower))
+	e.run("b-pinned", "b", 0, time.Hour, []int{0}, []int{3}).Preemptible = false
+	e.run("b2-small", "b", 4, time.Hour, []int{0}, []int{1})
+	e.run("b1-big", "b", 4, time.Hour, []int{1}, []int{4})
+	s := preempt.NewSearcher(preempt.Options{Cost: zeroCost{}})
+	p, err := s.Victims(e.view(), e.req("new", "a", 5, 2, 1, ""), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b1-big"}, ids(p))
+	assert.Equal(t, preempt.Reclaim, p.Victims[0].Reason)
+}
+
+// TestWarmNodeBeforeCheaperVictim: quota needs one victim back; eviction
+// order takes the cheaper one, on a cold node. A replica naming its
+// model prefers a warm node at the same priority, though it loses more
+// work, and goes there; at a higher priority the warm node is not
+// worth it.
+func TestWarmNodeBeforeCheaperVictim(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		warmPrio int32
+		want     string
+		node     topology.NodeID
+	}{
+		{"same priority: the warm node", 1, "on-warm", 1},
+		{"higher priority on the warm node: the cold one", 2, "on-cold", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, queue("a", "", 8, lower))
+			e.run("on-cold", "a", 1, time.Minute, []int{0}, []int{4})
+			e.run("on-warm", "a", tc.warmPrio, time.Hour, []int{1}, []int{4})
+			r := e.req("new", "a", 5, 1, 4, "")
+			r.W.Model = "llm"
+			s := preempt.NewSearcher(preempt.Options{Placement: placement.Options{Warm: warmAt{1}}})
+			p, err := s.Victims(e.view(), r, nil)
+			require.NoError(t, err)
+			assert.Equal(t, []string{tc.want}, ids(p))
+			assert.Equal(t, []placement.NodeGPUs{{Node: tc.node, GPUs: 4}}, p.Target.NodeGPUs())
+		})
+	}
+}
+
+
+// TestCellCheaperByLessThanASecondWins: two leaves to clear whole tie on
+// priority; leaf 1's single workload started half a second later, so it
+// loses 4 GPU-seconds less than leaf 0's two. The Index's bound on the
+// price of clearing a leaf rounds unsaved time down, so leaf 1 is
+// neither put after leaf 0 nor pruned by leaf 0's cost: it wins.
+func TestCellCheaperByLessThanASecondWins(t *testing.T) {
+	e := newEnv(t, 1, 2, 1, 8, queue("a", "", 64, lower))
+	e.run("l0-a", "a", 1, 10*time.Minute, []int{0}, []int{4})
+	e.run("l0-b", "a", 1, 10*time.Minute, []int{0}, []int{4})
+	e.run("l1", "a", 1, 10*time.Minute-500*time.Millisecond, []int{1}, []int{8})
+	p, err := victims(t, e, e.req("new", "a", 5, 1, 8, "leaf"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"l1"}, ids(p))
+	assert.InDelta(t, 8*779.5, p.LostGPUSeconds, 1e-6)
+}
+
+// TestFreeNodeNeedsNoVictims: a whole-node pod that must sit on one node
+// fits a free node as it is: a plan without victims, also when every
+// other node is held by work no rule lets it take.
+func TestFreeNodeNeedsNoVictims(t *testing.T) {
+	e := newEnv(t, 1, 1, 3, 8, queue("a", "", 64, lower))
+	e.run("hi0", "a", 9, time.Hour, []int{0}, []int{8})
+	e.run("hi2", "a", 9, time.Hour, []int{2}, []int{4})
+	p, err := victims(t, e, e.req("new", "a", 5, 1, 8, "node"), nil)
+	require.NoError(t, err)
+	assert.Nil(t, p.Victims)
+	assert.Equal(t, []placement.NodeGPUs{{Node: 1, GPUs: 8}}, p.Target.NodeGPUs())
+	assert.Equal(t, t0, p.ReadyBy)
+}
+
+// TestAvoidedSpineLeavesTheOtherSpinesLeaves: with spine 1 avoided, a
+// leaf gang frees room in a leaf of spine 0; the cheaper of its two
+// leaves is leaf 1.
+func TestAvoidedSpineLeavesTheOtherSpinesLeaves(t *testing.T) {
+	e := newEnv(t, 2, 2, 2, 8, queue("a", "", 64, lower))
+	e.run("l0-n0", "a", 1, time.Hour, []int{0}, []int{8})
+	e.run("l0-n1", "a", 1, time.Hour, []int{1}, []int{8})
+	e.run("l1-n2", "a", 1, time.Minute, []int{2}, []int{8})
+	e.run("l1-n3", "a", 9, time.Hour, []int{3}, []int{8})
+	r := e.req("new", "a", 5, 1, 8, "leaf")
+	r.Avoid = []topology.DomainID{domainAt(t, e.f, "spine", 1)}
+	p, err := victims(t, e, r, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"l1-n2"}, ids(p))
+	assert.Equal(t, []placement.NodeGPUs{{Node: 2, GPUs: 8}}, p.Target.NodeGPUs())
+}
