@@ -116,7 +116,6 @@ func TestWarmNodeBeforeCheaperVictim(t *testing.T) {
 	}
 }
 
-
 // TestCellCheaperByLessThanASecondWins: two leaves to clear whole tie on
 // priority; leaf 1's single workload started half a second later, so it
 // loses 4 GPU-seconds less than leaf 0's two. The Index's bound on the

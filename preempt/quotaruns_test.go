@@ -36,4 +36,3 @@ func TestReclaimStopsMidRunWhenTheBorrowerIsBackWithinQuota(t *testing.T) {
 	}
 	assert.False(t, p.Borrowing)
 }
-
