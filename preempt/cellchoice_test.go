@@ -162,3 +162,60 @@ func TestAvoidedSpineLeavesTheOtherSpinesLeaves(t *testing.T) {
 	assert.Equal(t, []string{"l1-n2"}, ids(p))
 	assert.Equal(t, []placement.NodeGPUs{{Node: 2, GPUs: 8}}, p.Target.NodeGPUs())
 }
+
+// TestPartialPodsTakeTheLeafOfLowerVictims: two 4-GPU pods fill a
+// 2-node leaf only half. Leaf 0 holds the pods' room at priority 1 (its
+// priority-9 halves stay), leaf 1 only at priority 3; clearing leaf 0
+// whole would cost priority 9, which is no bound on pods that need half
+// of it: leaf 0 wins.
+func TestPartialPodsTakeTheLeafOfLowerVictims(t *testing.T) {
+	e := newEnv(t, 1, 2, 2, 8, queue("a", "", 64, lower))
+	e.run("l0-lo0", "a", 1, time.Hour, []int{0}, []int{4})
+	e.run("l0-hi0", "a", 9, time.Hour, []int{0}, []int{4})
+	e.run("l0-lo1", "a", 1, time.Hour, []int{1}, []int{4})
+	e.run("l0-hi1", "a", 9, time.Hour, []int{1}, []int{4})
+	e.run("l1-n2", "a", 3, time.Minute, []int{2}, []int{8})
+	e.run("l1-n3", "a", 3, time.Minute, []int{3}, []int{8})
+	p, err := victims(t, e, e.req("new", "a", 5, 2, 4, "leaf"), nil)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"l0-lo0", "l0-lo1"}, ids(p))
+}
+
+// TestCostBoundCountsTheRequestsPoolAndTheCellsNodes: a 6-GPU pod of
+// pool p0 in one leaf. Leaf 0's p0 node has 4 GPUs free and needs only
+// its cheap 2-GPU workload, not the dear one beside it; leaf 1's needs
+// most of an 8-GPU workload that costs more than the cheap one and less
+// than both. The bound on leaf 0's price counts the free GPUs of the
+// request's pool and the GPUs its candidates hold on the leaf's nodes,
+// so leaf 0 is tried first and wins.
+func TestCostBoundCountsTheRequestsPoolAndTheCellsNodes(t *testing.T) {
+	e := poolEnv(t, 2, 2, 8, queue("a", "", 64, lower))
+	pin := func(id string, n int) { e.run(id, "a", 9, time.Hour, []int{n}, []int{8}).Preemptible = false }
+	pin("p1-n1", 1)
+	pin("p1-n3", 3)
+	e.run("cheap", "a", 1, 10*time.Minute, []int{0}, []int{2}) // 2 x 780 s
+	e.run("dear", "a", 1, 2*time.Hour, []int{0}, []int{2})     // 2 x 7380 s
+	e.run("mid", "a", 1, 5*time.Minute, []int{2}, []int{8})    // 8 x 480 s
+	r := e.req("new", "a", 5, 1, 6, "leaf")
+	r.W.Pools = []string{"p0"}
+	p, err := victims(t, e, r, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cheap"}, ids(p))
+	assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 6}}, p.Target.NodeGPUs())
+}
+
+// TestFreeLeafSparesWhatQuotaDoesNotNeed: quota needs one GPU back, and
+// the cheapest victim for it frees a GPU on a full leaf. Leaf 1 has room
+// for the pod as it is, so that one victim is the plan; on leaf 0 the
+// pod would need its large workload too (which alone would also do for
+// quota).
+func TestFreeLeafSparesWhatQuotaDoesNotNeed(t *testing.T) {
+	e := newEnv(t, 1, 2, 1, 8, queue("a", "", 15, lower))
+	e.run("q", "a", 1, time.Minute, []int{0}, []int{1})
+	e.run("r", "a", 1, time.Hour, []int{0}, []int{7})
+	e.run("pinned", "a", 1, time.Hour, []int{1}, []int{4}).Preemptible = false
+	p, err := victims(t, e, e.req("new", "a", 5, 1, 4, "leaf"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"q"}, ids(p))
+	assert.Equal(t, []placement.NodeGPUs{{Node: 1, GPUs: 4}}, p.Target.NodeGPUs())
+}

@@ -1,6 +1,7 @@
 package preempt_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -124,6 +125,57 @@ func TestVictimsInEitherPool(t *testing.T) {
 			p, err := victims(t, e, r, nil)
 			require.NoError(t, err)
 			assert.ElementsMatch(t, tc.want, ids(p))
+		})
+	}
+}
+
+// TestNegativePrioritiesStillBoundTheNodeWalk: every workload runs at
+// priority -5. Eviction order (cost) takes node 0's two workloads first
+// and fits there; the one workload of node 1, in the other leaf, costs
+// less than both. The Index's bounds are prices like any other, negative
+// too, so the walk opens leaf 1 before it settles on node 0.
+func TestNegativePrioritiesStillBoundTheNodeWalk(t *testing.T) {
+	e := newEnv(t, 1, 2, 1, 8, queue("a", "", 64, lower))
+	e.run("c1", "a", -5, time.Minute, []int{0}, []int{4})               // 4 x 240 s
+	e.run("c2", "a", -5, 3*time.Minute, []int{0}, []int{4})             // 4 x 360 s
+	e.run("d", "a", -5, time.Minute+30*time.Second, []int{1}, []int{8}) // 8 x 270 s
+	p, err := victims(t, e, e.req("new", "a", 0, 1, 8, ""), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"d"}, ids(p))
+	assert.Equal(t, []placement.NodeGPUs{{Node: 1, GPUs: 8}}, p.Target.NodeGPUs())
+}
+
+// TestReclaimBudgetSpentWhereItBuysTheMostRoom: b borrows 4 GPUs, so
+// reclaim may take its work only until b is back within its quota. Its
+// cheapest workload fills a node (4 GPUs); taken first, it leaves b
+// within quota and the gang's second pod without room. Taking the
+// 1-GPU workload first (the fewest of b's GPUs for a pod's room) leaves
+// b borrowing, so the 4-GPU one may follow: a plan Kueue's walk in
+// eviction order would not find. Every other node holds pinned work.
+func TestReclaimBudgetSpentWhereItBuysTheMostRoom(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		required string
+		leaf     int // the leaf of 2 nodes holding b's work
+	}{
+		{"no required level", "", 0},
+		{"leaf of spine 0", "leaf", 1},
+		{"leaf of spine 1", "leaf", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 2, 2, 2, 4, cohort("c", "", 0), queue("a", "c", 8, reclaimAny),
+				queue("b", "c", 1, lower), queue("x", "c", 64, lower))
+			n0, n1 := 2*tc.leaf, 2*tc.leaf+1
+			for n := range 8 {
+				if n != n0 && n != n1 {
+					e.run(fmt.Sprintf("pinned%d", n), "x", 9, time.Hour, []int{n}, []int{4}).Preemptible = false
+				}
+			}
+			e.run("b-x", "b", 1, time.Minute, []int{n0}, []int{4}) // 4 x 240 s
+			e.run("b-y", "b", 1, time.Hour, []int{n1}, []int{1})   // 1 x 3780 s
+			p, err := victims(t, e, e.req("new", "a", 5, 2, 4, tc.required), nil)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, []string{"b-x", "b-y"}, ids(p))
 		})
 	}
 }
