@@ -1,6 +1,7 @@
 package preempt_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -206,16 +207,20 @@ func TestCostBoundCountsTheRequestsPoolAndTheCellsNodes(t *testing.T) {
 
 // TestFreeLeafSparesWhatQuotaDoesNotNeed: quota needs one GPU back, and
 // the cheapest victim for it frees a GPU on a full leaf. Leaf 1 has room
-// for the pod as it is, so that one victim is the plan; on leaf 0 the
-// pod would need its large workload too (which alone would also do for
-// quota).
+// for the pod as it is, so that one victim is the plan, whether leaf 0
+// could be freed too (its large workload would also do for quota) or
+// holds pinned work.
 func TestFreeLeafSparesWhatQuotaDoesNotNeed(t *testing.T) {
-	e := newEnv(t, 1, 2, 1, 8, queue("a", "", 15, lower))
-	e.run("q", "a", 1, time.Minute, []int{0}, []int{1})
-	e.run("r", "a", 1, time.Hour, []int{0}, []int{7})
-	e.run("pinned", "a", 1, time.Hour, []int{1}, []int{4}).Preemptible = false
-	p, err := victims(t, e, e.req("new", "a", 5, 1, 4, "leaf"), nil)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"q"}, ids(p))
-	assert.Equal(t, []placement.NodeGPUs{{Node: 1, GPUs: 4}}, p.Target.NodeGPUs())
+	for _, pinned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leaf 0 pinned %v", pinned), func(t *testing.T) {
+			e := newEnv(t, 1, 2, 1, 8, queue("a", "", 15, lower))
+			e.run("q", "a", 1, time.Minute, []int{0}, []int{1})
+			e.run("r", "a", 1, time.Hour, []int{0}, []int{7}).Preemptible = !pinned
+			e.run("pinned", "a", 1, time.Hour, []int{1}, []int{4}).Preemptible = false
+			p, err := victims(t, e, e.req("new", "a", 5, 1, 4, "leaf"), nil)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"q"}, ids(p))
+			assert.Equal(t, []placement.NodeGPUs{{Node: 1, GPUs: 4}}, p.Target.NodeGPUs())
+		})
+	}
 }
