@@ -74,17 +74,25 @@ func TestGangOfEveryNodeClearsTheFleet(t *testing.T) {
 // when prices tie, spends b's budget on its 1-GPU workload and then
 // cannot free a second GPU; Kueue's walk in eviction order takes b's
 // 4-GPU workload first (its ID comes first), which frees the room at
-// once. The plan is Kueue's.
+// once. The plan is Kueue's, for a gang anywhere in the fleet and for
+// one that must sit in a leaf (leaf 0 holds pinned work).
 func TestKueueWalkFindsWhatTheNodeWalkSpends(t *testing.T) {
-	e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0), queue("a", "c", 8, reclaimAny), queue("b", "c", 7, lower))
-	e.run("b-pinned", "b", 0, time.Hour, []int{0}, []int{3}).Preemptible = false
-	e.run("b2-small", "b", 4, time.Hour, []int{0}, []int{1})
-	e.run("b1-big", "b", 4, time.Hour, []int{1}, []int{4})
-	s := preempt.NewSearcher(preempt.Options{Cost: zeroCost{}})
-	p, err := s.Victims(e.view(), e.req("new", "a", 5, 2, 1, ""), nil)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"b1-big"}, ids(p))
-	assert.Equal(t, preempt.Reclaim, p.Victims[0].Reason)
+	for _, required := range []string{"", "leaf"} {
+		t.Run("required "+required, func(t *testing.T) {
+			e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0), queue("a", "c", 8, reclaimAny), queue("b", "c", 7, lower),
+				queue("x", "c", 8, lower))
+			e.run("x-pinned0", "x", 0, time.Hour, []int{0}, []int{4}).Preemptible = false
+			e.run("x-pinned1", "x", 0, time.Hour, []int{1}, []int{4}).Preemptible = false
+			e.run("b-pinned", "b", 0, time.Hour, []int{2}, []int{3}).Preemptible = false
+			e.run("b2-small", "b", 4, time.Hour, []int{2}, []int{1})
+			e.run("b1-big", "b", 4, time.Hour, []int{3}, []int{4})
+			s := preempt.NewSearcher(preempt.Options{Cost: zeroCost{}})
+			p, err := s.Victims(e.view(), e.req("new", "a", 5, 2, 1, required), nil)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"b1-big"}, ids(p))
+			assert.Equal(t, preempt.Reclaim, p.Victims[0].Reason)
+		})
+	}
 }
 
 // TestWarmNodeBeforeCheaperVictim: quota needs one victim back; eviction

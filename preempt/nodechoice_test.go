@@ -179,3 +179,31 @@ func TestReclaimBudgetSpentWhereItBuysTheMostRoom(t *testing.T) {
 		})
 	}
 }
+
+// costTable prices each workload by its ID.
+type costTable map[string]float64
+
+func (c costTable) Cost(r *preempt.Running, _ time.Time) float64 { return c[r.W.ID] }
+
+// TestTouchedNodeWaitsForCheaperRoomElsewhere: excluded work already
+// frees half a pod's room on node 1, where t1 completes it for 28. Node
+// 2's v makes the whole room for 25, the cheapest; eviction order (by
+// cost) would fit the pod on node 0 for 30. A node whose room is partly
+// freed is priced exactly from the start, and the walk still opens the
+// rest of the fleet, by the bound for this pod size, before it settles.
+func TestTouchedNodeWaitsForCheaperRoomElsewhere(t *testing.T) {
+	e := newEnv(t, 1, 1, 3, 8, queue("a", "", 64, lower))
+	e.run("u1", "a", 3, time.Hour, []int{0}, []int{2})
+	e.run("u2", "a", 3, time.Hour, []int{0}, []int{2})
+	e.run("h0", "a", 9, time.Hour, []int{0}, []int{4})
+	e.run("g", "a", 9, time.Hour, []int{1}, []int{2})
+	e.run("t1", "a", 3, time.Hour, []int{1}, []int{2})
+	e.run("h1", "a", 9, time.Hour, []int{1}, []int{4})
+	e.run("v", "a", 3, time.Hour, []int{2}, []int{4})
+	e.run("h2", "a", 9, time.Hour, []int{2}, []int{4})
+	s := preempt.NewSearcher(preempt.Options{Cost: costTable{"u1": 10, "u2": 20, "v": 25, "t1": 28}})
+	p, err := s.Victims(e.view(), e.req("new", "a", 5, 1, 4, ""), map[string]bool{"g": true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"v"}, ids(p))
+	assert.Equal(t, []placement.NodeGPUs{{Node: 2, GPUs: 4}}, p.Target.NodeGPUs())
+}
