@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -87,10 +88,14 @@ func TestKueueWalkFindsWhatTheNodeWalkSpends(t *testing.T) {
 			e.run("b2-small", "b", 4, time.Hour, []int{2}, []int{1})
 			e.run("b1-big", "b", 4, time.Hour, []int{3}, []int{4})
 			s := preempt.NewSearcher(preempt.Options{Cost: zeroCost{}})
-			p, err := s.Victims(e.view(), e.req("new", "a", 5, 2, 1, required), nil)
-			require.NoError(t, err)
-			assert.Equal(t, []string{"b1-big"}, ids(p))
-			assert.Equal(t, preempt.Reclaim, p.Victims[0].Reason)
+			// The same Searcher twice: what one search marked does not
+			// hide candidates from the next.
+			for range 2 {
+				p, err := s.Victims(e.view(), e.req("new", "a", 5, 2, 1, required), nil)
+				require.NoError(t, err)
+				assert.Equal(t, []string{"b1-big"}, ids(p))
+				assert.Equal(t, preempt.Reclaim, p.Victims[0].Reason)
+			}
 		})
 	}
 }
@@ -231,4 +236,27 @@ func TestFreeLeafSparesWhatQuotaDoesNotNeed(t *testing.T) {
 			assert.Equal(t, []placement.NodeGPUs{{Node: 1, GPUs: 4}}, p.Target.NodeGPUs())
 		})
 	}
+}
+
+// TestNonUniformLeavesBoundEachLeafByItsOwnNodes: leaf 0 has two nodes,
+// leaf 1 one. A one-node pod that must sit in a leaf needs one node of
+// leaf 0 freed, not the whole leaf (whose second node holds priority-9
+// work): leaf 0's priority-1 victim wins over leaf 1's priority-3 one.
+func TestNonUniformLeavesBoundEachLeafByItsOwnNodes(t *testing.T) {
+	spec := topology.Spec{Levels: []string{"leaf", "node"}, Nodes: []topology.NodeSpec{
+		{Name: "n0", Path: []string{"l0"}, GPUs: 8, Flavor: "H100"},
+		{Name: "n1", Path: []string{"l0"}, GPUs: 8, Flavor: "H100"},
+		{Name: "n2", Path: []string{"l1"}, GPUs: 8, Flavor: "H100"},
+	}}
+	f, err := topology.New(spec)
+	require.NoError(t, err)
+	tree, err := quota.New(quota.Spec{Flavors: []string{"H100"}, Nodes: []quota.NodeSpec{queue("a", "", 64, lower)}})
+	require.NoError(t, err)
+	e := &env{t: t, f: f, tree: tree}
+	e.run("l0-lo", "a", 1, time.Hour, []int{0}, []int{8})
+	e.run("l0-hi", "a", 9, time.Hour, []int{1}, []int{8})
+	e.run("l1-mid", "a", 3, time.Minute, []int{2}, []int{8})
+	p, err := victims(t, e, e.req("new", "a", 5, 1, 8, "leaf"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"l0-lo"}, ids(p))
 }

@@ -120,6 +120,7 @@ func TestCheapestNodesEqualPricingEveryNode(t *testing.T) {
 				for i := range got {
 					require.Equal(t, want[i].Node, got[i].Node, "domain %d, node %d of %d", d, i, m)
 					require.InDelta(t, want[i].GPUSeconds, got[i].GPUSeconds, 1e-3+want[i].GPUSeconds*1e-8)
+					require.LessOrEqual(t, got[i].GPUSeconds, want[i].GPUSeconds, "a lower bound")
 				}
 			}
 		}

@@ -207,3 +207,23 @@ func TestTouchedNodeWaitsForCheaperRoomElsewhere(t *testing.T) {
 	assert.Equal(t, []string{"v"}, ids(p))
 	assert.Equal(t, []placement.NodeGPUs{{Node: 2, GPUs: 4}}, p.Target.NodeGPUs())
 }
+
+// TestSlotOfTwoBorrowersCountsEachQueuesOwnBudget: node 0's room takes
+// one workload of b and one of c, each borrowing queue losing what it
+// borrows at most: b1 counts against b's budget only, so c1 still may
+// go, and node 0 (24) wins over node 1, whose three cheaper workloads
+// (27 in all) eviction order would take first.
+func TestSlotOfTwoBorrowersCountsEachQueuesOwnBudget(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 4, cohort("co", "", 0), queue("a", "co", 8, reclaimAny),
+		queue("b", "co", 0, lower), queue("c", "co", 0, lower), queue("x", "co", 8, lower))
+	e.run("b1", "b", 1, time.Hour, []int{0}, []int{2})
+	e.run("c1", "c", 1, time.Hour, []int{0}, []int{2})
+	e.run("z1", "b", 1, time.Hour, []int{1}, []int{1})
+	e.run("z2", "b", 1, time.Hour, []int{1}, []int{1})
+	e.run("z3", "b", 1, time.Hour, []int{1}, []int{2})
+	s := preempt.NewSearcher(preempt.Options{Cost: costTable{"b1": 12, "c1": 12, "z1": 9, "z2": 9, "z3": 9}})
+	p, err := s.Victims(e.view(), e.req("new", "a", 5, 1, 4, ""), nil)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"b1", "c1"}, ids(p))
+	assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 4}}, p.Target.NodeGPUs())
+}
