@@ -76,14 +76,28 @@ func TestGangOfEveryNodeClearsTheFleet(t *testing.T) {
 // cannot free a second GPU; Kueue's walk in eviction order takes b's
 // 4-GPU workload first (its ID comes first), which frees the room at
 // once. The plan is Kueue's, for a gang anywhere in the fleet and for
-// one that must sit in a leaf (leaf 0 holds pinned work).
+// one that must sit in a leaf (leaf 0 holds pinned work). For the leaf,
+// Kueue's walk runs over the leaf's own candidates: b's workload in leaf
+// 0, first in eviction order, would spend the budget on no room there.
 func TestKueueWalkFindsWhatTheNodeWalkSpends(t *testing.T) {
-	for _, required := range []string{"", "leaf"} {
-		t.Run("required "+required, func(t *testing.T) {
-			e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0), queue("a", "c", 8, reclaimAny), queue("b", "c", 7, lower),
+	for _, tc := range []struct {
+		required string
+		decoy    bool
+	}{{"", false}, {"leaf", false}, {"leaf", true}} {
+		t.Run(fmt.Sprintf("required %q, b in leaf 0 %v", tc.required, tc.decoy), func(t *testing.T) {
+			nomB := int64(7)
+			if tc.decoy {
+				nomB = 8
+			}
+			e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0), queue("a", "c", 8, reclaimAny), queue("b", "c", nomB, lower),
 				queue("x", "c", 8, lower))
-			e.run("x-pinned0", "x", 0, time.Hour, []int{0}, []int{4}).Preemptible = false
 			e.run("x-pinned1", "x", 0, time.Hour, []int{1}, []int{4}).Preemptible = false
+			if tc.decoy {
+				e.run("x-pinned0", "x", 0, time.Hour, []int{0}, []int{3}).Preemptible = false
+				e.run("b0-decoy", "b", 4, time.Hour, []int{0}, []int{1})
+			} else {
+				e.run("x-pinned0", "x", 0, time.Hour, []int{0}, []int{4}).Preemptible = false
+			}
 			e.run("b-pinned", "b", 0, time.Hour, []int{2}, []int{3}).Preemptible = false
 			e.run("b2-small", "b", 4, time.Hour, []int{2}, []int{1})
 			e.run("b1-big", "b", 4, time.Hour, []int{3}, []int{4})
@@ -91,7 +105,7 @@ func TestKueueWalkFindsWhatTheNodeWalkSpends(t *testing.T) {
 			// The same Searcher twice: what one search marked does not
 			// hide candidates from the next.
 			for range 2 {
-				p, err := s.Victims(e.view(), e.req("new", "a", 5, 2, 1, required), nil)
+				p, err := s.Victims(e.view(), e.req("new", "a", 5, 2, 1, tc.required), nil)
 				require.NoError(t, err)
 				assert.Equal(t, []string{"b1-big"}, ids(p))
 				assert.Equal(t, preempt.Reclaim, p.Victims[0].Reason)
@@ -259,4 +273,22 @@ func TestNonUniformLeavesBoundEachLeafByItsOwnNodes(t *testing.T) {
 	p, err := victims(t, e, e.req("new", "a", 5, 1, 8, "leaf"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"l0-lo"}, ids(p))
+}
+
+// TestCostBoundCountsRoomOfExcludedWork: a 6-GPU pod in one leaf. On
+// leaf 0, excluded work frees 4 GPUs, so only the cheap 2-GPU workload
+// beside it must go, not the dear one; leaf 1 needs most of a workload
+// that costs more than the cheap one and less than both. The bound on
+// leaf 0's price counts the excluded work's GPUs as freed: leaf 0 is
+// not put after leaf 1 nor pruned by its cost, and wins.
+func TestCostBoundCountsRoomOfExcludedWork(t *testing.T) {
+	e := newEnv(t, 1, 2, 1, 8, queue("a", "", 64, lower))
+	e.run("gone", "a", 9, time.Hour, []int{0}, []int{4})
+	e.run("cheap", "a", 1, 10*time.Minute, []int{0}, []int{2}) // 2 x 780 s
+	e.run("dear", "a", 1, 2*time.Hour, []int{0}, []int{2})     // 2 x 7380 s
+	e.run("mid", "a", 1, 5*time.Minute, []int{1}, []int{8})    // 8 x 480 s
+	p, err := victims(t, e, e.req("new", "a", 5, 1, 6, "leaf"), map[string]bool{"gone": true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cheap"}, ids(p))
+	assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 6}}, p.Target.NodeGPUs())
 }

@@ -227,3 +227,30 @@ func TestSlotOfTwoBorrowersCountsEachQueuesOwnBudget(t *testing.T) {
 	assert.ElementsMatch(t, []string{"b1", "c1"}, ids(p))
 	assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 4}}, p.Target.NodeGPUs())
 }
+
+// TestNodeLevelPodFreesTheCheapestNode: a pod that must sit on one node
+// needs a node freed. Eviction order (cost) would take node 1's two
+// small workloads; node 2's one workload loses less than both and is
+// the victim. Node 0, half free, or free but inside an avoided domain,
+// is no room for the pod and changes nothing.
+func TestNodeLevelPodFreesTheCheapestNode(t *testing.T) {
+	for _, avoidFree := range []bool{false, true} {
+		t.Run(fmt.Sprintf("node 0 free and avoided %v", avoidFree), func(t *testing.T) {
+			e := newEnv(t, 1, 1, 3, 8, queue("a", "", 64, lower))
+			if !avoidFree {
+				e.run("pinned", "a", 9, time.Hour, []int{0}, []int{4}).Preemptible = false
+			}
+			e.run("c1", "a", 1, time.Minute, []int{1}, []int{4})               // 4 x 240 s
+			e.run("c2", "a", 1, 3*time.Minute, []int{1}, []int{4})             // 4 x 360 s
+			e.run("d", "a", 1, time.Minute+30*time.Second, []int{2}, []int{8}) // 8 x 270 s
+			r := e.req("new", "a", 5, 1, 8, "node")
+			if avoidFree {
+				r.Avoid = []topology.DomainID{e.f.NodeDomain(0)}
+			}
+			p, err := victims(t, e, r, nil)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"d"}, ids(p))
+			assert.Equal(t, []placement.NodeGPUs{{Node: 2, GPUs: 8}}, p.Target.NodeGPUs())
+		})
+	}
+}
