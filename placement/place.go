@@ -85,6 +85,7 @@ type Placer struct {
 
 	pods    []Pod
 	caps    []int
+	spent   []int // placeSegments: segment domains filled, by index from the first
 	cands   []candidate
 	doms    []topology.DomainID // candidate domains, when trials mutate
 	byPods  []domPods           // candidate domains with the pods they hold
@@ -815,18 +816,25 @@ func (p *Placer) placeSegments(d topology.DomainID, size, n int) bool {
 		// Segment domains share their spread domain's limit, so every unit
 		// placed lowers what its siblings can take: count again before
 		// each choice. Taking all a domain can hold never wastes a shared
-		// limit, so this finds room whenever there is some.
-		defer func() { p.caps = p.caps[:base] }()
+		// limit, so this finds room whenever there is some. A domain so
+		// filled takes no more (its nodes' free GPUs do not show this
+		// trial's pods).
+		spent := len(p.spent)
+		defer func() { p.caps, p.spent = p.caps[:base], p.spent[:spent] }()
 		for n > 0 {
 			p.caps = p.caps[:base]
 			for e := lo; e < hi; e++ {
 				p.caps = append(p.caps, p.capacity(e)/size)
+			}
+			for _, i := range p.spent[spent:] {
+				p.caps[base+i] = 0
 			}
 			i, units := p.pick(base, n, lo)
 			if i < 0 {
 				return false
 			}
 			p.fill(lo+topology.DomainID(i), units*size)
+			p.spent = append(p.spent, i)
 			n -= units
 		}
 		return true

@@ -81,3 +81,46 @@ func TestSegmentsThatDoNotDivideAreRefused(t *testing.T) {
 		require.ErrorIs(t, err, placement.ErrInvalid, "%+v placed %d pods", seg, len(a.Pods))
 	}
 }
+
+// TestNodeSegmentsUnderALeafLimitFillEachNodeOnce: segments of one
+// node each, at most 4 pods per leaf, and two nodes up with 2 GPUs free
+// each, in two leaves. The node that holds the most takes all it can,
+// and the next choice, counted again for the leaf limits, does not offer
+// it again: the gang takes the other node, or, when that one is avoided,
+// does not fit. It never puts more pods on a node than it holds.
+func TestNodeSegmentsUnderALeafLimitFillEachNodeOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pods  int
+		avoid bool // node-0-1-1, the only node of leaf 1 up, is avoided
+		want  []string
+	}{
+		{"four pods: two nodes of two", 4, false, []string{"node-0-0-0=2", "node-0-1-1=2"}},
+		{"four pods, the second node avoided", 4, true, nil},
+		{"two pods: node 0 holds both", 2, true, []string{"node-0-0-0=2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fleet(t, 1, 2, 2)
+			require.NoError(t, f.Allocate(node(t, f, "node-0-0-0"), 6))
+			require.NoError(t, f.Allocate(node(t, f, "node-0-1-1"), 6))
+			require.NoError(t, f.SetHealth(node(t, f, "node-0-0-1"), topology.Down))
+			require.NoError(t, f.SetHealth(node(t, f, "node-0-1-0"), topology.Down))
+			w := work("s", tc.pods, 1, "", "")
+			w.Topology.Segment = gang.Segment{Size: 1, Level: "node"}
+			w.Spread = gang.Spread{MaxPerDomain: 4, Level: "leaf"}
+			require.NoError(t, w.ValidateFor(f.Levels(), 8))
+			var avoid []topology.DomainID
+			if tc.avoid {
+				avoid = append(avoid, f.NodeDomain(node(t, f, "node-0-1-1")))
+			}
+			a, err := placement.NewPlacer(placement.Options{}).PlaceAvoiding(f, w, avoid...)
+			if tc.want == nil {
+				require.ErrorIs(t, err, placement.ErrNoFit)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, nodesOf(f, a))
+			require.NoError(t, placement.Apply(f.Clone(), a))
+		})
+	}
+}

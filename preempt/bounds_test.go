@@ -159,3 +159,31 @@ func TestRefusedAddLeavesIndexClean(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 }
+
+// countingCost is DefaultCost that counts the candidates it prices.
+type countingCost struct{ n *int }
+
+func (c countingCost) Cost(r *preempt.Running, now time.Time) float64 {
+	*c.n++
+	return preempt.DefaultCost{RestartOverhead: 3 * time.Minute}.Cost(r, now)
+}
+
+// TestBoundsPruneWhatTheSearchPrices: a search for whole leaves on a
+// 16,384-GPU fleet tries the leaves lowest bound first, cheapest cost
+// bound first within a bound, and stops once no bound can beat the best
+// set: it prices at most half the candidates that trying every leaf
+// prices, for the same plan.
+func TestBoundsPruneWhatTheSearchPrices(t *testing.T) {
+	for _, fill := range shapes.Fills() {
+		v := shapes.Clear(16384, fill, 1)
+		pruned, every := 0, 0
+		p, err := preempt.NewSearcher(preempt.Options{Cost: countingCost{&pruned}}).Victims(v.View(), v.Request, nil)
+		require.NoError(t, err)
+		ref := preempt.NewSearcher(preempt.Options{Cost: countingCost{&every}})
+		preempt.SetNoBounds(ref, true)
+		p2, err := ref.Victims(v.View(), v.Request, nil)
+		require.NoError(t, err)
+		require.Equal(t, p2, p)
+		require.LessOrEqual(t, 2*pruned, every, "%v: %d priced, %d trying every leaf", fill, pruned, every)
+	}
+}

@@ -16,7 +16,8 @@ import (
 	"github.com/fleetsched/fleet/topology"
 )
 
-// CheapestNodesBound and CheapestNodes, read from the index's class trees
+// CheapestNodesBound and CheapestNodes (appended to a dst that may hold
+// entries already), read from the index's class trees
 // after adds, updates and removals, equal the cheapest nodes found by
 // pricing every node of a domain: a node any workload that is not a
 // candidate holds is left out, draining work costs nothing, and running
@@ -106,12 +107,20 @@ func TestCheapestNodesEqualPricingEveryNode(t *testing.T) {
 					require.InDelta(t, sum, b, 1e-3+sum*1e-8)
 					require.LessOrEqual(t, b, sum)
 				}
-				got, more := x.CheapestNodes(d, m, now, over, nil)
+				// CheapestNodes appends: what dst held stays in front.
+				prefix := make([]preempt.NodeBound, rapid.IntRange(0, 2).Draw(t, "prefix"))
+				for i := range prefix {
+					prefix[i] = preempt.NodeBound{Node: topology.NodeID(i), GPUSeconds: -1}
+				}
+				got, more := x.CheapestNodes(d, m, now, over, slices.Clone(prefix))
+				require.Equal(t, prefix, got[:len(prefix)])
+				got = got[len(prefix):]
 				require.Equal(t, len(want) > min(m, len(want)), more)
 				require.Len(t, got, min(m, len(want)))
 				for i := range got {
 					require.Equal(t, want[i].Node, got[i].Node, "domain %d, node %d of %d", d, i, m)
 					require.InDelta(t, want[i].GPUSeconds, got[i].GPUSeconds, 1e-3+want[i].GPUSeconds*1e-8)
+					require.LessOrEqual(t, got[i].GPUSeconds, want[i].GPUSeconds, "a lower bound")
 				}
 			}
 		}

@@ -115,6 +115,9 @@ type fairWalk struct {
 // borrowing allowed). It reports whether it does; the victims are taken.
 func (s *Searcher) pickFair(placing bool) bool {
 	t, q := s.tree, s.req.Queue
+	if s.quotaOK(true) && (!placing || s.fitsPlacing(true)) {
+		return true // it fits already: the walk picks nobody
+	}
 	m := s.openAttempt(attempt{true, othersAll})
 	n := t.NumNodes()
 	s.streamOf = fillInt32(s.streamOf, n, -1)

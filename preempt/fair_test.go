@@ -1,9 +1,11 @@
 package preempt_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsched/fleet/preempt"
@@ -178,4 +180,43 @@ func TestLowerOrNewerEqualPriorityComparesQueueOrderTime(t *testing.T) {
 	p, err := preempt.NewSearcher(preempt.Options{}).Victims(u.view(), req, nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{"started-first-queued-later"}, ids(p))
+}
+
+// TestFairSharingTopologyVictimPassesAStrategy: the request fits quota
+// as it is, but no node has room. b borrows 2; the victim that frees a
+// node is b's, taken for topology: while a stays within its nominal
+// quota it is reclaimed; while a borrows less than b it passes S2-b
+// (FairSharing); once a would borrow as much as b no strategy lets it
+// go, and the explanation is topology, not quota, which fits.
+func TestFairSharingTopologyVictimPassesAStrategy(t *testing.T) {
+	for _, tc := range []struct {
+		nomA   int64
+		want   []string
+		reason preempt.Reason
+	}{
+		{4, []string{"b2"}, preempt.Reclaim},
+		{3, []string{"b2"}, preempt.FairSharing},
+		{2, nil, 0},
+	} {
+		t.Run(fmt.Sprintf("a nominal %d", tc.nomA), func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0), queue("a", "c", tc.nomA, fairRules),
+				queue("b", "c", 6, fairRules), queue("x", "c", 6-tc.nomA, fairRules))
+			e.run("b1", "b", 0, time.Hour, []int{0}, []int{2})
+			e.run("b3", "b", 0, time.Hour, []int{0}, []int{2})
+			e.run("b2", "b", 0, time.Minute, []int{1}, []int{4})
+			r := e.req("new", "a", 0, 1, 4, "")
+			r.FairSharing = true
+			p, err := victims(t, e, r, nil)
+			if tc.want == nil {
+				var np *preempt.NoPlan
+				require.ErrorAs(t, err, &np)
+				assert.Equal(t, preempt.WhyTopology, np.Why)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, ids(p))
+			assert.Equal(t, tc.reason, p.Victims[0].Reason)
+			assert.Equal(t, tc.nomA < 4, p.Borrowing)
+		})
+	}
 }
