@@ -88,3 +88,38 @@ func TestFragmentationSteers(t *testing.T) {
 		})
 	}
 }
+
+// TestFragmentationRankAtSharedGPUs: the ranker's score of a share on a
+// node whose GPUs are partly used (one shared to its last thousandth,
+// others with shares of several sizes) equals the naive measure's, on
+// every GPU the share fits: the ranker keeps the partly used GPUs in
+// order as a share lands on one of them.
+func TestFragmentationRankAtSharedGPUs(t *testing.T) {
+	spec := topology.Uniform(topology.UniformSpec{Levels: []string{"node"}, Fanout: []int{3}, GPUsPerNode: 8, Flavor: "A10"})
+	for i := range spec.Nodes {
+		spec.Nodes[i].Resources = map[string]int64{"cpu": 8000}
+	}
+	spec.Nodes[2].Flavor = "L4"
+	f, err := topology.New(spec)
+	require.NoError(t, err)
+	for gpu, share := range []int{1000, 100, 700, 300, 500} {
+		require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: gpu, Share: share}))
+	}
+	mix := []mixShape{{ps: gang.PodSet{Name: "p", Count: 1, GPUShare: 100}},
+		{ps: gang.PodSet{Name: "p", Count: 1, GPUShare: 500}, models: []string{"A10"}},
+		{ps: gang.PodSet{Name: "p", Count: 1, GPUsPerPod: 2}}}
+	fr := placement.NewFragmentation()
+	for _, m := range mix {
+		fr.Observe(&gang.Workload{ID: "m", Queue: "q", Shape: gang.Batch, Flavors: m.models, PodSets: []gang.PodSet{m.ps}})
+	}
+	for _, share := range []int{100, 200, 300} {
+		ps := gang.PodSet{Name: "p", Count: 1, GPUShare: share}
+		w := &gang.Workload{ID: "w", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{ps}}
+		for gpu := range f.Capacity(0) {
+			want, o, ok := naiveRank(f, 0, ps, gpu, mix)
+			if ok {
+				require.InDelta(t, want, fr.Rank(f, w, o), 1e-9, "share %d on GPU %d", share, gpu)
+			}
+		}
+	}
+}
