@@ -172,3 +172,25 @@ func TestWarmReplicasGoToTheFirstModelInOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestMIGSliceGoesWhereItLeavesFewestSlices: a 1g.10gb slice takes one
+// memory slice of an H100 and two of an A100 (40 GB). GPU 0 of each node
+// has four slices free: on the A100 the slice leaves two, on the H100
+// three, so the A100 is the tighter fit, whichever model is listed first.
+func TestMIGSliceGoesWhereItLeavesFewestSlices(t *testing.T) {
+	spec := topology.Spec{Levels: []string{"node"}, Nodes: []topology.NodeSpec{
+		{Name: "h", GPUs: 4, Flavor: "H100", MIG: true},
+		{Name: "a", GPUs: 4, Flavor: "A100", MIG: true},
+	}}
+	f, err := topology.New(spec)
+	require.NoError(t, err)
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: 0, MIG: "3g.40gb"}))
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: 1, GPU: 0, MIG: "3g.20gb"}))
+	for _, models := range [][]string{{"H100", "A100"}, {"A100", "H100"}} {
+		w := onePod("w", gang.PodSet{MIG: "1g.10gb"}, models...)
+		a, err := placement.Place(f, w, placement.Options{})
+		require.NoError(t, err)
+		assert.Equal(t, "a", f.NodeName(a.Pods[0].Node), "models %v", models)
+		assert.Equal(t, 0, a.Pods[0].GPU)
+	}
+}
