@@ -88,3 +88,78 @@ func TestFragmentationSteers(t *testing.T) {
 		})
 	}
 }
+
+// TestFragmentationRankAtSharedGPUs: the ranker's score of a share on a
+// node whose GPUs are partly used (one shared to its last thousandth,
+// others with shares of several sizes) equals the naive measure's, on
+// every GPU the share fits: the ranker keeps the partly used GPUs in
+// order as a share lands on one of them.
+func TestFragmentationRankAtSharedGPUs(t *testing.T) {
+	spec := topology.Uniform(topology.UniformSpec{Levels: []string{"node"}, Fanout: []int{3}, GPUsPerNode: 8, Flavor: "A10"})
+	for i := range spec.Nodes {
+		spec.Nodes[i].Resources = map[string]int64{"cpu": 8000}
+	}
+	spec.Nodes[2].Flavor = "L4"
+	f, err := topology.New(spec)
+	require.NoError(t, err)
+	for gpu, share := range []int{1000, 100, 700, 300, 500} {
+		require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: gpu, Share: share}))
+	}
+	mix := []mixShape{{ps: gang.PodSet{Name: "p", Count: 1, GPUShare: 100}},
+		{ps: gang.PodSet{Name: "p", Count: 1, GPUShare: 500}, models: []string{"A10"}},
+		{ps: gang.PodSet{Name: "p", Count: 1, GPUsPerPod: 2}}}
+	fr := placement.NewFragmentation()
+	for _, m := range mix {
+		fr.Observe(&gang.Workload{ID: "m", Queue: "q", Shape: gang.Batch, Flavors: m.models, PodSets: []gang.PodSet{m.ps}})
+	}
+	for _, share := range []int{100, 200, 300} {
+		ps := gang.PodSet{Name: "p", Count: 1, GPUShare: share}
+		w := &gang.Workload{ID: "w", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{ps}}
+		for gpu := range f.Capacity(0) {
+			want, o, ok := naiveRank(f, 0, ps, gpu, mix)
+			if ok {
+				require.InDelta(t, want, fr.Rank(f, w, o), 1e-9, "share %d on GPU %d", share, gpu)
+			}
+		}
+	}
+}
+
+// TestFragmentationRankAfterManyObservations: a shape observed seventy
+// times counts seventy times, not as seventy kept shapes, so shapes seen
+// once later are kept as their own; a shape bound to every model the
+// fleet has may go anywhere and costs no reserve. The ranker's scores
+// equal the naive measure's.
+func TestFragmentationRankAfterManyObservations(t *testing.T) {
+	spec := topology.Uniform(topology.UniformSpec{Levels: []string{"node"}, Fanout: []int{3}, GPUsPerNode: 8, Flavor: "A10"})
+	for i := range spec.Nodes {
+		spec.Nodes[i].Resources = map[string]int64{"cpu": 8000}
+	}
+	spec.Nodes[2].Flavor = "L4"
+	f, err := topology.New(spec)
+	require.NoError(t, err)
+	for gpu, share := range []int{300, 500, 800} {
+		require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: gpu, Share: share}))
+	}
+	var mix []mixShape
+	for range 70 {
+		mix = append(mix, mixShape{ps: gang.PodSet{Name: "p", Count: 1, GPUShare: 100}})
+	}
+	mix = append(mix, mixShape{ps: gang.PodSet{Name: "p", Count: 1, GPUShare: 600}, models: []string{"A10"}},
+		mixShape{ps: gang.PodSet{Name: "p", Count: 1, GPUsPerPod: 4}, models: []string{"A10", "L4"}},
+		mixShape{ps: gang.PodSet{Name: "p", Count: 1, GPUsPerPod: 8}, models: []string{"L4"}})
+	fr := placement.NewFragmentation()
+	for _, m := range mix {
+		fr.Observe(&gang.Workload{ID: "m", Queue: "q", Shape: gang.Batch, Flavors: m.models, PodSets: []gang.PodSet{m.ps}})
+	}
+	for _, ps := range []gang.PodSet{{Name: "p", Count: 1, GPUShare: 200}, {Name: "p", Count: 1, GPUsPerPod: 2}} {
+		w := &gang.Workload{ID: "w", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{ps}}
+		for n := range topology.NodeID(3) {
+			for gpu := range f.Capacity(n) {
+				want, o, ok := naiveRank(f, n, ps, gpu, mix)
+				if ok {
+					require.InDelta(t, want, fr.Rank(f, w, o), 1e-9, "%+v on node %d GPU %d", ps, n, gpu)
+				}
+			}
+		}
+	}
+}

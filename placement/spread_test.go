@@ -124,3 +124,21 @@ func TestNodeSegmentsUnderALeafLimitFillEachNodeOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestSegmentsUnderALeafLimitKeepEachUnitOnOneNode: units of two pods,
+// each on one node, at most 4 pods per leaf. The leaf's nodes have 2, 2,
+// 4 and 4 GPUs free: the units take the two nodes of 4, not the
+// fewest-free nodes a plain fill would start with.
+func TestSegmentsUnderALeafLimitKeepEachUnitOnOneNode(t *testing.T) {
+	f := fleet(t, 1, 1, 4)
+	for n, busy := range []int{6, 6, 4, 4} {
+		require.NoError(t, f.Allocate(topology.NodeID(n), busy))
+	}
+	w := work("s", 4, 2, "", "")
+	w.Topology.Segment = gang.Segment{Size: 2, Level: "node"}
+	w.Spread = gang.Spread{MaxPerDomain: 4, Level: "leaf"}
+	require.NoError(t, w.ValidateFor(f.Levels(), 8))
+	a, err := placement.Place(f, w, placement.Options{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"node-0-0-2=4", "node-0-0-3=4"}, nodesOf(f, a))
+}
