@@ -1,6 +1,8 @@
 package placement_test
 
 import (
+	"fmt"
+
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -141,4 +143,28 @@ func TestSegmentsUnderALeafLimitKeepEachUnitOnOneNode(t *testing.T) {
 	a, err := placement.Place(f, w, placement.Options{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"node-0-0-2=4", "node-0-0-3=4"}, nodesOf(f, a))
+}
+
+// TestSegmentsDescendLevelByLevel: a gang preferring the spine level is
+// placed down the tree by the fewest-domains rule at every level: leaf 1
+// holds the pod with fewer pods to spare (8) than leaf 0 (6 + 4), so its
+// node takes it, although node 1 alone is the tightest node. A segment of
+// one pod per node asks nothing more, and changes nothing.
+func TestSegmentsDescendLevelByLevel(t *testing.T) {
+	for _, seg := range []int{0, 1} {
+		t.Run(fmt.Sprintf("segment %d", seg), func(t *testing.T) {
+			f := fleet(t, 1, 2, 2)
+			require.NoError(t, f.Allocate(node(t, f, "node-0-0-0"), 2))
+			require.NoError(t, f.Allocate(node(t, f, "node-0-0-1"), 4))
+			require.NoError(t, f.SetHealth(node(t, f, "node-0-1-1"), topology.Down))
+			w := work("s", 1, 1, "spine", "spine")
+			if seg > 0 {
+				w.Topology.Segment = gang.Segment{Size: seg, Level: "node"}
+			}
+			require.NoError(t, w.ValidateFor(f.Levels(), 8))
+			a, err := placement.Place(f, w, placement.Options{})
+			require.NoError(t, err)
+			require.Equal(t, []string{"node-0-1-0=1"}, nodesOf(f, a))
+		})
+	}
 }
