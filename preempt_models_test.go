@@ -35,18 +35,7 @@ func TestModelSetPreemptsOnItsModelsInOrder(t *testing.T) {
 		{name: "no victim anywhere", models: []string{"H100", "A100"}, blocked: []string{"h0", "h1", "a0"}, model: "H100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := shareConfig()
-			cfg.Quota.Nodes[0].Preemption = quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}
-			s, err := fleet.New(cfg)
-			require.NoError(t, err)
-			_, err = s.SetNodeHealth(t0, "m0", topology.Cordoned)
-			require.NoError(t, err)
-			for _, n := range []struct{ node, model string }{{"h0", "H100"}, {"h1", "H100"}, {"a0", "A100"}} {
-				w := gang.Workload{ID: "batch-" + n.node, Queue: "team", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
-					Flavor: n.model, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}},
-					Drain: gang.DrainContract{Preemptible: !contains(tc.blocked, n.node)}}
-				require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Node: n.node, GPUs: 8}}))
-			}
+			s := batchOnEveryModel(t, tc.blocked)
 			now := t0.Add(time.Hour)
 			w := gang.Workload{ID: "serve", Queue: "team", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
 				Flavors: tc.models, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}}}
@@ -92,18 +81,7 @@ func TestSharedModelSetReclaimsOnItsModelsInOrder(t *testing.T) {
 		{name: "no victim on the first: the next", blocked: []string{"h0", "h1"}, victimOn: "a0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := shareConfig()
-			cfg.Quota.Nodes[0].Preemption = quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}
-			s, err := fleet.New(cfg)
-			require.NoError(t, err)
-			_, err = s.SetNodeHealth(t0, "m0", topology.Cordoned)
-			require.NoError(t, err)
-			for _, n := range []struct{ node, model string }{{"h0", "H100"}, {"h1", "H100"}, {"a0", "A100"}} {
-				w := gang.Workload{ID: "batch-" + n.node, Queue: "team", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
-					Flavor: n.model, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}},
-					Drain: gang.DrainContract{Preemptible: !contains(tc.blocked, n.node)}}
-				require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Node: n.node, GPUs: 8}}))
-			}
+			s := batchOnEveryModel(t, tc.blocked)
 			now := t0.Add(time.Hour)
 			w := gang.Workload{ID: "serve", Queue: "team", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
 				Flavors: []string{"H100", "A100"}, PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUShare: 500}}}
@@ -140,4 +118,23 @@ func pendingFlavor(snap fleet.Snapshot, id string) string {
 		}
 	}
 	return ""
+}
+
+// batchOnEveryModel is shareConfig with m0 cordoned and an 8-GPU batch job
+// of queue team on h0, h1 (H100) and a0 (A100), preemptible unless blocked.
+func batchOnEveryModel(t *testing.T, blocked []string) *fleet.Scheduler {
+	t.Helper()
+	cfg := shareConfig()
+	cfg.Quota.Nodes[0].Preemption = quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	_, err = s.SetNodeHealth(t0, "m0", topology.Cordoned)
+	require.NoError(t, err)
+	for _, n := range []struct{ node, model string }{{"h0", "H100"}, {"h1", "H100"}, {"a0", "A100"}} {
+		w := gang.Workload{ID: "batch-" + n.node, Queue: "team", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
+			Flavor: n.model, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}},
+			Drain: gang.DrainContract{Preemptible: !contains(blocked, n.node)}}
+		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Node: n.node, GPUs: 8}}))
+	}
+	return s
 }
