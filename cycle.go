@@ -77,7 +77,8 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	s.reserve = nil
 	blocked := map[quota.NodeID]string{} // StrictFIFO queue -> its blocked head
 	taken := map[string]bool{}
-	failed := map[failKey]int{}
+	failed := &s.failed
+	failed.reset()
 	clear(s.refused)
 	clear(s.unreclaimable)
 	s.avoidSets = s.avoidSets[:0]

@@ -53,7 +53,7 @@ func replicable(e *entry) bool {
 //
 // jointFailed reports that a run of several replicas found no joint plan:
 // the caller then asks for its remaining members one by one.
-func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]bool, failed map[failKey]int, d *Decisions) (ok, jointFailed bool) {
+func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]bool, failed *failMemo, d *Decisions) (ok, jointFailed bool) {
 	if s.cfg.Policy.NoPreemption {
 		return false, false
 	}
@@ -82,8 +82,8 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 		// some too.
 		open := key
 		open.avoid = 0
-		pods, ok := failed[key]
-		if po, oko := failed[open]; oko && (!ok || po < pods) {
+		pods, ok := failed.get(key)
+		if po, oko := failed.get(open); oko && (!ok || po < pods) {
 			pods, ok = po, true
 		}
 		if ok && searchPods(run[0]) >= pods {
@@ -128,8 +128,8 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	// the class: a plan refused for a reservation, or one that needs no
 	// victim, does not.
 	if keyed && !found {
-		if pods, ok := failed[key]; !ok || searchPods(run[0]) < pods {
-			failed[key] = searchPods(run[0])
+		if pods, ok := failed.get(key); !ok || searchPods(run[0]) < pods {
+			failed.put(key, searchPods(run[0]))
 		}
 	}
 	return false, jointFailed
@@ -230,6 +230,43 @@ type failKey struct {
 	// avoid is the list of domains its plans may not use (avoidSet), as
 	// its index in the cycle's avoidSets plus one (0: none).
 	avoid int
+}
+
+// failMemo holds a cycle's failed victim searches: for each failKey, the
+// fewest pods a search of it found no plan for. Keys are small dense
+// numbers, so it is a table, read once or twice for every pending
+// workload that does not fit.
+type failMemo struct {
+	rows [][]int // rows[class-1][avoid]: pods plus one, 0 for none
+}
+
+func (m *failMemo) get(k failKey) (int, bool) {
+	if int(k.class) > len(m.rows) {
+		return 0, false
+	}
+	if r := m.rows[k.class-1]; k.avoid < len(r) && r[k.avoid] > 0 {
+		return r[k.avoid] - 1, true
+	}
+	return 0, false
+}
+
+func (m *failMemo) put(k failKey, pods int) {
+	if n := int(k.class); n > len(m.rows) {
+		m.rows = append(m.rows, make([][]int, n-len(m.rows))...)
+	}
+	r := m.rows[k.class-1]
+	if k.avoid >= len(r) {
+		r = append(r, make([]int, k.avoid+1-len(r))...)
+		m.rows[k.class-1] = r
+	}
+	r[k.avoid] = pods + 1
+}
+
+// reset forgets every failure, keeping the memory.
+func (m *failMemo) reset() {
+	for _, r := range m.rows {
+		clear(r)
+	}
 }
 
 // failClass is what of a workload puts it in a failKey besides the

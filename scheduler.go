@@ -60,6 +60,9 @@ type Scheduler struct {
 	// refused remembers, for one cycle, the plans found but refused
 	// (preemption.go): an identical request would find them again.
 	refused map[failKey]refusal
+	// failed remembers, for one cycle, the victim searches that found no
+	// plan (preemption.go).
+	failed failMemo
 	// failClasses numbers the failClasses met so far (failKey.class).
 	failClasses map[failClass]int32
 	// displaced lists, within a cycle, the workloads reclaimed for

@@ -62,6 +62,7 @@
 //
 //	index.Add(r)       // a workload started (or was adopted)
 //	index.Update(r)    // it started draining, checkpointed, its class changed
+//	index.Checkpointed(id) // only its shared spec's LastCheckpoint moved
 //	index.Remove(id)   // it ended (finished, failed, drained, killed)
 //
 // The Index keeps each queue's candidates in the static part of the

@@ -2,13 +2,15 @@ package preempt
 
 import "github.com/fleetsched/fleet/quota"
 
-// explain fills a NoPlan's candidate count and exclusions. Whole queues
-// (another flavor or tree, a rule that never takes from them, not
-// borrowing, the drain contract) are counted from the Index's per-queue
-// numbers; the queues the rules allow are walked to sort their work
-// between candidates, priority and minimum runtime. So a NoPlan costs
-// O(queues x flavors + the allowed queues' candidates), paid only when
-// preemption cannot help.
+// explain fills a NoPlan's candidate count and exclusions, as
+// counting every indexed workload by the rule that excludes it would.
+// Whole queues (another flavor or tree, a rule that never takes from
+// them, not borrowing) are counted from the Index's per-queue numbers;
+// in the queues the rules allow, work is walked in eviction order up to
+// the queue's highest candidate priority, and what lies above it is
+// counted as excluded by priority. So a NoPlan costs O(queues x flavors
+// + the allowed queues' work up to that priority + the gone), paid only
+// when preemption cannot help.
 func (s *Searcher) explain(np *NoPlan) {
 	x, t := s.index, s.tree
 	var ex Exclusions
@@ -28,23 +30,52 @@ func (s *Searcher) explain(np *NoPlan) {
 				continue
 			}
 			ex.NotPreemptible += int(x.blocked[qs])
-			if x.byQueue[qs] == nil {
+			cands := int(x.total[qs] - x.blocked[qs])
+			if cands == 0 {
 				continue
 			}
+			gone := s.goneIn(q)
+			ex.Claimed += gone
+			if !qr.allowed {
+				*ex.field(qr.excluded) += cands - gone
+				continue
+			}
+			seen := 0
 			x.byQueue[qs].Ascend(func(k orderKey) bool {
+				if k.band >= runningBand && int64(bandPrio(k.band)) > qr.maxPrio {
+					return false
+				}
 				if k.band&1 != 0 && x.entries[k.pos].split() {
 					return true // counted at its surplus's key
 				}
-				if e := s.excludedBy(k.pos); e == 0 {
+				seen++
+				switch e := s.excludedBy(k.pos); e {
+				case 0:
 					candidates++
-				} else {
+				case ExcludedClaimed:
+					seen-- // counted with the gone
+				default:
 					*ex.field(e)++
 				}
 				return true
 			})
+			// Unwalked: the running work above maxPrio, less its gone.
+			ex.Priority += cands - gone - seen
 		}
 	}
 	np.Candidates, np.Excluded = candidates, ex
+}
+
+// goneIn counts the candidates of queue q in the request's flavor
+// counted as gone (excluded as claimed).
+func (s *Searcher) goneIn(q quota.NodeID) int {
+	n := 0
+	for _, pos := range s.gone {
+		if e := &s.index.entries[pos]; e.run.Queue == q && e.run.Flavor == s.flavor && e.cand {
+			n++
+		}
+	}
+	return n
 }
 
 // excludedBy is exclusionOf without making a candidate of the entry (a

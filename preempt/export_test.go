@@ -15,6 +15,45 @@ func Hopeless(s *Searcher) bool { return s.hopeless }
 // the reference the pruned search must agree with.
 func SetNoBounds(s *Searcher, v bool) { s.noBounds = v }
 
+// SetExplainByWalk makes s count a NoPlan's candidates by walking every
+// indexed workload of the request's flavor, the reference explain must
+// agree with.
+func SetExplainByWalk(s *Searcher) { s.explainAs = (*Searcher).explainByWalk }
+
+func (s *Searcher) explainByWalk(np *NoPlan) {
+	x, t := s.index, s.tree
+	var ex Exclusions
+	candidates := 0
+	for q := range quota.NodeID(t.NumNodes()) {
+		if !t.IsQueue(q) {
+			continue
+		}
+		for fl := range quota.FlavorID(t.NumFlavors()) {
+			qs := x.queueSlot(q, fl)
+			if fl != s.flavor || s.queues[q].excluded == ExcludedOtherFlavorOrTree {
+				ex.OtherFlavorOrTree += int(x.total[qs])
+				continue
+			}
+			ex.NotPreemptible += int(x.blocked[qs])
+			if x.byQueue[qs] == nil {
+				continue
+			}
+			x.byQueue[qs].Ascend(func(k orderKey) bool {
+				if k.band&1 != 0 && x.entries[k.pos].split() {
+					return true
+				}
+				if e := s.ruleOut(k.pos); e == 0 {
+					candidates++
+				} else {
+					*ex.field(e)++
+				}
+				return true
+			})
+		}
+	}
+	np.Candidates, np.Excluded = candidates, ex
+}
+
 // OrderItem is what the eviction order reads of one candidate.
 type OrderItem struct {
 	Draining bool

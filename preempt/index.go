@@ -362,9 +362,7 @@ func (x *Index) Update(r Running) error {
 	if err := x.check("update", r, &x.entries[i].run); err != nil {
 		return err
 	}
-	if e := &x.entries[i]; e.sameRoom(r) && !e.split() {
-		// An entry offered in two parts is filed again whole: its
-		// surplus's key moves too.
+	if e := &x.entries[i]; e.sameRoom(r) {
 		x.rebase(i, r)
 		return nil
 	}
@@ -373,14 +371,36 @@ func (x *Index) Update(r Running) error {
 	return nil
 }
 
+// Checkpointed files workload id again after its spec's
+// Drain.LastCheckpoint moved (the spec the Index shares with the host's
+// Running): nothing else of it changed, so only its place in the
+// eviction order and its unsaved work move, as an Update would move
+// them. It is refused when id is not indexed.
+func (x *Index) Checkpointed(id string) error {
+	i, ok := x.slot[id]
+	if !ok {
+		return &IndexError{Op: "checkpoint", ID: id, Err: ErrUnknownWorkload}
+	}
+	x.rebase(i, x.entries[i].run)
+	return nil
+}
+
 // sameRoom reports whether r changes nothing the per-node prices count:
-// its queue, flavor, priority, nodes and GPUs, and whether it is a
-// candidate or draining. A checkpoint is such a change: it moves only
-// the start of the unsaved work.
+// its queue, flavor, priority, nodes and GPUs, whether it is a candidate
+// or draining, and the pods it may shrink by (so its parts stay as they
+// are). A checkpoint is such a change: it moves only the start of the
+// unsaved work.
 func (e *indexEntry) sameRoom(r Running) bool {
 	o := &e.run
 	return r.Queue == o.Queue && r.Flavor == o.Flavor && r.W.Priority == e.prio && r.Draining == o.Draining &&
-		(r.Preemptible || r.Draining) == e.cand && slices.Equal(r.Nodes, o.Nodes)
+		(r.Preemptible || r.Draining) == e.cand && slices.Equal(r.Nodes, o.Nodes) &&
+		slices.EqualFunc(r.Shrinkable, o.Shrinkable, samePod) && slices.Equal(r.Keep, o.Keep)
+}
+
+// samePod reports whether a and b are the same pod in the same place.
+func samePod(a, b placement.Pod) bool {
+	return a.PodSet == b.PodSet && a.Index == b.Index && a.Node == b.Node && a.GPUs == b.GPUs &&
+		a.GPUMask == b.GPUMask && a.GPU == b.GPU && a.Share == b.Share && a.MIG == b.MIG && a.Slice == b.Slice
 }
 
 // rebase replaces entry i by r when sameRoom holds: the index ends as
@@ -391,13 +411,19 @@ func (e *indexEntry) sameRoom(r Running) bool {
 func (x *Index) rebase(i int32, r Running) {
 	e := &x.entries[i]
 	old := *e
-	*e = indexEntry{run: r, prio: old.prio, gpus: old.gpus, cand: old.cand, position: i}
+	// The parts depend only on what sameRoom compares: they stay.
+	*e = indexEntry{run: r, prio: old.prio, gpus: old.gpus, cand: old.cand, position: i, parts: old.parts}
 	e.from = e.unsavedFrom()
 	f := x.fleet
 	if e.cand {
 		qs := x.queueSlot(r.Queue, r.Flavor)
 		x.byQueue[qs].Delete(old.stored)
 		e.stored = e.key()
+		if e.split() {
+			x.byQueue[qs].Delete(e.parts.storedRest)
+			e.parts.storedRest, e.stored = e.stored, e.shrinkKey()
+			x.byQueue[qs].ReplaceOrInsert(e.parts.storedRest)
+		}
 		x.byQueue[qs].ReplaceOrInsert(e.stored)
 	}
 	for _, n := range r.Nodes {

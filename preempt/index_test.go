@@ -17,7 +17,8 @@ import (
 )
 
 // TestIndexAggregatesEqualARebuild drives an Index through random starts,
-// drains, checkpoints (also of a spec changed in place) and exits (and refused changes) and checks after
+// drains, checkpoints (also of a spec changed in place, and of elastic
+// work offered in two parts) and exits (and refused changes) and checks after
 // each step that it reads exactly as an Index built from scratch from the
 // workloads running then: every per-queue order, band and per-domain
 // price is kept exact by the changes. An Update leaves it as removing the
@@ -50,6 +51,9 @@ func TestIndexAggregatesEqualARebuild(t *testing.T) {
 					Started:     t0.Add(-time.Duration(rapid.IntRange(0, 5).Draw(t, "age")) * time.Minute),
 					Preemptible: rapid.Bool().Draw(t, "preemptible"), Draining: rapid.IntRange(0, 4).Draw(t, "draining") == 0,
 				}
+				if gpus := gpusIn(nodes); gpus > 1 && rapid.Bool().Draw(t, "elastic") {
+					elastic(&r, rapid.IntRange(1, gpus-1).Draw(t, "min"))
+				}
 				fits := len(nodes) > 0
 				for _, ng := range nodes {
 					fits = fits && held[ng.Node]+ng.GPUs <= e.f.Capacity(ng.Node)
@@ -79,7 +83,11 @@ func TestIndexAggregatesEqualARebuild(t *testing.T) {
 					w.Drain.LastCheckpoint = ckpt
 					r.W = &w
 				}
-				require.NoError(t, x.Update(r))
+				if r.W == live[id].W && r.Draining == live[id].Draining && rapid.Bool().Draw(t, "checkpointed") {
+					require.NoError(t, x.Checkpointed(id))
+				} else {
+					require.NoError(t, x.Update(r))
+				}
 				require.NoError(t, readded.Remove(id))
 				require.NoError(t, readded.Add(r))
 				live[id] = r
@@ -93,6 +101,7 @@ func TestIndexAggregatesEqualARebuild(t *testing.T) {
 				delete(live, id)
 			default:
 				require.ErrorIs(t, x.Remove("none"), preempt.ErrUnknownWorkload)
+				require.ErrorIs(t, x.Checkpointed("none"), preempt.ErrUnknownWorkload)
 				require.ErrorIs(t, x.Add(live[ids[0]]), preempt.ErrDuplicate)
 			}
 			fresh := preempt.NewIndex(e.f, e.tree)
@@ -128,4 +137,13 @@ func TestNoPlanCountsExclusions(t *testing.T) {
 	require.Equal(t, preempt.Exclusions{NotPreemptible: 1, MinRuntime: 1, Priority: 2, NotBorrowing: 1,
 		OtherFlavorOrTree: 1, Claimed: 1}, np.Excluded)
 	require.Contains(t, err.Error(), "1 not preemptible, 1 min runtime, 2 priority, 1 queue not borrowing, 1 other flavor or tree, 1 draining or claimed")
+}
+
+// gpusIn is the GPUs nodes hold.
+func gpusIn(nodes []placement.NodeGPUs) int {
+	n := 0
+	for _, x := range nodes {
+		n += x.GPUs
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package preempt_test
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -340,5 +341,29 @@ func TestStreamsYieldTheEvictionOrder(t *testing.T) {
 			}
 			require.Equal(t, ids, got)
 		}
+	})
+}
+
+// TestNoPlanCountsEqualAWalkOfEveryWorkload: a NoPlan's candidate count
+// and exclusions, found from per-queue numbers and a walk cut at each
+// queue's highest candidate priority, equal the counts of every indexed
+// workload by the rule that excludes it, elastic work included.
+func TestNoPlanCountsEqualAWalkOfEveryWorkload(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e, req, exclude := instance(t, rapid.Bool().Draw(t, "single"))
+		if rapid.Bool().Draw(t, "elastic") {
+			makeElastic(t, e)
+		}
+		_, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, exclude)
+		walker := preempt.NewSearcher(preempt.Options{})
+		preempt.SetExplainByWalk(walker)
+		_, errWalk := walker.Victims(e.view(), req, exclude)
+		var np, walked *preempt.NoPlan
+		if !errors.As(err, &np) {
+			require.NoError(t, errWalk)
+			return
+		}
+		require.ErrorAs(t, errWalk, &walked)
+		require.Equal(t, walked, np)
 	})
 }

@@ -18,9 +18,12 @@ type Searcher struct {
 	opt       Options
 	cost      CostModel
 	placer    *placement.Placer
-	lazyCost  bool        // the cost model is DefaultCost: bands are priced as reached
-	wholeBand int         // bands up to this size are priced whole anyway
-	noBounds  bool        // tests: try every cell, as the reference
+	lazyCost  bool // the cost model is DefaultCost: bands are priced as reached
+	wholeBand int  // bands up to this size are priced whole anyway
+	noBounds  bool // tests: try every cell, as the reference
+	// explainAs, when set (tests), counts a NoPlan's candidates instead
+	// of explain: the reference it must agree with.
+	explainAs func(*Searcher, *NoPlan)
 	dirty     bool        // the scratch fleet may differ from the live one
 	tree      *quota.Tree // the Searcher's own copy of the live tree
 	treeOf    *quota.Tree // the live tree it was copied from
@@ -290,7 +293,11 @@ func (s *Searcher) end() {
 
 func (s *Searcher) noPlan(why Why) *NoPlan {
 	np := &NoPlan{Workload: s.req.W.ID, Why: why}
-	s.explain(np)
+	if s.explainAs != nil {
+		s.explainAs(s, np)
+	} else {
+		s.explain(np)
+	}
 	return np
 }
 

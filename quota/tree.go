@@ -380,6 +380,16 @@ func (t *Tree) local(x int) int64 {
 // source's count and counts on its own.
 func (t *Tree) Changes() uint64 { return t.changes }
 
+// Undoing runs fn, which must undo every change it makes to the tree, and
+// then sets Changes back to its count before fn: a what-if that takes
+// usage off and puts it back leaves what callers keep by the count valid.
+// Nothing read inside fn may be kept by the counts fn passed through.
+func (t *Tree) Undoing(fn func()) {
+	c := t.changes
+	defer func() { t.changes = c }()
+	fn()
+}
+
 // Clone returns an independent copy: the flat state slices are copied, the
 // immutable shape is shared. Cost is a handful of slice copies of
 // nodes x flavors words.

@@ -31,7 +31,7 @@ func (l *Ledger) CheckInvariants() error {
 	held := make([]int, f.NumNodes())
 	claimed := map[string]map[topology.NodeID]int{} // beneficiary -> node -> GPUs promised by victims
 	usage := map[[2]int]int64{}                     // queue, flavor -> thousandths of GPU charged
-	holders, indexed := 0, 0
+	holders, indexed, numPromised := 0, 0, 0
 	for id, r := range l.recs {
 		if r.W.ID != id {
 			return fmt.Errorf("record %q filed under %q", r.W.ID, id)
@@ -83,6 +83,11 @@ func (l *Ledger) CheckInvariants() error {
 		if err := l.checkCharge(r); err != nil {
 			return err
 		}
+		if promised := l.draining[id] != nil && r.Drain != nil && r.Drain.Promised(); promised != (l.promised[id] == r) {
+			return fmt.Errorf("%s: promised %v, in the promised set %v", id, promised, l.promised[id] == r)
+		} else if promised {
+			numPromised++
+		}
 		if r.Drain == nil {
 			continue
 		}
@@ -119,6 +124,9 @@ func (l *Ledger) CheckInvariants() error {
 	})
 	if listed != pairs {
 		return fmt.Errorf("%d holders listed on nodes, %d holder-node pairs", listed, pairs)
+	}
+	if numPromised != len(l.promised) {
+		return fmt.Errorf("%d victims promised, %d in the promised set", numPromised, len(l.promised))
 	}
 	if holders != l.holders.Len() || indexed != l.index.Len() {
 		return fmt.Errorf("holders index has %d entries, the search index %d, %d records hold GPUs", l.holders.Len(), l.index.Len(), holders)

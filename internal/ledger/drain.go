@@ -256,6 +256,7 @@ func (l *Ledger) listPromised(r *Record) {
 	if r.Drain == nil || !r.Drain.Promised() {
 		return
 	}
+	l.promised[r.W.ID] = r
 	for j, x := range r.Nodes {
 		if slices.ContainsFunc(r.Nodes[:j], func(y placement.NodeGPUs) bool { return y.Node == x.Node }) {
 			continue
@@ -267,6 +268,7 @@ func (l *Ledger) listPromised(r *Record) {
 }
 
 func (l *Ledger) unlistPromised(r *Record) {
+	delete(l.promised, r.W.ID)
 	for _, x := range r.Nodes {
 		list := l.onNode[x.Node]
 		i, found := slices.BinarySearch(list, r.W.ID)
@@ -528,17 +530,19 @@ func (l *Ledger) Promised() []string {
 // tree counts the same room twice; without them it shows what the cohort
 // holds once the drains in progress end, the view every victim search
 // takes. fn must not change the books.
+//
+// The tree's Changes count is the same after as before: the charges come
+// back as they were.
 func (l *Ledger) PromisedGone(fn func()) {
-	l.chargePromised(false)
-	defer l.chargePromised(true)
-	fn()
+	l.tree.Undoing(func() {
+		l.chargePromised(false)
+		defer l.chargePromised(true)
+		fn()
+	})
 }
 
 func (l *Ledger) chargePromised(take bool) {
-	for _, r := range l.draining {
-		if !r.Drain.Promised() {
-			continue
-		}
+	for _, r := range l.promised {
 		var err error
 		if take {
 			err = l.tree.AddRequest(r.Queue, r.Flavor, r.charged)

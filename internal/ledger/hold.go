@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -186,10 +187,8 @@ func (l *Ledger) Checkpoint(id string, at, now time.Time) error {
 		// holds of r is as it was (unless every pod was lost with its
 		// node: it holds no GPU and stays out).
 		r.W.Drain.LastCheckpoint = at
-		if run, in := l.index.Get(id); in {
-			if err := l.index.Update(run); err != nil {
-				panic("ledger: the index refused a checkpoint: " + err.Error())
-			}
+		if err := l.index.Checkpointed(id); err != nil && !errors.Is(err, preempt.ErrUnknownWorkload) {
+			panic("ledger: the index refused a checkpoint: " + err.Error())
 		}
 	}
 	return nil
