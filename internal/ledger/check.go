@@ -83,8 +83,10 @@ func (l *Ledger) CheckInvariants() error {
 		if err := l.checkCharge(r); err != nil {
 			return err
 		}
-		if promised := l.draining[id] != nil && r.Drain != nil && r.Drain.Promised(); promised != (l.promised[id] == r) {
-			return fmt.Errorf("%s: promised %v, in the promised set %v", id, promised, l.promised[id] == r)
+		i, found := l.findPromised(id)
+		listed := found && l.promised[i] == r
+		if promised := l.draining[id] != nil && r.Drain != nil && r.Drain.Promised(); promised != listed {
+			return fmt.Errorf("%s: promised %v, in the promised list %v", id, promised, listed)
 		} else if promised {
 			numPromised++
 		}
@@ -126,7 +128,7 @@ func (l *Ledger) CheckInvariants() error {
 		return fmt.Errorf("%d holders listed on nodes, %d holder-node pairs", listed, pairs)
 	}
 	if numPromised != len(l.promised) {
-		return fmt.Errorf("%d victims promised, %d in the promised set", numPromised, len(l.promised))
+		return fmt.Errorf("%d victims promised, %d in the promised list", numPromised, len(l.promised))
 	}
 	if holders != l.holders.Len() || indexed != l.index.Len() {
 		return fmt.Errorf("holders index has %d entries, the search index %d, %d records hold GPUs", l.holders.Len(), l.index.Len(), holders)

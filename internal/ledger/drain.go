@@ -3,10 +3,12 @@ package ledger
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -256,7 +258,9 @@ func (l *Ledger) listPromised(r *Record) {
 	if r.Drain == nil || !r.Drain.Promised() {
 		return
 	}
-	l.promised[r.W.ID] = r
+	if i, found := l.findPromised(r.W.ID); !found {
+		l.promised = slices.Insert(l.promised, i, r)
+	}
 	for j, x := range r.Nodes {
 		if slices.ContainsFunc(r.Nodes[:j], func(y placement.NodeGPUs) bool { return y.Node == x.Node }) {
 			continue
@@ -268,7 +272,9 @@ func (l *Ledger) listPromised(r *Record) {
 }
 
 func (l *Ledger) unlistPromised(r *Record) {
-	delete(l.promised, r.W.ID)
+	if i, found := l.findPromised(r.W.ID); found {
+		l.promised = slices.Delete(l.promised, i, i+1)
+	}
 	for _, x := range r.Nodes {
 		list := l.onNode[x.Node]
 		i, found := slices.BinarySearch(list, r.W.ID)
@@ -541,16 +547,50 @@ func (l *Ledger) PromisedGone(fn func()) {
 	})
 }
 
+// promisedSum is the GPUs the promised victims of one queue and flavor
+// are charged, when they are charged nothing else.
+type promisedSum struct {
+	queue  quota.NodeID
+	flavor quota.FlavorID
+	milli  int64
+}
+
+// chargePromised takes the promised victims' charges off the tree, or
+// puts them back: one change per queue and flavor for GPU-only charges
+// (usage adds up), one per victim for the others.
 func (l *Ledger) chargePromised(take bool) {
+	l.sums = l.sums[:0]
 	for _, r := range l.promised {
-		var err error
-		if take {
-			err = l.tree.AddRequest(r.Queue, r.Flavor, r.charged)
-		} else {
-			err = l.tree.RemoveRequest(r.Queue, r.Flavor, r.charged)
+		if len(r.charged.Resources) > 0 {
+			l.charge(take, r.Queue, r.Flavor, r.charged)
+			continue
 		}
-		if err != nil {
-			panic(fmt.Sprintf("ledger: a promised victim's own charge refused: %v", err))
+		i := slices.IndexFunc(l.sums, func(s promisedSum) bool { return s.queue == r.Queue && s.flavor == r.Flavor })
+		if i < 0 {
+			i = len(l.sums)
+			l.sums = append(l.sums, promisedSum{queue: r.Queue, flavor: r.Flavor})
 		}
+		l.sums[i].milli += r.charged.MilliGPUs
 	}
+	for _, s := range l.sums {
+		l.charge(take, s.queue, s.flavor, quota.Request{MilliGPUs: s.milli})
+	}
+}
+
+func (l *Ledger) charge(take bool, q quota.NodeID, fl quota.FlavorID, req quota.Request) {
+	var err error
+	if take {
+		err = l.tree.AddRequest(q, fl, req)
+	} else {
+		err = l.tree.RemoveRequest(q, fl, req)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("ledger: a promised victim's own charge refused: %v", err))
+	}
+}
+
+// findPromised is where the promised victim id is, or would be, in
+// l.promised.
+func (l *Ledger) findPromised(id string) (int, bool) {
+	return slices.BinarySearchFunc(l.promised, id, func(r *Record, id string) int { return strings.Compare(r.W.ID, id) })
 }
