@@ -282,7 +282,9 @@ func (s *Searcher) takesFrom(qs int) bool {
 // their own; the rest brings its surplus with it (priced with it, even
 // when the surplus frees nothing on n). Another queue's work counts only
 // while its queue would still borrow after the slot's earlier picks (its
-// borrowing falls by what they free). With take, it takes them, checking
+// borrowing falls by what they free); the rest of an elastic workload,
+// which completes one eviction with its surplus, while its queue would
+// borrow with that surplus still running. With take, it takes them, checking
 // each pick's rules on the simulation as it goes, and takes nothing (and
 // reports false) when one no longer passes.
 func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32, whole uint8, cost float64, ok bool) {
@@ -331,7 +333,7 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 	cs := s.cands
 	slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
 	s.nodeCands = list
-	s.slotPicks = s.slotPicks[:0]
+	s.slotPicks, s.slotSurplus = s.slotPicks[:0], s.slotSurplus[:0]
 	s.slotWeight = 0
 	base := len(s.taken)
 	for _, ci := range list {
@@ -346,7 +348,7 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 		if c.part == restPart && !s.cands[ci-1].taken && gpusOn(s.nodesOf(&s.cands[ci-1]), n) == 0 {
 			sc = &s.cands[ci-1]
 		}
-		if c.other && !s.borrowsAfter(c.run.Queue) {
+		if c.other && !s.borrowsAfter(c.run.Queue, s.ownSurplus(ci)) {
 			s.budgetShort = true
 			continue // its queue will be back within quota by then
 		}
@@ -364,6 +366,9 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 			s.slotPicks = append(s.slotPicks, removal{c.run.Queue, int64(c.gpus)})
 			if sc != nil {
 				s.slotPicks = append(s.slotPicks, removal{c.run.Queue, int64(sc.gpus)})
+			}
+			if c.part == surplusPart {
+				s.slotSurplus = append(s.slotSurplus, ci)
 			}
 		}
 		if c.other {
@@ -427,8 +432,9 @@ func (s *Searcher) wholeBound() uint8 {
 
 // borrowsAfter reports whether queue q (and every cohort up to the common
 // ancestor with the preemptor) would still borrow after the picks already
-// priced for the current slot (s.slotPicks).
-func (s *Searcher) borrowsAfter(q quota.NodeID) bool {
+// priced for the current slot (s.slotPicks), with back GPUs of q's
+// counted as still running (see ownSurplus).
+func (s *Searcher) borrowsAfter(q quota.NodeID, back int64) bool {
 	lca := s.queues[q].lca
 	for n := q; n != lca; n, _ = s.tree.Parent(n) {
 		took := int64(0)
@@ -437,11 +443,26 @@ func (s *Searcher) borrowsAfter(q quota.NodeID) bool {
 				took += p.g
 			}
 		}
-		if s.tree.Borrowed(n, s.flavor)-took <= 0 {
+		if s.tree.Borrowed(n, s.flavor)-took+back <= 0 {
 			return false
 		}
 	}
 	return true
+}
+
+// ownSurplus is, for candidate ci the rest of an elastic workload, the
+// GPUs of its surplus when that is taken or priced in the current slot
+// (0 otherwise, and for any other candidate): the rest completes the
+// workload's eviction, so its queue's borrowing is judged as before the
+// surplus went (as validRest does), not after.
+func (s *Searcher) ownSurplus(ci int32) int64 {
+	if s.cands[ci].part != restPart {
+		return 0
+	}
+	if sc := &s.cands[ci-1]; sc.taken || slices.Contains(s.slotSurplus, ci-1) {
+		return int64(sc.gpus)
+	}
+	return 0
 }
 
 // under reports whether queue q is in the subtree of n.
@@ -461,4 +482,5 @@ type nodeWalk struct {
 	cellEpoch   uint32
 	nodeCands   []int32   // nodeSlot's candidates of one node
 	slotPicks   []removal // other queues' GPUs priced so far for one node's slot
+	slotSurplus []int32   // the surpluses among them, whose rests are judged with them running
 }
