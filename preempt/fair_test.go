@@ -220,3 +220,49 @@ func TestFairSharingTopologyVictimPassesAStrategy(t *testing.T) {
 		})
 	}
 }
+
+// The fair-sharing walk takes an elastic workload in the place of its
+// whole eviction, priced whole, as it would were the workload not
+// elastic: cheaper work of the same priority goes first, while its queue
+// still borrows, rather than after the elastic workload whose surplus
+// the eviction order puts first. Fill-back may still make it shrink.
+//
+// Two nodes of 4 GPUs under cohort c: a (nominal 4) asks for two pods of
+// 2 GPUs within its nominal quota; b (nominal 2) borrows 2 with "small",
+// 1 GPU on node 0, and "big", 3 GPUs on node 1 (3 one-GPU pods, minimum
+// 1 when elastic), both at priority 4; x (nominal 0) runs "fixed" on
+// node 0, GPUs that may not be preempted.
+func TestFairSharingWalkTakesElasticWorkInItsWholeEvictionsPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		elastic bool
+		fixed   int // x's GPUs: what quota needs freed beyond 2
+		want    []victimSummary
+	}{
+		{name: "quota needs all of b, not elastic", fixed: 2, want: []victimSummary{{ID: "small"}, {ID: "big"}}},
+		{name: "quota needs all of b, elastic: both whole", elastic: true, fixed: 2, want: []victimSummary{{ID: "small"}, {ID: "big"}}},
+		{name: "quota needs 2 GPUs, not elastic", want: []victimSummary{{ID: "big"}}},
+		{name: "quota needs 2 GPUs, elastic: big shrinks", elastic: true, want: []victimSummary{{ID: "big", Pods: []int{2, 1}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0), queue("a", "c", 4, fairRules),
+				queue("b", "c", 2, lower), queue("x", "c", 0, lower))
+			e.run("small", "b", 4, time.Hour, []int{0}, []int{1})
+			big := e.run("big", "b", 4, time.Hour, []int{1}, []int{3})
+			if tc.elastic {
+				elastic(big, 1)
+			}
+			if tc.fixed > 0 {
+				e.run("fixed", "x", 0, time.Hour, []int{0}, []int{tc.fixed}).Preemptible = false
+			}
+			req := e.req("new", "a", 2, 2, 2, "")
+			req.FairSharing = true
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, tc.want, summarize(p))
+			for _, v := range p.Victims {
+				assert.Equal(t, preempt.Reclaim, v.Reason, "a stays within its nominal quota")
+			}
+		})
+	}
+}
