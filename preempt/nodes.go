@@ -333,7 +333,7 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 	cs := s.cands
 	slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
 	s.nodeCands = list
-	s.slotPicks, s.slotSurplus = s.slotPicks[:0], s.slotSurplus[:0]
+	s.slotPicks, s.slotFrom = s.slotPicks[:0], s.slotFrom[:0]
 	s.slotWeight = 0
 	base := len(s.taken)
 	for _, ci := range list {
@@ -348,7 +348,7 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 		if c.part == restPart && !s.cands[ci-1].taken && gpusOn(s.nodesOf(&s.cands[ci-1]), n) == 0 {
 			sc = &s.cands[ci-1]
 		}
-		if c.other && !s.borrowsAfter(c.run.Queue, s.ownSurplus(ci)) {
+		if c.other && !s.borrowsAfterPick(ci) {
 			s.budgetShort = true
 			continue // its queue will be back within quota by then
 		}
@@ -364,11 +364,10 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 			s.take(ci)
 		} else if c.other {
 			s.slotPicks = append(s.slotPicks, removal{c.run.Queue, int64(c.gpus)})
+			s.slotFrom = append(s.slotFrom, ci)
 			if sc != nil {
 				s.slotPicks = append(s.slotPicks, removal{c.run.Queue, int64(sc.gpus)})
-			}
-			if c.part == surplusPart {
-				s.slotSurplus = append(s.slotSurplus, ci)
+				s.slotFrom = append(s.slotFrom, ci-1)
 			}
 		}
 		if c.other {
@@ -430,39 +429,45 @@ func (s *Searcher) wholeBound() uint8 {
 	return 1
 }
 
+// borrowsAfterPick reports whether candidate ci's queue (and every cohort
+// up to the common ancestor with the preemptor) would still borrow after
+// the picks already priced for the current slot. The rest of an elastic
+// workload completes one eviction with its surplus: it is judged with
+// that surplus still running, taken or priced in the slot (as validRest
+// judges it), not after it.
+func (s *Searcher) borrowsAfterPick(ci int32) bool {
+	c := &s.cands[ci]
+	if c.part != restPart {
+		return s.borrowsAfter(c.run.Queue, -1)
+	}
+	sc := &s.cands[ci-1]
+	if !sc.taken {
+		return s.borrowsAfter(c.run.Queue, ci-1)
+	}
+	s.addUsage(sc)
+	ok := s.borrowsAfter(c.run.Queue, -1)
+	s.removeUsage(sc)
+	return ok
+}
+
 // borrowsAfter reports whether queue q (and every cohort up to the common
 // ancestor with the preemptor) would still borrow after the picks already
-// priced for the current slot (s.slotPicks), with back GPUs of q's
-// counted as still running (see ownSurplus).
-func (s *Searcher) borrowsAfter(q quota.NodeID, back int64) bool {
+// priced for the current slot (s.slotPicks), but those of candidate
+// except.
+func (s *Searcher) borrowsAfter(q quota.NodeID, except int32) bool {
 	lca := s.queues[q].lca
 	for n := q; n != lca; n, _ = s.tree.Parent(n) {
 		took := int64(0)
-		for _, p := range s.slotPicks {
-			if p.q == n || s.under(p.q, n) {
+		for j, p := range s.slotPicks {
+			if s.slotFrom[j] != except && (p.q == n || s.under(p.q, n)) {
 				took += p.g
 			}
 		}
-		if s.tree.Borrowed(n, s.flavor)-took+back <= 0 {
+		if s.tree.Borrowed(n, s.flavor)-took <= 0 {
 			return false
 		}
 	}
 	return true
-}
-
-// ownSurplus is, for candidate ci the rest of an elastic workload, the
-// GPUs of its surplus when that is taken or priced in the current slot
-// (0 otherwise, and for any other candidate): the rest completes the
-// workload's eviction, so its queue's borrowing is judged as before the
-// surplus went (as validRest does), not after.
-func (s *Searcher) ownSurplus(ci int32) int64 {
-	if s.cands[ci].part != restPart {
-		return 0
-	}
-	if sc := &s.cands[ci-1]; sc.taken || slices.Contains(s.slotSurplus, ci-1) {
-		return int64(sc.gpus)
-	}
-	return 0
 }
 
 // under reports whether queue q is in the subtree of n.
@@ -482,5 +487,5 @@ type nodeWalk struct {
 	cellEpoch   uint32
 	nodeCands   []int32   // nodeSlot's candidates of one node
 	slotPicks   []removal // other queues' GPUs priced so far for one node's slot
-	slotSurplus []int32   // the surpluses among them, whose rests are judged with them running
+	slotFrom    []int32   // the candidate of each of slotPicks
 }
