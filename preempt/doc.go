@@ -52,7 +52,8 @@
 // LessThanOrEqualToFinalShare, then S2-b, LessThanInitialShare) unless
 // the preemptor stays within its nominal quota; those the first leaves
 // are offered to the second, one per queue, once the first is done. The
-// walk judges and takes an elastic workload whole, as Kueue does; the
+// walk judges and takes an elastic workload whole, as Kueue does, in the
+// place of its whole eviction in the eviction order, priced whole; the
 // fill-back that follows may leave its rest out, so that it shrinks.
 //
 // # The Index: the host's candidates, kept up to date

@@ -3,6 +3,7 @@ package preempt
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fleetsched/fleet/quota"
 )
@@ -92,7 +93,10 @@ type fairWalk struct {
 	streamOf   []int32 // per tree node: its queue's stream in the walk, or -1
 	retryHead  []int32 // per tree node: the first candidate the first strategy left, or -1
 	pruned     []bool  // per tree node: out of the current phase's tournament
-	walk       *merged // the walk's streams
+	walk       *merged // the walk's streams, each head the walk's next (see walkHead)
+	// pend, per stream of the walk: the surpluses of elastic workloads
+	// read ahead of the stream's head, in the walk's order.
+	pend [][]int32
 }
 
 // pickFair is Kueue's fair-sharing preemption, as far as quota goes
@@ -113,6 +117,11 @@ type fairWalk struct {
 // candidates left, and each queue reached gives its first one if the
 // strategy lets it. The walk stops as soon as the request fits (quota,
 // borrowing allowed). It reports whether it does; the victims are taken.
+//
+// The walk knows workloads, not parts: an elastic workload comes in the
+// place of its whole eviction, priced whole (see walkHead), and is
+// judged and taken whole; fill-back and shrinkTaken may still make it
+// shrink.
 func (s *Searcher) pickFair(placing bool) bool {
 	t, q := s.tree, s.req.Queue
 	if s.quotaOK(true) && (!placing || s.fitsPlacing(true)) {
@@ -126,11 +135,16 @@ func (s *Searcher) pickFair(placing bool) bool {
 		s.pruned = make([]bool, n)
 	}
 	s.pruned = s.pruned[:n]
+	s.pend = slices.Grow(s.pend[:0], len(m.streams))[:len(m.streams)]
 	for i := range m.streams {
 		s.streamOf[m.streams[i].queue] = int32(i)
+		s.pend[i] = s.pend[i][:0]
 	}
 	s.walk = &m
 	defer func() { s.walk = nil }()
+	for i := range m.streams {
+		m.heads[i] = s.walkHead(int32(i))
+	}
 	if t.AddUsage(q, s.flavor, s.needGPUs) != nil {
 		return false // beyond MaxAmount: it cannot fit anyway
 	}
@@ -140,15 +154,10 @@ func (s *Searcher) pickFair(placing bool) bool {
 		}
 	}()
 	// The walk judges and takes a workload as Kueue does, whole: an
-	// elastic one with its surplus and rest together (fill-back and
-	// shrinkTaken may still make it shrink).
+	// elastic one, which the walk yields by its surplus, with its surplus
+	// and rest together (fill-back and shrinkTaken may still make it
+	// shrink).
 	take := func(ci int32) bool {
-		if s.cands[ci].part == restPart {
-			ci-- // the workload, from its surplus
-		}
-		if s.cands[ci].taken {
-			return false // taken with its surplus: nothing changes
-		}
 		for _, x := range [2]int32{ci, ci + 1} {
 			if x == ci+1 && s.cands[ci].part != surplusPart {
 				break
@@ -213,9 +222,6 @@ func (s *Searcher) pickFair(placing bool) bool {
 		for s.walk.heads[si] >= 0 {
 			ci := s.popFair(si)
 			c := &s.cands[ci]
-			if c.part == restPart {
-				continue // judged with its surplus
-			}
 			// An elastic workload is judged whole, by its surplus and
 			// rest together.
 			var rc *cand
@@ -260,18 +266,68 @@ func (s *Searcher) pickFair(placing bool) bool {
 	return false
 }
 
-// popFair returns the head of stream si and advances it (-1 when it is
-// exhausted).
+// popFair returns the walk's head of stream si and moves past it (-1
+// when the stream is exhausted).
 func (s *Searcher) popFair(si int32) int32 {
 	m := s.walk
 	ci := m.heads[si]
 	if ci < 0 {
 		return -1
 	}
-	st := &m.streams[si]
-	s.advance(st)
-	m.heads[si] = s.head(st)
+	if p := s.pend[si]; len(p) > 0 && p[0] == ci {
+		s.pend[si] = slices.Delete(p, 0, 1)
+	} else {
+		s.advance(&m.streams[si])
+	}
+	m.heads[si] = s.walkHead(si)
 	return ci
+}
+
+// walkHead returns stream si's next candidate in the walk's order (-1:
+// none): the eviction order with each elastic workload in the place of
+// its whole eviction, priced whole (the order the walk would follow
+// were it not elastic), yielded by its surplus. The stream yields a
+// surplus before the whole evictions of its priority, so surpluses are
+// read ahead into s.pend, each priced whole, until the stream's head is
+// not a surplus of their priority; a rest is passed over (the walk takes
+// it with its surplus).
+func (s *Searcher) walkHead(si int32) int32 {
+	st := &s.walk.streams[si]
+	if s.index.splits == 0 {
+		return s.head(st) // every candidate is a workload
+	}
+	h := s.head(st)
+	for ; h >= 0; h = s.head(st) {
+		c := &s.cands[h]
+		if c.part == restPart {
+			s.advance(st)
+			continue
+		}
+		if p := s.pend[si]; c.part != surplusPart || len(p) > 0 && s.cands[p[0]].prio < c.prio {
+			break
+		}
+		c.wholeCost = s.cost.Cost(c.run, s.req.Now)
+		p := s.pend[si]
+		i, _ := slices.BinarySearchFunc(p, h, func(x, y int32) int { return s.compareWalk(x, y) })
+		s.pend[si] = slices.Insert(p, i, h)
+		s.advance(st)
+	}
+	if p := s.pend[si]; len(p) > 0 && (h < 0 || s.compareWalk(p[0], h) < 0) {
+		return p[0]
+	}
+	return h
+}
+
+// compareWalk is compareIgnoringShare in the walk's order: an elastic
+// workload's surplus stands for the whole eviction, priced whole.
+func (s *Searcher) compareWalk(a, b int32) int {
+	x, y := s.cands[a], s.cands[b]
+	for _, c := range [2]*cand{&x, &y} {
+		if c.part == surplusPart {
+			c.part, c.whole, c.cost = wholeCand, true, c.wholeCost
+		}
+	}
+	return compareIgnoringShare(&x, &y)
 }
 
 // fairHead is queue q's next candidate in the walk's phase (-1: none).
@@ -314,7 +370,7 @@ func (s *Searcher) fairDescend(n quota.NodeID, retry bool) quota.NodeID {
 			switch c := sh.Compare(qShare); {
 			case c > 0:
 				bestQ, qShare = ch, sh
-			case c == 0 && compareIgnoringShare(&s.cands[head], &s.cands[s.fairHead(bestQ, retry)]) < 0:
+			case c == 0 && s.compareWalk(head, s.fairHead(bestQ, retry)) < 0:
 				bestQ = ch
 			}
 			continue

@@ -220,3 +220,91 @@ func TestFairSharingTopologyVictimPassesAStrategy(t *testing.T) {
 		})
 	}
 }
+
+// The fair-sharing walk takes an elastic workload in the place of its
+// whole eviction, priced whole, as it would were the workload not
+// elastic: cheaper work of the same priority goes first, while its queue
+// still borrows, rather than after the elastic workload whose surplus
+// the eviction order puts first. Fill-back may still make it shrink.
+//
+// Two nodes of 4 GPUs under cohort c: a (nominal 4) asks for two pods of
+// 2 GPUs within its nominal quota; b (nominal 2) borrows 2 with "small",
+// 1 GPU on node 0, and "big", 3 GPUs on node 1 (3 one-GPU pods, minimum
+// 1 when elastic), both at priority 4; x (nominal 0) runs "fixed" on
+// node 0, GPUs that may not be preempted.
+func TestFairSharingWalkTakesElasticWorkInItsWholeEvictionsPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		elastic bool
+		fixed   int // x's GPUs: what quota needs freed beyond 2
+		want    []victimSummary
+	}{
+		{name: "quota needs all of b, not elastic", fixed: 2, want: []victimSummary{{ID: "small"}, {ID: "big"}}},
+		{name: "quota needs all of b, elastic: both whole", elastic: true, fixed: 2, want: []victimSummary{{ID: "small"}, {ID: "big"}}},
+		{name: "quota needs 2 GPUs, not elastic", want: []victimSummary{{ID: "big"}}},
+		{name: "quota needs 2 GPUs, elastic: big shrinks", elastic: true, want: []victimSummary{{ID: "big", Pods: []int{2, 1}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0), queue("a", "c", 4, fairRules),
+				queue("b", "c", 2, lower), queue("x", "c", 0, lower))
+			e.run("small", "b", 4, time.Hour, []int{0}, []int{1})
+			big := e.run("big", "b", 4, time.Hour, []int{1}, []int{3})
+			if tc.elastic {
+				elastic(big, 1)
+			}
+			if tc.fixed > 0 {
+				e.run("fixed", "x", 0, time.Hour, []int{0}, []int{tc.fixed}).Preemptible = false
+			}
+			req := e.req("new", "a", 2, 2, 2, "")
+			req.FairSharing = true
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, tc.want, summarize(p))
+			for _, v := range p.Victims {
+				assert.Equal(t, preempt.Reclaim, v.Reason, "a stays within its nominal quota")
+			}
+		})
+	}
+}
+
+// Under fair sharing, while the preemptor borrows, the rest of an elastic
+// workload (which completes its eviction) passes the strategies as the
+// workload's whole eviction would: its queue's share before it counts
+// the surplus still running, even once the surplus is taken.
+//
+// Two nodes of 4 GPUs under cohort c: a (nominal 1) asks for 4 GPUs and
+// borrows 3 with them; b (nominal 0) borrows 4 with "train", 4 GPUs on
+// node 1 (4 one-GPU pods, minimum 1 when elastic): evicting it passes
+// LessThanInitialShare (3 < 4), while its rest alone, after its surplus,
+// would pass neither strategy (b's share 1, then 0). x (nominal 8) runs
+// "pinned" on node 0, 1 GPU that may not be preempted. Quota fits
+// already: only room binds.
+func TestFairSharingJudgesAnElasticWorkloadsRestAsItsWholeEviction(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		elastic   bool
+		pods, per int
+		want      []victimSummary
+	}{
+		{name: "4-GPU pod, not elastic", pods: 1, per: 4, want: []victimSummary{{ID: "train"}}},
+		{name: "4-GPU pod, elastic: whole", elastic: true, pods: 1, per: 4, want: []victimSummary{{ID: "train"}}},
+		{name: "two 2-GPU pods, not elastic", pods: 2, per: 2, want: []victimSummary{{ID: "train"}}},
+		{name: "two 2-GPU pods, elastic: train shrinks", elastic: true, pods: 2, per: 2, want: []victimSummary{{ID: "train", Pods: []int{3, 2}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0), queue("a", "c", 1, fairRules),
+				queue("b", "c", 0, lower), queue("x", "c", 8, lower))
+			e.run("pinned", "x", 0, time.Hour, []int{0}, []int{1}).Preemptible = false
+			train := e.run("train", "b", 0, time.Hour, []int{1}, []int{4})
+			if tc.elastic {
+				elastic(train, 1)
+			}
+			req := e.req("new", "a", 2, tc.pods, tc.per, "")
+			req.FairSharing = true
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+			assert.Equal(t, preempt.FairSharing, p.Victims[0].Reason)
+		})
+	}
+}

@@ -282,7 +282,9 @@ func (s *Searcher) takesFrom(qs int) bool {
 // their own; the rest brings its surplus with it (priced with it, even
 // when the surplus frees nothing on n). Another queue's work counts only
 // while its queue would still borrow after the slot's earlier picks (its
-// borrowing falls by what they free). With take, it takes them, checking
+// borrowing falls by what they free); the rest of an elastic workload,
+// which completes one eviction with its surplus, while its queue would
+// borrow with that surplus still running. With take, it takes them, checking
 // each pick's rules on the simulation as it goes, and takes nothing (and
 // reports false) when one no longer passes.
 func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32, whole uint8, cost float64, ok bool) {
@@ -331,7 +333,7 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 	cs := s.cands
 	slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
 	s.nodeCands = list
-	s.slotPicks = s.slotPicks[:0]
+	s.slotPicks, s.slotFrom = s.slotPicks[:0], s.slotFrom[:0]
 	s.slotWeight = 0
 	base := len(s.taken)
 	for _, ci := range list {
@@ -346,7 +348,7 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 		if c.part == restPart && !s.cands[ci-1].taken && gpusOn(s.nodesOf(&s.cands[ci-1]), n) == 0 {
 			sc = &s.cands[ci-1]
 		}
-		if c.other && !s.borrowsAfter(c.run.Queue) {
+		if c.other && !s.borrowsAfterPick(ci) {
 			s.budgetShort = true
 			continue // its queue will be back within quota by then
 		}
@@ -362,8 +364,10 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 			s.take(ci)
 		} else if c.other {
 			s.slotPicks = append(s.slotPicks, removal{c.run.Queue, int64(c.gpus)})
+			s.slotFrom = append(s.slotFrom, ci)
 			if sc != nil {
 				s.slotPicks = append(s.slotPicks, removal{c.run.Queue, int64(sc.gpus)})
+				s.slotFrom = append(s.slotFrom, ci-1)
 			}
 		}
 		if c.other {
@@ -425,15 +429,37 @@ func (s *Searcher) wholeBound() uint8 {
 	return 1
 }
 
+// borrowsAfterPick reports whether candidate ci's queue (and every cohort
+// up to the common ancestor with the preemptor) would still borrow after
+// the picks already priced for the current slot. The rest of an elastic
+// workload completes one eviction with its surplus: it is judged with
+// that surplus still running, taken or priced in the slot (as validRest
+// judges it), not after it.
+func (s *Searcher) borrowsAfterPick(ci int32) bool {
+	c := &s.cands[ci]
+	if c.part != restPart {
+		return s.borrowsAfter(c.run.Queue, -1)
+	}
+	sc := &s.cands[ci-1]
+	if !sc.taken {
+		return s.borrowsAfter(c.run.Queue, ci-1)
+	}
+	s.addUsage(sc)
+	ok := s.borrowsAfter(c.run.Queue, -1)
+	s.removeUsage(sc)
+	return ok
+}
+
 // borrowsAfter reports whether queue q (and every cohort up to the common
 // ancestor with the preemptor) would still borrow after the picks already
-// priced for the current slot (s.slotPicks).
-func (s *Searcher) borrowsAfter(q quota.NodeID) bool {
+// priced for the current slot (s.slotPicks), but those of candidate
+// except.
+func (s *Searcher) borrowsAfter(q quota.NodeID, except int32) bool {
 	lca := s.queues[q].lca
 	for n := q; n != lca; n, _ = s.tree.Parent(n) {
 		took := int64(0)
-		for _, p := range s.slotPicks {
-			if p.q == n || s.under(p.q, n) {
+		for j, p := range s.slotPicks {
+			if s.slotFrom[j] != except && (p.q == n || s.under(p.q, n)) {
 				took += p.g
 			}
 		}
@@ -461,4 +487,5 @@ type nodeWalk struct {
 	cellEpoch   uint32
 	nodeCands   []int32   // nodeSlot's candidates of one node
 	slotPicks   []removal // other queues' GPUs priced so far for one node's slot
+	slotFrom    []int32   // the candidate of each of slotPicks
 }

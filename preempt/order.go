@@ -30,6 +30,9 @@ type cand struct {
 	whileB   bool        // borrowWithinCohort allows it while the preemptor borrows
 	taken    bool
 	forQuota bool // taken among the attempt's victims picked for quota
+	// wholeCost: a surplus the fair walk reached, its workload's cost
+	// whole, by which the walk orders it (see walkHead).
+	wholeCost float64
 }
 
 // A running elastic workload with pods above its minimum is two

@@ -320,23 +320,27 @@ func (s *Searcher) valid(c *cand) bool {
 
 // validRest is valid for the rest of an elastic workload, which completes
 // one eviction with its surplus: it is taken with its surplus, and checked
-// as if that were still running.
+// as the workload's whole eviction, with its surplus still running
+// before it (whether taken or not).
 func (s *Searcher) validRest(c *cand) bool {
-	sc := &s.cands[s.candAt[c.entry]]
-	if !sc.taken {
-		return s.valid(sc) && (!c.other || s.validShare(c))
-	}
 	if !c.other {
 		return true
 	}
-	s.addUsage(sc)
+	sc := &s.cands[s.candAt[c.entry]]
+	if sc.taken {
+		s.addUsage(sc)
+	}
 	ok := s.borrowingQueue(c.run.Queue, s.queues[c.run.Queue].lca)
-	s.removeUsage(sc)
+	if sc.taken {
+		s.removeUsage(sc)
+	}
 	return ok && s.validShare(c)
 }
 
 // validShare applies, under fair sharing while the preemptor would
-// borrow, the strategies to another queue's candidate c.
+// borrow, the strategies to another queue's candidate c; the rest of an
+// elastic workload as the workload's whole eviction: the target's share
+// before it counts its surplus still running, after it neither part.
 func (s *Searcher) validShare(c *cand) bool {
 	qr := &s.queues[c.run.Queue]
 	if s.req.FairSharing && !s.withinNominal {
@@ -351,9 +355,22 @@ func (s *Searcher) validShare(c *cand) bool {
 		if err := t.RemoveUsage(s.req.Queue, s.flavor, s.needGPUs); err != nil {
 			panic("preempt: undoing the request: " + err.Error())
 		}
+		var sc *cand // the surplus of a rest
+		if c.part == restPart {
+			sc = &s.cands[s.candAt[c.entry]]
+			if sc.taken {
+				s.addUsage(sc)
+			}
+		}
 		old := t.DominantShare(qr.cSide)
 		s.removeUsage(c)
+		if sc != nil {
+			s.removeUsage(sc)
+		}
 		ts := t.DominantShare(qr.cSide)
+		if sc != nil && !sc.taken {
+			s.addUsage(sc)
+		}
 		s.addUsage(c)
 		for _, st := range s.strategies {
 			if st.passes(ps, old, ts) {

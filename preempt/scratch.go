@@ -416,6 +416,8 @@ type simulation struct {
 	victims       []int32           // the taken that are victims (see listVictims)
 	victimBuf     []int32           // victims, when they are not all the taken
 	upgradeBuf    []int32           // upgradeSurpluses' copy of the set
+	upgradeTry    []int32           // upgradeFrom's set
+	picked        []int32           // a cell's set before fill-back, for upgradeSurpluses
 	best          []int32           // the best cell's set
 }
 

@@ -95,8 +95,11 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			ok = s.fillCellFrugal(b.cell, b.groupSlot, a) && s.topUpQuota(a)
 		}
 		consider := func() {
+			if s.index.splits > 0 {
+				s.picked = append(s.picked[:0], s.taken...)
+			}
 			s.fillBack(a.allowBorrow)
-			s.upgradeSurpluses(a.allowBorrow)
+			s.upgradeSurpluses(a.allowBorrow, s.picked)
 			mr, cost, count := s.score(s.taken)
 			cold := s.coldSet()
 			// The cell whose set is cheapest: lowest highest victim
@@ -353,9 +356,12 @@ func (s *Searcher) takePrefix(base int, run []int32, p int) {
 // workload whole: with its rest taken, the set is filled back again, the
 // other victims first, so that a workload of lower priority going whole
 // may spare a victim of higher priority (a shrink can need more victims
-// than the eviction it replaces). It keeps the set of lower rank, then
-// cost, and leaves the victims in the order they were taken.
-func (s *Searcher) upgradeSurpluses(allowBorrow bool) {
+// than the eviction it replaces); failing that, the same from the
+// victims picked before the first fill-back (picked), since the one
+// that spares it may be one that fill-back dropped. It keeps the set of
+// lower rank, then cost, and leaves the victims in the order they were
+// taken.
+func (s *Searcher) upgradeSurpluses(allowBorrow bool, picked []int32) {
 	if s.index.splits == 0 {
 		return
 	}
@@ -391,8 +397,54 @@ func (s *Searcher) upgradeSurpluses(allowBorrow bool) {
 			continue
 		}
 		s.untakeAll()
+		if s.upgradeFrom(ci, picked, rk, cost, allowBorrow) {
+			i = -1
+			continue
+		}
 		s.takeAll(before)
 	}
+}
+
+// upgradeFrom takes the victims picked, with surplus ci among them, and
+// ci's rest, when the rules let it go; fills the set back, the workload
+// last; and keeps it, in the order picked, when it scores below rank rk,
+// then cost. Otherwise it leaves nothing taken and reports false.
+func (s *Searcher) upgradeFrom(ci int32, picked []int32, rk int64, cost float64, allowBorrow bool) bool {
+	list := s.upgradeTry[:0]
+	for _, x := range picked {
+		if x != ci+1 {
+			list = append(list, x)
+		}
+	}
+	s.upgradeTry = list
+	s.takeAll(list)
+	if !s.cands[ci].taken || !s.valid(&s.cands[ci+1]) {
+		s.untakeAll()
+		return false
+	}
+	s.take(ci + 1)
+	// The workload first, so that fill-back tries the others first.
+	s.taken = append(s.taken[:0], ci, ci+1)
+	for _, x := range list {
+		if x != ci {
+			s.taken = append(s.taken, x)
+		}
+	}
+	s.fillBack(allowBorrow)
+	if nr, nc, _ := s.score(s.taken); nr < rk || nr == rk && nc < cost {
+		s.taken = s.taken[:0]
+		for _, x := range list {
+			if s.cands[x].taken {
+				s.taken = append(s.taken, x)
+				if x == ci && s.cands[ci+1].taken {
+					s.taken = append(s.taken, ci+1)
+				}
+			}
+		}
+		return true
+	}
+	s.untakeAll()
+	return false
 }
 
 // score is a set's highest victim rank, cost and number of victims (a

@@ -144,3 +144,92 @@ func TestCheckpointOfAnElasticCandidateRefilesBothParts(t *testing.T) {
 	assert.Equal(t, fresh, updated)
 	assert.Equal(t, []victimSummary{{ID: "batch", Pods: []int{7, 6, 5, 4}}}, summarize(updated))
 }
+
+// Reclaiming from another queue takes an elastic workload whole while its
+// queue borrows before it goes, as Kueue judges it, even when giving up
+// its surplus alone would bring the queue back within quota: the rest
+// completes the same eviction. Where the surplus alone makes room, the
+// workload shrinks.
+//
+// Two nodes of 4 GPUs under cohort c: a (nominal 6) reclaims, b
+// (nominal 3) borrows 1. Node 0: b's "train", 2 GPUs (2 one-GPU pods,
+// minimum 1). Node 1: b's "leaving", 2 GPUs draining (first in eviction
+// order: taking it for quota ends b's borrowing), and a's "pinned", 2
+// GPUs that may not be preempted.
+func TestReclaimEvictsElasticWorkWhoseSurplusEndsItsQueuesBorrowing(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		elastic  bool
+		per      int
+		required string
+		want     []victimSummary
+	}{
+		{name: "4-GPU pod, not elastic", per: 4, want: []victimSummary{{ID: "train"}}},
+		{name: "4-GPU pod, elastic: whole", elastic: true, per: 4, want: []victimSummary{{ID: "train"}}},
+		{name: "4-GPU pod on one node, elastic: whole", elastic: true, per: 4, required: "node", want: []victimSummary{{ID: "train"}}},
+		{name: "3-GPU pod, not elastic", per: 3, want: []victimSummary{{ID: "train"}}},
+		{name: "3-GPU pod, elastic: its surplus", elastic: true, per: 3, want: []victimSummary{{ID: "train", Pods: []int{1}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0),
+				queue("a", "c", 6, quota.Rules{ReclaimWithinCohort: quota.ReclaimLowerPriority}), queue("b", "c", 3, lower))
+			train := e.run("train", "b", 0, time.Hour, []int{0}, []int{2})
+			if tc.elastic {
+				elastic(train, 1)
+			}
+			e.run("leaving", "b", 0, time.Hour, []int{1}, []int{2}).Draining = true
+			e.run("pinned", "a", 0, time.Hour, []int{1}, []int{2}).Preemptible = false
+			req := e.req("new", "a", 2, 1, tc.per, tc.required)
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+			assert.Equal(t, preempt.Reclaim, p.Victims[0].Reason)
+		})
+	}
+}
+
+// An elastic workload goes whole rather than shrink when that spares a
+// victim of higher priority, even when what spares it is work the first
+// fill-back dropped: there, draining work taken for quota first.
+//
+// Three nodes of 4 GPUs under cohort c: a (nominal 3) runs "mine", 2
+// GPUs at priority 0 (2 one-GPU pods, minimum 1 when elastic), and asks
+// for 2 more, which it may not borrow: mine must give up a GPU at least.
+// b (nominal 0) borrows with "leaving", 1 GPU draining, and "batch", 2
+// GPUs at priority 1; x (nominal 1) runs nothing. Node 2 is free: only
+// quota binds, and 3 GPUs must go. Without leaving, batch holds 3 GPUs
+// and must go anyway: mine shrinks.
+func TestElasticWorkloadGoesWholeWhenThatSparesHigherPriorityWork(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		elastic bool
+		leaving bool
+		want    []victimSummary
+	}{
+		{name: "not elastic", leaving: true, want: []victimSummary{{ID: "leaving"}, {ID: "mine"}}},
+		{name: "elastic: whole, with leaving, spares batch", elastic: true, leaving: true, want: []victimSummary{{ID: "leaving"}, {ID: "mine"}}},
+		{name: "nothing draining, not elastic", want: []victimSummary{{ID: "batch"}, {ID: "mine"}}},
+		{name: "nothing draining, elastic: batch goes, mine shrinks", elastic: true, want: []victimSummary{{ID: "batch"}, {ID: "mine", Pods: []int{1}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority}
+			e := newEnv(t, 1, 1, 3, 4, cohort("c", "", 0), queue("a", "c", 3, rules),
+				queue("b", "c", 0, lower), queue("x", "c", 1, lower))
+			mine := e.run("mine", "a", 0, time.Hour, []int{0}, []int{2})
+			if tc.elastic {
+				elastic(mine, 1)
+			}
+			batch := 3
+			if tc.leaving {
+				e.run("leaving", "b", 0, time.Hour, []int{0}, []int{1}).Draining = true
+				batch = 2
+			}
+			e.run("batch", "b", 1, time.Hour, []int{1}, []int{batch})
+			req := e.req("new", "a", 2, 1, 2, "")
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+			assert.False(t, p.Borrowing)
+		})
+	}
+}
