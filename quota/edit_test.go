@@ -168,3 +168,21 @@ func TestChangesCountsTreeChanges(t *testing.T) {
 	tree.CopyTo(c)
 	require.Equal(t, tree.Changes(), c.Changes())
 }
+
+// A what-if that takes usage off and puts it back inside Undoing leaves
+// Changes where it was, and the tree as it was; the changes inside are
+// seen while they last.
+func TestUndoingKeepsChangesForAWhatIfUndone(t *testing.T) {
+	tree := editTree(t)
+	a, _ := tree.Node("a")
+	require.NoError(t, tree.AddUsage(a, 0, 3))
+	before, spec := tree.Changes(), tree.Clone()
+	tree.Undoing(func() {
+		require.NoError(t, tree.RemoveUsage(a, 0, 3))
+		require.Greater(t, tree.Changes(), before, "inside")
+		require.True(t, tree.Fits(a, 0, 6).Fits() || !spec.Fits(a, 0, 6).Fits())
+		require.NoError(t, tree.AddUsage(a, 0, 3))
+	})
+	require.Equal(t, before, tree.Changes())
+	require.Equal(t, spec.Usage(a, 0), tree.Usage(a, 0))
+}
