@@ -137,12 +137,6 @@ type candidate struct {
 
 // NewPlacer returns a Placer with the given options.
 func NewPlacer(opt Options) *Placer {
-	if opt.MaxScored <= 0 {
-		opt.MaxScored = 8
-	}
-	if opt.MaxRanked <= 0 {
-		opt.MaxRanked = 4
-	}
 	return &Placer{opt: opt}
 }
 
