@@ -95,3 +95,24 @@ func TestWholeFreeClassWalkGivesUpAfterEightNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestPerNodeCountsOnlyUnderASpreadLimit: a Placer keeps per-node (and
+// per-domain) pod counts only for a workload with a spread limit, so a
+// fresh Placer placing one without allocates less than for the same
+// gang under a limit that does not bind; a reused Placer allocates
+// nothing for either.
+func TestPerNodeCountsOnlyUnderASpreadLimit(t *testing.T) {
+	f := mixedFleet(t, false, "H100", "H100", "H100", "H100")
+	allocs := func(sp gang.Spread) (fresh, reused float64) {
+		w := &gang.Workload{ID: "w", Queue: "q", Spread: sp, PodSets: []gang.PodSet{{Name: "p", Count: 3, GPUsPerPod: 2}}}
+		fresh = testing.AllocsPerRun(20, func() { _, _ = placement.Place(f, w, placement.Options{}) })
+		p := placement.NewPlacer(placement.Options{})
+		reused = testing.AllocsPerRun(20, func() { _, _ = p.Place(f, w) })
+		return fresh, reused
+	}
+	free, freeReused := allocs(gang.Spread{})
+	limited, limitedReused := allocs(gang.Spread{MaxPerNode: 8})
+	assert.Less(t, free, limited)
+	assert.Zero(t, freeReused)
+	assert.Zero(t, limitedReused)
+}
