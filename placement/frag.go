@@ -116,7 +116,6 @@ func (r *Fragmentation) Observe(w *gang.Workload) {
 		if j < 0 {
 			r.shapes = append(r.shapes, fragShape{k: ps.GPUsPerPod, share: ps.GPUShare,
 				resources: slices.Clone(ps.Resources), models: slices.Clone(models)})
-			j = len(r.shapes) - 1
 			slices.SortStableFunc(r.shapes, func(a, b fragShape) int {
 				return cmp.Or(cmp.Compare(a.k, b.k), cmp.Compare(a.share, b.share))
 			})

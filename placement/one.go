@@ -49,7 +49,7 @@ func (p *Placer) placeOne() (Assignment, bool) {
 	w, f := p.w, p.f
 	p.setPodSet(p.order[0])
 	p.opts = p.opts[:0]
-	lastTier := -1
+	var lastTier int
 	for _, g := range p.groups {
 		rank, _ := w.Accepts(f.GroupFlavor(g))
 		if t := p.tier(g); len(p.opts) > 0 && t != lastTier {
@@ -223,7 +223,7 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 // the shares its GPUs could take.
 func (p *Placer) holdsOne(n topology.NodeID) bool {
 	f := p.f
-	if p.share > 0 && p.maxPerNode == 0 && f.Free(n) > 0 && !f.MIG(n) {
+	if p.share > 0 && p.maxPerNode == 0 && !f.MIG(n) {
 		return f.Health(n) == topology.Healthy && f.NodeGroup(n) == p.g && !p.avoided(n) && p.resourcesFit(n)
 	}
 	return p.nodeCap(n) > 0

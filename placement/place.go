@@ -137,12 +137,6 @@ type candidate struct {
 
 // NewPlacer returns a Placer with the given options.
 func NewPlacer(opt Options) *Placer {
-	if opt.MaxScored <= 0 {
-		opt.MaxScored = 8
-	}
-	if opt.MaxRanked <= 0 {
-		opt.MaxRanked = 4
-	}
 	return &Placer{opt: opt}
 }
 
@@ -808,47 +802,34 @@ func (p *Placer) placePodSet(d topology.DomainID) bool {
 }
 
 // placeSegments puts n units of size pods, each unit inside one domain of
-// the segment level below d, by the fewest-domains rule.
+// the segment level below d, by the fewest-domains rule. It serves
+// segments under a per-domain spread level above theirs (otherwise a
+// segment is a rank group: see setRanks): segment domains share their
+// spread domain's limit, so every unit placed lowers what its siblings
+// can take, and it counts again before each choice. Taking all a domain
+// can hold never wastes a shared limit, so this finds room whenever
+// there is some. A domain so filled takes no more (its nodes' free GPUs
+// do not show this trial's pods).
 func (p *Placer) placeSegments(d topology.DomainID, size, n int) bool {
 	lo, hi := p.descendants(d, p.segLevel)
-	base, total := len(p.caps), 0
-	if p.spreadLevel > 0 && p.spreadLevel < p.segLevel {
-		// Segment domains share their spread domain's limit, so every unit
-		// placed lowers what its siblings can take: count again before
-		// each choice. Taking all a domain can hold never wastes a shared
-		// limit, so this finds room whenever there is some. A domain so
-		// filled takes no more (its nodes' free GPUs do not show this
-		// trial's pods).
-		spent := len(p.spent)
-		defer func() { p.caps, p.spent = p.caps[:base], p.spent[:spent] }()
-		for n > 0 {
-			p.caps = p.caps[:base]
-			for e := lo; e < hi; e++ {
-				p.caps = append(p.caps, p.capacity(e)/size)
-			}
-			for _, i := range p.spent[spent:] {
-				p.caps[base+i] = 0
-			}
-			i, units := p.pick(base, n, lo)
-			if i < 0 {
-				return false
-			}
-			p.fill(lo+topology.DomainID(i), units*size)
-			p.spent = append(p.spent, i)
-			n -= units
+	base, spent := len(p.caps), len(p.spent)
+	defer func() { p.caps, p.spent = p.caps[:base], p.spent[:spent] }()
+	for n > 0 {
+		p.caps = p.caps[:base]
+		for e := lo; e < hi; e++ {
+			p.caps = append(p.caps, p.capacity(e)/size)
 		}
-		return true
+		for _, i := range p.spent[spent:] {
+			p.caps[base+i] = 0
+		}
+		i, units := p.pick(base, n, lo)
+		if i < 0 {
+			return false
+		}
+		p.fill(lo+topology.DomainID(i), units*size)
+		p.spent = append(p.spent, i)
+		n -= units
 	}
-	for e := lo; e < hi; e++ {
-		c := p.capacity(e) / size
-		p.caps = append(p.caps, c)
-		total += c
-	}
-	defer func() { p.caps = p.caps[:base] }()
-	if total < n {
-		return false
-	}
-	p.distribute(base, lo, n, func(e topology.DomainID, units int) { p.fill(e, units*size) })
 	return true
 }
 
@@ -1010,8 +991,9 @@ func (p *Placer) emitOn(n topology.NodeID, count, gpu int) {
 func (p *Placer) capacity(d topology.DomainID) int {
 	f := p.f
 	l := f.DomainLevel(d)
-	if p.spreadLevel > 0 && l > p.spreadLevel {
-		// Below the spread level, the enclosing domain's limit still binds.
+	if p.spreadLevel > 0 && l >= p.spreadLevel {
+		// At and below the spread level, the enclosing domain's limit
+		// binds.
 		first, _ := f.Nodes(d)
 		left := p.maxPerDom - p.usedDom[f.DomainOf(first, p.spreadLevel)]
 		if l == p.deep {
@@ -1023,9 +1005,6 @@ func (p *Placer) capacity(d topology.DomainID) int {
 		return p.nodeCap(topology.NodeID(d - f.NodeDomain(0)))
 	}
 	if p.spreadLevel > 0 {
-		if l == p.spreadLevel {
-			return max(0, min(p.capBelow(d), p.maxPerDom-p.usedDom[d]))
-		}
 		lo, hi := p.descendants(d, p.spreadLevel)
 		n := 0
 		for e := lo; e < hi; e++ {

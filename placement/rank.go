@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"slices"
+
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -68,9 +70,7 @@ func (p *Placer) setRanks(ps int) {
 		}
 		p.active = append(p.active, all[j])
 	}
-	for i, j := 0, len(p.active)-1; i < j; i, j = i+1, j-1 {
-		p.active[i], p.active[j] = p.active[j], p.active[i]
-	}
+	slices.Reverse(p.active)
 }
 
 // unitSize is the pods in one group of the j-th active rank group; the

@@ -11,6 +11,19 @@ import (
 // hold the gang, and so tried none.
 func Hopeless(s *Searcher) bool { return s.hopeless }
 
+// Looked counts the Index entries s's last search looked at (classified,
+// and priced when the rules allow them): the work a pruned cell never
+// costs.
+func Looked(s *Searcher) int {
+	n := 0
+	for _, at := range s.seenAt {
+		if at == s.epoch {
+			n++
+		}
+	}
+	return n
+}
+
 // SetNoBounds makes s try every cell without pruning by lower bounds,
 // the reference the pruned search must agree with.
 func SetNoBounds(s *Searcher, v bool) { s.noBounds = v }

@@ -281,7 +281,6 @@ func NewIndex(f *topology.Fleet, t *quota.Tree) *Index {
 	}
 	for l := range topology.Level(f.Depth() + 1) {
 		lo, hi := f.DomainsAt(l)
-		x.uniform[l] = -1
 		for d := lo; d < hi; d++ {
 			nlo, nhi := f.Nodes(d)
 			switch n := int(nhi - nlo); {

@@ -85,7 +85,7 @@ func (s *Searcher) coldNode(n topology.NodeID) uint8 { return s.coldDomain(s.fle
 // are gone; 0 when it is off.
 func (s *Searcher) coldSet() int {
 	f, k, w := s.fleet, s.shape.podGPUs, s.req.W
-	if !s.warm.on || k <= 0 {
+	if !s.warm.on {
 		return 0
 	}
 	cold := w.PodSets[0].Count
