@@ -298,3 +298,52 @@ func assertSameState(t assert.TestingT, want, got *Fleet) {
 	assert.Equal(t, want.ralloc, got.ralloc)
 	assert.Equal(t, want.rfree, got.rfree)
 }
+
+// An error about the spec as a whole names no node: its index is -1 and
+// its text has no node part; one about a node names it and its index.
+func TestSpecErrorsNameANodeOnlyForANode(t *testing.T) {
+	levels := []string{"leaf", "node"}
+	for _, tc := range []struct {
+		name  string
+		spec  Spec
+		index int
+		text  string
+	}{
+		{"no levels", Spec{Nodes: []NodeSpec{{Name: "a", GPUs: 8}}}, -1, "topology: invalid spec: no levels"},
+		{"empty fleet", Spec{Levels: levels}, -1, "topology: empty fleet"},
+		{"bad node", Spec{Levels: levels, Nodes: []NodeSpec{{Name: "a", GPUs: 8, Path: []string{"l"}}, {Name: "b", Path: []string{"l"}}}}, 1,
+			`topology: GPU count must be positive: node "b" (nodes[1]): gpus=0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.spec)
+			var se *SpecError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, tc.index, se.Index)
+			assert.Equal(t, tc.text, err.Error())
+		})
+	}
+}
+
+// A node's resource may be exactly MaxResource and not one unit more.
+func TestResourceCapacityBound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    int64
+		err  error
+	}{
+		{"at the bound", MaxResource, nil},
+		{"one above", MaxResource + 1, ErrBadResource},
+		{"zero", 0, nil},
+		{"negative", -1, ErrBadResource},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Spec{Levels: []string{"leaf", "node"}, Nodes: []NodeSpec{
+				{Name: "a", Path: []string{"l"}, GPUs: 8, Resources: map[string]int64{"cpu": tc.v}}}})
+			if tc.err == nil {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, tc.err)
+			}
+		})
+	}
+}
