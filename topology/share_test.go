@@ -216,3 +216,51 @@ func TestShareClaimsRefusedWithTheirReason(t *testing.T) {
 		})
 	}
 }
+
+// A claim takes a thousand thousandths per whole GPU, plus its share or
+// its MIG slice's compute charge.
+func TestClaimMilliGPUs(t *testing.T) {
+	f := sharedFleet(t)
+	h, _ := f.Node("h")
+	l, _ := f.Node("l")
+	for _, tc := range []struct {
+		name string
+		c    topology.Claim
+		want int
+	}{
+		{"nothing", topology.Claim{Node: l}, 0},
+		{"one whole GPU", topology.Claim{Node: l, Whole: 1 << 2}, 1000},
+		{"three whole GPUs", topology.Claim{Node: l, Whole: 0b1011}, 3000},
+		{"a share", topology.Claim{Node: l, GPU: 1, Share: 250}, 250},
+		{"a whole GPU and a share", topology.Claim{Node: l, Whole: 1, GPU: 1, Share: 300}, 1300},
+		{"a 3g slice at slice 4", topology.Claim{Node: h, GPU: 2, MIG: "3g.40gb", Slice: 4}, 428},
+		{"two whole GPUs and a 1g slice", topology.Claim{Node: h, Whole: 0b11, GPU: 2, MIG: "1g.10gb"}, 2143},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.c.MilliGPUs(f))
+		})
+	}
+}
+
+// Each MIG node takes the profiles of its own model, whatever models
+// the nodes before it have: an A100's 1g slice has 5 GB, an H100's 10.
+func TestMIGNodesOfTwoModelsKeepTheirProfiles(t *testing.T) {
+	f, err := topology.New(topology.Spec{Levels: []string{"rack", "node"}, Nodes: []topology.NodeSpec{
+		{Name: "h0", Path: []string{"r"}, GPUs: 8, Flavor: "H100", MIG: true},
+		{Name: "a0", Path: []string{"r"}, GPUs: 8, Flavor: "A100", MIG: true},
+		{Name: "h1", Path: []string{"r"}, GPUs: 8, Flavor: "H100", MIG: true},
+	}})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		node, profile string
+		ok            bool
+	}{
+		{"h0", "1g.10gb", true}, {"h0", "1g.5gb", false},
+		{"a0", "1g.5gb", true}, {"a0", "1g.20gb", false},
+		{"h1", "1g.10gb", true}, {"h1", "1g.5gb", false},
+	} {
+		n, _ := f.Node(tc.node)
+		_, ok := f.NodeMIGProfile(n, tc.profile)
+		assert.Equal(t, tc.ok, ok, "%s %s", tc.node, tc.profile)
+	}
+}
