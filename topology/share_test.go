@@ -264,3 +264,16 @@ func TestMIGNodesOfTwoModelsKeepTheirProfiles(t *testing.T) {
 		assert.Equal(t, tc.ok, ok, "%s %s", tc.node, tc.profile)
 	}
 }
+
+// Pods of no GPU share, or of a negative one, fit nowhere: the count is 0,
+// on a node with free and partly shared GPUs alike.
+func TestSharesThatFitNeedsAPositiveShare(t *testing.T) {
+	f := sharedFleet(t)
+	l, _ := f.Node("l")
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: l, GPU: 1, Share: 600}))
+	for _, tc := range []struct {
+		share, want int
+	}{{-1, 0}, {0, 0}, {1, 3*1000 + 400}, {400, 3*2 + 1}, {1000, 3}, {1001, 0}} {
+		assert.Equal(t, tc.want, f.SharesThatFit(l, tc.share), "share %d", tc.share)
+	}
+}
