@@ -383,3 +383,26 @@ func TestPreemptionAvoidsBookedBlocks(t *testing.T) {
 		}
 	}
 }
+
+// Once a booked spine's drain has begun, a defragmentation mover is kept
+// out of it as other work is: opening leaf-1-0, the mover's tightest fit
+// in node order would be spine-0's first node (its own mover draining
+// for the booking), and it goes to the next leaf of spine 1 instead.
+func TestDefragMoversGoAroundABookedBlockThatDrains(t *testing.T) {
+	s := scattered(t, 0)
+	_, err := s.Propose(t0, calendar.Request{ID: "eval", Queue: "research", Flavor: "H100", GPUs: 512, Level: "spine",
+		Start: t0.Add(48 * time.Hour), Duration: time.Hour})
+	require.NoError(t, err)
+	b, err := s.Approve(t0, "eval", 0, "council")
+	require.NoError(t, err)
+	require.Equal(t, []string{"spine-0"}, b.Domains)
+	now := b.Start.Add(-b.Grace)
+	require.Len(t, s.Schedule(now).Drain, 8, "spine-0's eight small jobs drain for the booking")
+
+	plan, err := s.PlanDefrag(now, "leaf", "H100", 0, 1000)
+	require.NoError(t, err)
+	assert.Equal(t, "leaf-1-0", plan.Domain)
+	require.Len(t, plan.Moves, 1)
+	require.Len(t, plan.Moves[0].To, 1)
+	assert.Equal(t, "node-1-1-0", plan.Moves[0].To[0].Node)
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/topology"
 )
 
 // scattered puts a 2-GPU research job that checkpoints on the first node
@@ -159,4 +160,34 @@ func TestDefragPrefersMovingLowerPriorityWork(t *testing.T) {
 	require.Len(t, plan.Moves, 1)
 	assert.Equal(t, "filler", plan.Moves[0].ID, "at research's priority, batch moves first")
 	assert.InDelta(t, 4*20*60, plan.LostGPUSeconds, 1e-6, "the plan reports the work lost, not its weight")
+}
+
+// A domain opened for part of its GPUs is bounded by its cheapest nodes,
+// as many as the request fills (16 GPUs: two of a leaf's three 8-GPU
+// nodes), not one more: leaf-0 costs its cheap mover and keeps an
+// expensive one where it is, and is planned before leaf-1, whose
+// cheapest mover costs more than the cheap one but less than both of
+// leaf-0's. Counting a third node would bound leaf-0 above leaf-1's
+// price and plan leaf-1 alone.
+func TestDefragBoundsAPartialDomainByTheNodesItFills(t *testing.T) {
+	cfg := fleet.ReferenceConfigFor(topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"},
+		Fanout: []int{2, 3}, GPUsPerNode: 8, Flavor: "H100"}))
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	now := t0.Add(time.Hour)
+	adopt := func(id, node string, gpus int, age time.Duration) {
+		w := gang.Workload{ID: id, Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
+			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: gpus}}, Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 2 * time.Hour}}
+		require.NoError(t, s.Adopt(now, w, now.Add(-age), []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: gpus}}))
+	}
+	adopt("cheap", "node-0-0", 1, 10*time.Minute) // 1 x 13 min
+	adopt("dear", "node-0-1", 4, time.Hour)       // 4 x 63 min
+	adopt("mid-0", "node-1-0", 2, 30*time.Minute) // 2 x 33 min
+	adopt("mid-1", "node-1-1", 2, 30*time.Minute) // 2 x 33 min
+	plan, err := s.PlanDefrag(now, "leaf", "H100", 16, 1000)
+	require.NoError(t, err)
+	assert.Equal(t, "leaf-0", plan.Domain)
+	require.Len(t, plan.Moves, 1)
+	assert.Equal(t, "cheap", plan.Moves[0].ID)
+	assert.InDelta(t, 13*60, plan.LostGPUSeconds, 1e-6)
 }

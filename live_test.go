@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -193,6 +194,32 @@ func TestRemoveNodeRefusesToOverPromise(t *testing.T) {
 	assert.Contains(t, snap.Fleet.Unhealthy, fleet.NodeHealth{Node: "node-3-7-7", Health: topology.Absent})
 	r.Quotas[0].Nominal = 848
 	require.ErrorIs(t, s.SetQueue(t0, r), fleet.ErrOverCapacity)
+}
+
+// A restore checks the snapshot's guarantees against the nodes in service
+// as the snapshot has them: with node-3-7-7 removed, 848 GPUs for
+// research over-promise the 2,040 left, though they fit the 2,048 of the
+// configuration.
+func TestRestoreRefusesGuaranteesAboveTheNodesInService(t *testing.T) {
+	s := newRef(t)
+	r := quotaNode(t, s, "research")
+	r.Quotas[0].Nominal = 840
+	require.NoError(t, s.SetQueue(t0, r))
+	require.NoError(t, s.RemoveNode(t0, "node-3-7-7"))
+	snap := s.Snapshot()
+	_, err := fleet.Restore(fleet.ReferenceConfig(), snap)
+	require.NoError(t, err)
+
+	for i, n := range snap.Quota.Nodes {
+		if n.Name == "research" {
+			n.Quotas = slices.Clone(n.Quotas)
+			n.Quotas[0].Nominal = 848
+			snap.Quota.Nodes = slices.Clone(snap.Quota.Nodes)
+			snap.Quota.Nodes[i] = n
+		}
+	}
+	_, err = fleet.Restore(fleet.ReferenceConfig(), snap)
+	require.ErrorIs(t, err, fleet.ErrOverCapacity)
 }
 
 func TestAbsentNodeTakesWorkOnceAdded(t *testing.T) {

@@ -258,3 +258,39 @@ func TestReclaimSharedCountsPromisedVictimsGone(t *testing.T) {
 	assert.Equal(t, []string{"inf", "r0"}, admitted)
 	require.NoError(t, s.CheckInvariants())
 }
+
+// TestReclaimSharedLeavesAQueueAtItsNominal: a queue that uses exactly its
+// nominal cores does not borrow, and its work is not another queue's to
+// reclaim, though it is of the lowest priority and started last: the
+// cores come from the queue that borrows them.
+func TestReclaimSharedLeavesAQueueAtItsNominal(t *testing.T) {
+	cfg := reclaimConfig(2, false)
+	cores := func(name string, m int64) quota.NodeSpec {
+		return quota.NodeSpec{Name: name, Parent: "fleet", Kind: quota.Queue,
+			Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 0, Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: m}}}}}
+	}
+	cfg.Quota.Nodes[1].Quotas[0].Resources[0].Nominal = 32000
+	cfg.Quota.Nodes[2] = cores("batch", 16000)
+	cfg.Quota.Nodes = append(cfg.Quota.Nodes, cores("other", 16000))
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	submit := func(at time.Time, id, queue, class string) {
+		require.NoError(t, s.Submit(at, gang.Workload{ID: id, Queue: queue, PriorityClass: class, Shape: gang.Batch,
+			PodSets: []gang.PodSet{{Name: "p", Count: 1, Resources: []gang.Resource{{Name: "cpu", Amount: 16000}}}},
+			Drain:   gang.DrainContract{Preemptible: true}}))
+		require.Len(t, s.Schedule(at).Admit, 1, id)
+	}
+	for i := range 3 {
+		submit(t0.Add(time.Duration(i)*time.Second), fmt.Sprintf("o%d", i), "other", fleet.ClassReservedResearch)
+	}
+	submit(t0.Add(3*time.Second), "b", "batch", fleet.ClassPreemptibleBatch)
+
+	now := t0.Add(10 * time.Minute)
+	require.NoError(t, s.Submit(now, gang.Workload{ID: "inf", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference,
+		Shape: gang.Inference, PodSets: []gang.PodSet{{Name: "p", Count: 1, Resources: []gang.Resource{{Name: "cpu", Amount: 16000}}}}}))
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 1)
+	assert.Equal(t, "o2", d.Drain[0].ID, "the borrower's latest, not batch's")
+	assert.Equal(t, gang.DrainReclaim, d.Drain[0].Reason)
+	require.NoError(t, s.CheckInvariants())
+}

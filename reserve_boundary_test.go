@@ -73,3 +73,39 @@ func TestHigherPriorityWorkGoesAroundAHoldWhenItCan(t *testing.T) {
 	require.Len(t, d.Admit, 1)
 	assert.Equal(t, "node-0-1-0", d.Admit[0].Pods[0].Node, "not node-0-0-0, in the held leaf")
 }
+
+// A held domain is chosen by the GPUs of open-ended work the gang could
+// not evict, and the gang can evict preemptible work of lower priority
+// only: leaf-0-0, whose second node runs preemptible batch work, holds
+// one such GPU (a research job's); leaf-0-1, one of whose nodes runs
+// preemptible work of the gang's own priority, two; spine-1's leaves two
+// each. Held for the pair, leaf-0-0 then turns away a research job whose
+// tightest fit is its first node.
+func TestHeldDomainCountsOnlyWorkTheGangCanEvict(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	adopt := func(id, queue, class, node string, gpus int, preemptible bool) {
+		w := gang.Workload{ID: id, Queue: queue, PriorityClass: class, Shape: gang.Batch,
+			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: gpus}}, Drain: gang.DrainContract{Preemptible: preemptible}}
+		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: gpus}}))
+	}
+	for _, node := range []string{"node-0-0-0", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
+		adopt("r-"+node, "research", fleet.ClassReservedResearch, node, 1, false)
+	}
+	adopt("filler", "batch", fleet.ClassPreemptibleBatch, "node-0-0-1", 1, true)
+	adopt("peer", "prod-inference", fleet.ClassProdInference, "node-0-1-1", 2, true)
+
+	pair := gang.Workload{ID: "pair", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
+		PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "leaf"}}
+	require.NoError(t, s.Submit(t0, pair))
+	d := s.Schedule(t0)
+	require.Empty(t, d.Admit)
+	require.Empty(t, d.Drain, "every leaf holds work the pair cannot evict")
+
+	late := gang.Workload{ID: "late", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+		PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 7}}}
+	require.NoError(t, s.Submit(t0, late))
+	d = s.Schedule(t0.Add(time.Second))
+	require.Len(t, d.Admit, 1)
+	assert.Equal(t, "node-1-0-0", d.Admit[0].Pods[0].Node, "not node-0-0-0, in the held leaf-0-0")
+}

@@ -27,6 +27,7 @@ func TestFungibility(t *testing.T) {
 		{name: "try next flavor", a: try},
 		{name: "on a cohort", root: try, err: quota.ErrRulesOnCohort},
 		{name: "out of range", a: quota.Fungibility{WhenCanBorrow: 7}, err: quota.ErrInvalidSpec},
+		{name: "first past the last value", a: quota.Fungibility{WhenCanBorrow: quota.TryNextFlavor + 1}, err: quota.ErrInvalidSpec},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, err := quota.New(spec(tc.root, tc.a))

@@ -3,6 +3,7 @@ package quota_test
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -116,4 +117,72 @@ func TestRequestsRefuseBadInputTyped(t *testing.T) {
 	require.False(t, v.Fits())
 	cpu, _ := tr.Resource("cpu")
 	require.Equal(t, cpu, v.Resource)
+}
+
+// FitsRequest reports a request within nominal quota in every resource as
+// fitting nominally, and one that borrows in any resource as borrowing,
+// from the cohort it borrows from; its verdict names the flavor, and a
+// flavor past the last one is a bad request.
+func TestFitsRequestModeAndFlavor(t *testing.T) {
+	tr := resourceTree(t)
+	a, _ := tr.Node("a")
+	org, _ := tr.Node("org")
+	cpu, _ := tr.Resource("cpu")
+	cores := func(m int64) []quota.Amount { return []quota.Amount{{Resource: cpu, Value: m}} }
+	for _, tc := range []struct {
+		name string
+		req  quota.Request
+		mode quota.Mode
+		from quota.NodeID
+	}{
+		{"nothing asked", quota.Request{}, quota.FitsNominal, a},
+		{"GPUs within nominal", quota.Request{MilliGPUs: 8000}, quota.FitsNominal, a},
+		{"cores within nominal", quota.Request{MilliGPUs: 1000, Resources: cores(64000)}, quota.FitsNominal, a},
+		{"borrowing GPUs", quota.Request{MilliGPUs: 9000}, quota.FitsBorrowing, org},
+		{"borrowing cores only", quota.Request{MilliGPUs: 1000, Resources: cores(65000)}, quota.FitsBorrowing, org},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tr.FitsRequest(a, 0, tc.req)
+			assert.Equal(t, tc.mode, v.Mode)
+			assert.Equal(t, tc.from, v.From)
+			assert.Contains(t, v.String(), " H100 GPUs fit ")
+			if tc.mode == quota.FitsBorrowing {
+				assert.Contains(t, v.String(), `borrowing from cohort "org"`)
+			}
+		})
+	}
+	v := tr.FitsRequest(a, quota.FlavorID(tr.NumFlavors()), quota.Request{MilliGPUs: 1000})
+	assert.Equal(t, quota.ReasonBadRequest, v.Reason.Kind)
+}
+
+// A request may list a resource twice: it is charged the total, and
+// released only when the queue holds the total.
+func TestRequestListingAResourceTwice(t *testing.T) {
+	tr := resourceTree(t)
+	a, _ := tr.Node("a")
+	cpu, _ := tr.Resource("cpu")
+	twice := func(x, y int64) quota.Request {
+		return quota.Request{Resources: []quota.Amount{{Resource: cpu, Value: x}, {Resource: cpu, Value: y}}}
+	}
+	require.NoError(t, tr.AddRequest(a, 0, twice(3000, 2000)), "5000 of 64000 cores")
+	assert.Equal(t, int64(5000), tr.UsageOf(a, 0, cpu))
+	for _, tc := range []struct {
+		name string
+		req  quota.Request
+		err  error
+		left int64
+	}{
+		{"more than held in total", twice(3000, 3000), quota.ErrUsageUnderflow, 5000},
+		{"part of it", twice(1000, 1500), nil, 2500},
+		{"the rest", twice(2000, 500), nil, 0},
+		{"nothing held", twice(1, 0), quota.ErrUsageUnderflow, 0},
+	} {
+		err := tr.RemoveRequest(a, 0, tc.req)
+		if tc.err != nil {
+			assert.ErrorIs(t, err, tc.err, tc.name)
+		} else {
+			assert.NoError(t, err, tc.name)
+		}
+		assert.Equal(t, tc.left, tr.UsageOf(a, 0, cpu), tc.name)
+	}
 }

@@ -199,3 +199,67 @@ func TestScheduleBoundariesCoverEveryChange(t *testing.T) {
 		}
 	})
 }
+
+// A clock reads "HH:MM" from 00:00 to 23:59, both included, and nothing
+// past either end.
+func TestClockTextBounds(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want quota.Clock
+		ok   bool
+	}{
+		{"00:00", quota.ClockOf(0, 0), true},
+		{"23:59", quota.ClockOf(23, 59), true},
+		{"12:59", quota.ClockOf(12, 59), true},
+		{"24:00", 0, false},
+		{"12:60", 0, false},
+		{"-1:00", 0, false},
+		{"7:30", 0, false},
+	} {
+		t.Run(tc.text, func(t *testing.T) {
+			var c quota.Clock
+			err := c.UnmarshalText([]byte(tc.text))
+			if !tc.ok {
+				assert.ErrorIs(t, err, quota.ErrInvalidSchedule)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, c)
+			b, err := c.MarshalText()
+			require.NoError(t, err)
+			assert.Equal(t, tc.text, string(b))
+		})
+	}
+}
+
+// A whole-day window (start equal to end) on listed days is in force on
+// those days only, midnight to midnight; listing all seven days is the
+// same as listing none.
+func TestWholeDayWindowHoldsOnItsDaysOnly(t *testing.T) {
+	weekend := []time.Weekday{time.Saturday, time.Sunday}
+	every := []time.Weekday{0, 1, 2, 3, 4, 5, 6}
+	at := func(day, hour, minute int) time.Time { return time.Date(2026, 6, day, hour, minute, 0, 0, time.UTC) } // 1 June 2026: a Monday
+	for _, tc := range []struct {
+		name string
+		days []time.Weekday
+		at   time.Time
+		want int64
+	}{
+		{"Saturday just after midnight", weekend, at(6, 0, 0), 0},
+		{"Sunday before midnight", weekend, at(7, 23, 59), 0},
+		{"Friday before midnight", weekend, at(5, 23, 59), 400},
+		{"Monday at midnight", weekend, at(8, 0, 0), 400},
+		{"Wednesday noon", weekend, at(3, 12, 0), 400},
+		{"Wednesday noon, every day listed", every, at(3, 12, 0), 0},
+		{"Wednesday noon, no day listed", nil, at(3, 12, 0), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := quota.NewSchedule(offPeakBase(), quota.ScheduleSpec{Rules: []quota.ScheduleRule{{Node: "batch",
+				Window: quota.Window{Days: tc.days}, Quota: quota.FlavorQuota{Flavor: "H100", Nominal: 0}}}}, nil)
+			require.NoError(t, err)
+			n, ok := s.Nominal("batch", "H100", tc.at)
+			require.True(t, ok)
+			assert.Equal(t, tc.want, n)
+		})
+	}
+}

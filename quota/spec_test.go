@@ -159,3 +159,27 @@ func TestParseSpecIsStrict(t *testing.T) {
 		require.True(t, errors.As(err, &se), c)
 	}
 }
+
+// A SpecError names the node, flavor and field it has, in that order,
+// and leaves out the ones it has not.
+func TestSpecErrorNamesWhatItHas(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  quota.SpecError
+		want string
+	}{
+		{"everything", quota.SpecError{Node: "a", Flavor: "H100", Field: "nominal", Detail: "9 above 8", Err: quota.ErrAmountTooLarge},
+			`quota: amount too large: node "a", flavor "H100", field nominal, 9 above 8`},
+		{"no node", quota.SpecError{Flavor: "H100", Field: "nominal", Err: quota.ErrAmountTooLarge},
+			`quota: amount too large: flavor "H100", field nominal`},
+		{"no flavor", quota.SpecError{Node: "a", Field: "weight", Err: quota.ErrInvalidWeight},
+			`quota: invalid fair-sharing weight: node "a", field weight`},
+		{"detail alone", quota.SpecError{Detail: "two roots", Err: quota.ErrInvalidSpec},
+			`quota: invalid spec: two roots`},
+		{"nothing", quota.SpecError{Err: quota.ErrCycle}, quota.ErrCycle.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.err.Error())
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -200,5 +201,56 @@ func TestStatsPerGroup(t *testing.T) {
 			assert.Equal(t, s.FreeGPUs, f.FreeGPUs(d, g), "%s group %d", f.DomainName(d), g)
 			assert.Equal(t, s.FreeNodes, f.FreeNodes(d, g), "%s group %d", f.DomainName(d), g)
 		}
+	}
+}
+
+// LargestFreeBlock answers by the index at the middle levels and by a
+// scan elsewhere; both give the most free nodes of the group and the
+// lowest domain of the level with that count, also when no domain has a
+// free node of the group (0 and the level's first domain, though it
+// holds none of the group's nodes).
+func TestLargestFreeBlockIndexAgreesWithTheScan(t *testing.T) {
+	spec := Spec{Levels: []string{"spine", "leaf", "node"}}
+	for i, x := range []struct{ spine, leaf, flavor string }{
+		{"s0", "l0", "H100"}, {"s0", "l0", "H100"}, {"s0", "l1", "H100"},
+		{"s1", "l2", "L4"}, {"s1", "l2", "L4"}, {"s1", "l3", "L4"}, {"s1", "l3", "H100"},
+	} {
+		spec.Nodes = append(spec.Nodes, NodeSpec{Name: fmt.Sprintf("n%d", i), Path: []string{x.spine, x.leaf}, GPUs: 8, Flavor: x.flavor})
+	}
+	want := func(f *Fleet, l Level, g GroupID) (int, DomainID) {
+		lo, hi := f.DomainsAt(l)
+		best, bestD := 0, lo
+		for d := lo; d < hi; d++ {
+			if n := f.FreeNodes(d, g); n > best {
+				best, bestD = n, d
+			}
+		}
+		return best, bestD
+	}
+	for _, tc := range []struct {
+		name string
+		busy []string
+	}{
+		{"all free", nil},
+		{"the first leaf busy", []string{"n0"}},
+		{"every L4 node busy", []string{"n3", "n4", "n5"}},
+		{"every node busy", []string{"n0", "n1", "n2", "n3", "n4", "n5", "n6"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := New(spec)
+			require.NoError(t, err)
+			for _, name := range tc.busy {
+				n, _ := f.Node(name)
+				require.NoError(t, f.Allocate(n, 1))
+			}
+			for l := Level(0); int(l) <= f.Depth(); l++ {
+				for _, g := range []GroupID{0, 1, AllGroups} {
+					n, d := f.LargestFreeBlock(l, g)
+					wn, wd := want(f, l, g)
+					assert.Equal(t, wn, n, "level %d group %d", l, g)
+					assert.Equal(t, f.DomainName(wd), f.DomainName(d), "level %d group %d", l, g)
+				}
+			}
+		})
 	}
 }

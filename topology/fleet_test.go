@@ -33,7 +33,7 @@ func TestNewRefusesBadSpecs(t *testing.T) {
 		{"empty fleet", Spec{Levels: levels}, ErrEmptyFleet, "", ""},
 		{"empty node name", Spec{Levels: levels, Nodes: []NodeSpec{node("", 8, "s", "l")}}, ErrInvalidSpec, "", "empty name"},
 		{"duplicate node", Spec{Levels: levels, Nodes: []NodeSpec{node("a", 8, "s", "l"), node("a", 8, "s", "l")}}, ErrDuplicate, "a", "also nodes[0]"},
-		{"short path", Spec{Levels: levels, Nodes: []NodeSpec{node("a", 8, "s")}}, ErrBadPath, "a", "path has 1 entries"},
+		{"short path", Spec{Levels: levels, Nodes: []NodeSpec{node("a", 8, "s")}}, ErrBadPath, "a", "path has 1 entries, levels above the node are 2"},
 		{"long path", Spec{Levels: levels, Nodes: []NodeSpec{node("a", 8, "s", "l", "x")}}, ErrBadPath, "a", ""},
 		{"empty domain", Spec{Levels: levels, Nodes: []NodeSpec{node("a", 8, "s", "")}}, ErrBadPath, "a", "empty domain"},
 		{"two parents", Spec{Levels: levels, Nodes: []NodeSpec{node("a", 8, "s0", "l"), node("b", 8, "s1", "l")}}, ErrTwoParents, "b", `"l" is under "s0" and "s1"`},
@@ -67,7 +67,7 @@ func TestUniformAndReference(t *testing.T) {
 	assert.Equal(t, "leaf-1-2", f.DomainName(f.DomainOf(n, 2)))
 	assert.Equal(t, "spine-1", f.DomainName(f.DomainOf(n, 1)))
 
-	for _, tt := range []struct{ gpus, spines, leaves int }{{2048, 4, 8}, {16384, 8, 32}, {131072, 32, 64}} {
+	for _, tt := range []struct{ gpus, spines, leaves int }{{2048, 4, 8}, {16384, 8, 32}, {131072, 32, 64}, {262144, 64, 64}} {
 		sp := Scaled(tt.gpus)
 		assert.Len(t, sp.Nodes, tt.gpus/8)
 		f, err := New(sp)
@@ -297,4 +297,69 @@ func assertSameState(t assert.TestingT, want, got *Fleet) {
 	assert.Equal(t, want.gwhole, got.gwhole)
 	assert.Equal(t, want.ralloc, got.ralloc)
 	assert.Equal(t, want.rfree, got.rfree)
+}
+
+// An error about the spec as a whole names no node: its index is -1 and
+// its text has no node part; one about a node names it and its index.
+func TestSpecErrorsNameANodeOnlyForANode(t *testing.T) {
+	levels := []string{"leaf", "node"}
+	for _, tc := range []struct {
+		name  string
+		spec  Spec
+		index int
+		text  string
+	}{
+		{"no levels", Spec{Nodes: []NodeSpec{{Name: "a", GPUs: 8}}}, -1, "topology: invalid spec: no levels"},
+		{"empty fleet", Spec{Levels: levels}, -1, "topology: empty fleet"},
+		{"bad node", Spec{Levels: levels, Nodes: []NodeSpec{{Name: "a", GPUs: 8, Path: []string{"l"}}, {Name: "b", Path: []string{"l"}}}}, 1,
+			`topology: GPU count must be positive: node "b" (nodes[1]): gpus=0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.spec)
+			var se *SpecError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, tc.index, se.Index)
+			assert.Equal(t, tc.text, err.Error())
+		})
+	}
+}
+
+// A node's resource may be exactly MaxResource and not one unit more.
+func TestResourceCapacityBound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    int64
+		err  error
+	}{
+		{"at the bound", MaxResource, nil},
+		{"one above", MaxResource + 1, ErrBadResource},
+		{"zero", 0, nil},
+		{"negative", -1, ErrBadResource},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Spec{Levels: []string{"leaf", "node"}, Nodes: []NodeSpec{
+				{Name: "a", Path: []string{"l"}, GPUs: 8, Resources: map[string]int64{"cpu": tc.v}}}})
+			if tc.err == nil {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, tc.err)
+			}
+		})
+	}
+}
+
+// Every domain but the fleet has a parent one level up; the fleet has
+// none.
+func TestParentOfEveryDomain(t *testing.T) {
+	f, err := New(small())
+	require.NoError(t, err)
+	_, ok := f.Parent(Root)
+	assert.False(t, ok, "the fleet")
+	for d := DomainID(1); int(d) < f.NumDomains(); d++ {
+		p, ok := f.Parent(d)
+		require.True(t, ok, f.DomainName(d))
+		assert.Equal(t, f.DomainLevel(d)-1, f.DomainLevel(p), f.DomainName(d))
+		lo, hi := f.Children(p)
+		assert.True(t, lo <= d && d < hi, "%s is among its parent's children", f.DomainName(d))
+	}
 }

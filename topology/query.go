@@ -234,17 +234,20 @@ func (f *Fleet) Stranded() (gpus int, fraction float64) {
 // AllGroups it counts every group and scans the level.
 func (f *Fleet) LargestFreeBlock(l Level, g GroupID) (nodes int, d DomainID) {
 	if g != AllGroups && l >= 1 && int(l) < f.depth {
-		best := -1
-		var bestD DomainID
-		// The maximum count, then the lowest ID with that count.
-		if k, ok := f.byFreeNodes[l][g].Max(); ok {
-			best = int(k >> 32)
+		// The maximum count, then the lowest ID with that count; with no
+		// free node anywhere, 0 and the level's first domain, as the scan
+		// finds (the index holds only the domains with nodes of g).
+		if k, ok := f.byFreeNodes[l][g].Max(); ok && k>>32 > 0 {
+			best := int(k >> 32)
+			var bestD DomainID
 			f.byFreeNodes[l][g].AscendGreaterOrEqual(key(int32(best), 0), func(k uint64) bool {
 				bestD = DomainID(uint32(k))
 				return false
 			})
+			return best, bestD
 		}
-		return max(best, 0), bestD
+		lo, _ := f.DomainsAt(l)
+		return 0, lo
 	}
 	lo, hi := f.DomainsAt(l)
 	best, bestD := -1, lo

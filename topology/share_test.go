@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsched/fleet/topology"
@@ -147,4 +148,132 @@ func TestChangesCountsNodeChanges(t *testing.T) {
 	_ = f.String()
 	require.Equal(t, before, f.Changes(), "reads")
 	require.Equal(t, f.Changes(), f.Clone().Changes())
+}
+
+// Each node keeps its own capacity of each resource: with two resources
+// over three nodes, every node reports the amounts of its spec, takes
+// exactly its free amount and not one unit more, and a refusal says what
+// is free.
+func TestResourceCapacityPerNode(t *testing.T) {
+	f := sharedFleet(t)
+	cpu, _ := f.Resource("cpu")
+	mem, _ := f.Resource("memory")
+	for _, tc := range []struct {
+		node string
+		r    topology.ResourceID
+		cap  int64
+	}{
+		{"h", cpu, 64000}, {"h", mem, 0},
+		{"l", cpu, 32000}, {"l", mem, 1 << 38},
+		{"c", cpu, 96000}, {"c", mem, 0},
+	} {
+		t.Run(tc.node+"/"+f.ResourceName(tc.r), func(t *testing.T) {
+			n, _ := f.Node(tc.node)
+			require.Equal(t, tc.cap, f.ResourceCapacity(n, tc.r))
+			if tc.cap == 0 {
+				return
+			}
+			half := topology.Claim{Node: n, Resources: []topology.ResourceAmount{{Resource: tc.r, Amount: tc.cap / 2}}}
+			require.NoError(t, f.AllocateClaim(half))
+			over := topology.Claim{Node: n, Resources: []topology.ResourceAmount{{Resource: tc.r, Amount: tc.cap - tc.cap/2 + 1}}}
+			err := f.AllocateClaim(over)
+			require.ErrorIs(t, err, topology.ErrOverAlloc)
+			var ne *topology.NodeError
+			require.ErrorAs(t, err, &ne)
+			assert.Equal(t, int(tc.cap-tc.cap/2), ne.Available)
+			over.Resources[0].Amount--
+			require.NoError(t, f.AllocateClaim(over), "exactly what is free")
+			assert.Zero(t, f.ResourceFree(n, tc.r))
+		})
+	}
+}
+
+// A claim that names a GPU both whole and shared is refused, and a share
+// that does not fit says how much of the GPU is left.
+func TestShareClaimsRefusedWithTheirReason(t *testing.T) {
+	f := sharedFleet(t)
+	l, _ := f.Node("l")
+	for _, tc := range []struct {
+		name      string
+		c         topology.Claim
+		err       error
+		available int
+	}{
+		{"a GPU whole and shared", topology.Claim{Node: l, Whole: 1 << 2, GPU: 2, Share: 500}, topology.ErrBadShare, 0},
+		{"the last GPU whole and shared", topology.Claim{Node: l, Whole: 1 << 3, GPU: 3, Share: 500}, topology.ErrBadShare, 0},
+		{"a share above what is left", topology.Claim{Node: l, GPU: 1, Share: 500}, topology.ErrOverAlloc, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: l, GPU: 1, Share: 600}))
+			defer func() { require.NoError(t, f.ReleaseClaim(topology.Claim{Node: l, GPU: 1, Share: 600})) }()
+			before := f.String()
+			err := f.AllocateClaim(tc.c)
+			require.ErrorIs(t, err, tc.err)
+			var ne *topology.NodeError
+			require.ErrorAs(t, err, &ne)
+			assert.Equal(t, tc.available, ne.Available)
+			assert.Equal(t, before, f.String())
+		})
+	}
+}
+
+// A claim takes a thousand thousandths per whole GPU, plus its share or
+// its MIG slice's compute charge.
+func TestClaimMilliGPUs(t *testing.T) {
+	f := sharedFleet(t)
+	h, _ := f.Node("h")
+	l, _ := f.Node("l")
+	for _, tc := range []struct {
+		name string
+		c    topology.Claim
+		want int
+	}{
+		{"nothing", topology.Claim{Node: l}, 0},
+		{"one whole GPU", topology.Claim{Node: l, Whole: 1 << 2}, 1000},
+		{"three whole GPUs", topology.Claim{Node: l, Whole: 0b1011}, 3000},
+		{"a share", topology.Claim{Node: l, GPU: 1, Share: 250}, 250},
+		{"a whole GPU and a share", topology.Claim{Node: l, Whole: 1, GPU: 1, Share: 300}, 1300},
+		{"a 3g slice at slice 4", topology.Claim{Node: h, GPU: 2, MIG: "3g.40gb", Slice: 4}, 428},
+		{"two whole GPUs and a 1g slice", topology.Claim{Node: h, Whole: 0b11, GPU: 2, MIG: "1g.10gb"}, 2143},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.c.MilliGPUs(f))
+		})
+	}
+}
+
+// Each MIG node takes the profiles of its own model, whatever models
+// the nodes before it have: an A100's 1g slice has 5 GB, an H100's 10.
+func TestMIGNodesOfTwoModelsKeepTheirProfiles(t *testing.T) {
+	f, err := topology.New(topology.Spec{Levels: []string{"rack", "node"}, Nodes: []topology.NodeSpec{
+		{Name: "h0", Path: []string{"r"}, GPUs: 8, Flavor: "H100", MIG: true},
+		{Name: "a0", Path: []string{"r"}, GPUs: 8, Flavor: "A100", MIG: true},
+		{Name: "h1", Path: []string{"r"}, GPUs: 8, Flavor: "H100", MIG: true},
+	}})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		node, profile string
+		ok            bool
+	}{
+		{"h0", "1g.10gb", true}, {"h0", "1g.5gb", false},
+		{"a0", "1g.5gb", true}, {"a0", "1g.20gb", false},
+		{"h1", "1g.10gb", true}, {"h1", "1g.5gb", false},
+	} {
+		n, _ := f.Node(tc.node)
+		_, ok := f.NodeMIGProfile(n, tc.profile)
+		assert.Equal(t, tc.ok, ok, "%s %s", tc.node, tc.profile)
+	}
+}
+
+// Pods of no GPU share, or of a negative one, fit nowhere: the count is 0,
+// on a node with free and partly shared GPUs alike.
+func TestSharesThatFitNeedsAPositiveShare(t *testing.T) {
+	f := sharedFleet(t)
+	l, _ := f.Node("l")
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: l, GPU: 1, Share: 600}))
+	for _, tc := range []struct {
+		share, want int
+	}{{-1, 0}, {0, 0}, {1, 3*1000 + 400}, {400, 3*2 + 1}, {1000, 3}, {1001, 0}} {
+		assert.Equal(t, tc.want, f.SharesThatFit(l, tc.share), "share %d", tc.share)
+	}
 }
