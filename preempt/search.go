@@ -69,7 +69,11 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		// priority may still beat a set that evicts whole at it.
 		// A cold best set is no bound on cost while warm nodes may be
 		// freed elsewhere.
-		if br := int64(b.prio)*2 + wb; best.at >= 0 && bounded && (br > best.rank || br == best.rank && best.cold == 0 && b.cost > best.cost+1e-9*(1+math.Abs(best.cost))) {
+		br := int64(b.prio)*2 + wb
+		if b.prio == freePrice {
+			br = freeRank // draining work alone may make the room
+		}
+		if best.at >= 0 && bounded && (br > best.rank || br == best.rank && best.cold == 0 && b.cost > best.cost+1e-9*(1+math.Abs(best.cost))) {
 			if br > best.rank {
 				break
 			}

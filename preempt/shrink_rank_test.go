@@ -233,3 +233,42 @@ func TestElasticWorkloadGoesWholeWhenThatSparesHigherPriorityWork(t *testing.T) 
 		})
 	}
 }
+
+// Work already draining stops nothing new: a set of draining victims
+// alone ranks below any set that stops or shrinks running work, whatever
+// the draining work's priority.
+//
+// Two nodes of 4 GPUs, one queue; the request is one 2-GPU pod on one
+// node. Node 0 holds "leaving", 2 GPUs at priority 1, draining, beside
+// 2 GPUs that may not be preempted; node 1 "gone", 1 GPU at priority 0,
+// draining, beside "batch", 3 GPUs at priority 0 (3 one-GPU pods,
+// minimum 2 when elastic). Node 0 needs leaving alone; node 1 batch
+// whole, or gone and a GPU of batch.
+func TestSearchTakesDrainingWorkRatherThanStopRunningWork(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		elastic  bool
+		draining bool // leaving is draining
+		want     []victimSummary
+	}{
+		{name: "batch not elastic", draining: true, want: []victimSummary{{ID: "leaving"}}},
+		{name: "batch elastic", elastic: true, draining: true, want: []victimSummary{{ID: "leaving"}}},
+		{name: "leaving running, batch not elastic: lower priority goes", want: []victimSummary{{ID: "batch"}}},
+		{name: "leaving running, batch elastic: it shrinks", elastic: true, want: []victimSummary{{ID: "gone"}, {ID: "batch", Pods: []int{2}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, queue("a", "", 16, lower))
+			e.run("leaving", "a", 1, time.Hour, []int{0}, []int{2}).Draining = tc.draining
+			e.run("fixed", "a", 0, time.Hour, []int{0}, []int{2}).Preemptible = false
+			e.run("gone", "a", 0, time.Hour, []int{1}, []int{1}).Draining = true
+			batch := e.run("batch", "a", 0, time.Hour, []int{1}, []int{3})
+			if tc.elastic {
+				elastic(batch, 2)
+			}
+			req := e.req("new", "a", 5, 1, 2, "node")
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+		})
+	}
+}
