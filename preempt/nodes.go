@@ -372,6 +372,14 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 		}
 		if c.other {
 			s.slotWeight += int32(c.gpus)
+			if c.part == restPart && s.cands[ci-1].taken && !slices.Contains(s.taken[base:], ci-1) {
+				// The rest of a workload whose surplus went before
+				// completes its eviction, judged as that whole eviction
+				// (validRest): it spends the surplus's GPUs of its
+				// queue's budget too, as the workload's eviction would
+				// were it not elastic.
+				s.slotWeight += int32(s.cands[ci-1].gpus)
+			}
 		}
 		if c.part == wholeCand {
 			avail += gpusOn(c.run.Nodes, n)

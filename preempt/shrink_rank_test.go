@@ -272,3 +272,41 @@ func TestSearchTakesDrainingWorkRatherThanStopRunningWork(t *testing.T) {
 		})
 	}
 }
+
+// When what a queue may lose runs out before the cell holds the gang,
+// the frugal fill judges the rest of an elastic workload as the whole
+// eviction it completes, by all of the workload's GPUs: so it goes after
+// smaller work of its queue, as it would were it not elastic, instead of
+// ending the queue's borrowing before that work can go.
+//
+// Two nodes of 4 GPUs under cohort c: a (nominal 7) runs "fixed", 1 GPU
+// that may not be preempted, on node 0 and asks for three 2-GPU pods; b
+// (nominal 3) borrows 3 GPUs with "small", 2 GPUs at priority 1 on node
+// 0, and "batch", 4 GPUs at priority 0 on node 1 (4 one-GPU pods,
+// minimum 2 when elastic). 3 GPUs must go for quota and both nodes must
+// be freed: small first, then batch whole, which b still borrows for.
+func TestFrugalFillTakesAnElasticWorkloadWholeAfterSmallerWorkOfItsQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		elastic bool
+		want    []victimSummary
+	}{
+		{name: "not elastic", want: []victimSummary{{ID: "small"}, {ID: "batch"}}},
+		{name: "elastic", elastic: true, want: []victimSummary{{ID: "batch"}, {ID: "small"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0),
+				queue("a", "c", 7, quota.Rules{ReclaimWithinCohort: quota.ReclaimLowerPriority}), queue("b", "c", 3, lower))
+			e.run("fixed", "a", 0, time.Hour, []int{0}, []int{1}).Preemptible = false
+			e.run("small", "b", 1, time.Hour, []int{0}, []int{2})
+			batch := e.run("batch", "b", 0, time.Hour, []int{1}, []int{4})
+			if tc.elastic {
+				elastic(batch, 2)
+			}
+			req := e.req("new", "a", 2, 3, 2, "")
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+		})
+	}
+}
