@@ -89,9 +89,13 @@
 // remaining domain's bound can beat the best: the same answer as trying
 // every domain. When the victims picked for quota used up what a queue
 // may lose on work that frees no room in the domain, the domain is freed
-// first and quota topped up. One placement on the scratch fleet validates
-// the set and gives Plan.Target. Gangs with segments, spread or pod sets
-// of different sizes take Kueue's classical path (place after each pick).
+// first and quota topped up. When a domain cannot be freed with elastic
+// work met in parts (a surplus taken first can spend what its queue may
+// lose before smaller work the room needs), it is tried again with each
+// elastic workload whole, in the place of its whole eviction. One
+// placement on the scratch fleet validates the set and gives
+// Plan.Target. Gangs with segments, spread or pod sets of different
+// sizes take Kueue's classical path (place after each pick).
 //
 // The cost of a victim is a CostModel (default: GPUs x work since the last
 // checkpoint plus a restart overhead, in GPU-seconds); a host may plug in

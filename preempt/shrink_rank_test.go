@@ -310,3 +310,44 @@ func TestFrugalFillTakesAnElasticWorkloadWholeAfterSmallerWorkOfItsQueue(t *test
 		})
 	}
 }
+
+// A cell whose fill fails with elastic work met in parts is tried again
+// with each elastic workload whole, in the place of its whole eviction:
+// under fair sharing, a surplus taken first, at its place before whole
+// evictions, can bring its queue's share down so far that the smaller
+// work the room also needs no longer passes the strategies, which the
+// workload's whole eviction, taken after that work, leaves it.
+//
+// Four nodes of 4 GPUs under cohort c (nominal 0): a (nominal 7) runs
+// "own", 4 GPUs on node 0 that may not be preempted, and asks for one
+// 4-GPU pod, which makes it borrow; x (nominal 2) borrows 3 GPUs with
+// "small", 1 GPU, and "batch", 3 GPUs (3 one-GPU pods, minimum 1 when
+// elastic), both at priority 4 on node 1, and "leaving", 1 GPU draining
+// on node 3; b (nominal 4) holds 1 GPU on nodes 2 and 3 that may not be
+// preempted. Only node 1 can be freed: small, then batch whole.
+func TestCellRetriedWithElasticWorkWholeWhenItsPartsSpendTheQueuesShare(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		elastic bool
+	}{{name: "not elastic"}, {name: "elastic", elastic: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0),
+				queue("a", "c", 7, quota.Rules{ReclaimWithinCohort: quota.ReclaimAny}), queue("b", "c", 4, lower), queue("x", "c", 2, lower))
+			e.run("own", "a", 0, time.Hour, []int{0}, []int{4}).Preemptible = false
+			e.run("b1", "b", 0, time.Hour, []int{2}, []int{1}).Preemptible = false
+			e.run("b2", "b", 0, time.Hour, []int{3}, []int{1}).Preemptible = false
+			leaving := e.run("leaving", "x", 0, time.Hour, []int{3}, []int{1})
+			leaving.Preemptible, leaving.Draining = false, true
+			e.run("small", "x", 4, time.Hour, []int{1}, []int{1})
+			batch := e.run("batch", "x", 4, time.Hour, []int{1}, []int{3})
+			if tc.elastic {
+				elastic(batch, 1)
+			}
+			req := e.req("new", "a", 2, 1, 4, "")
+			req.FairSharing = true
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, []victimSummary{{ID: "small"}, {ID: "batch"}}, summarize(p))
+		})
+	}
+}
