@@ -36,7 +36,9 @@
 // workload rather than evict a workload of the same priority whole, even
 // one that would lose less work, while lower priority still goes first
 // (a whole eviction of lower priority comes before a shrink). Work
-// already draining stops nothing new and ranks as a shrink. A shrunk
+// already draining stops nothing new and ranks below every priority: a
+// set of draining victims alone beats any set that stops or shrinks
+// running work, whatever their priorities. A shrunk
 // victim gives up, pod by pod, only the pods the request needs (see
 // shrinkTaken); the plan's cost counts those pods' lost work alone.
 //
@@ -82,13 +84,18 @@
 // lowest bound first, room is freed node by node, cheapest node first
 // (found best-first down the topology), until the domain holds the gang;
 // each domain's set is filled back to 1-minimal and scored (highest victim
-// rank, then cost, then count), and the search stops once no
+// rank, work already draining ranking below every priority, then cost,
+// then count), and the search stops once no
 // remaining domain's bound can beat the best: the same answer as trying
 // every domain. When the victims picked for quota used up what a queue
 // may lose on work that frees no room in the domain, the domain is freed
-// first and quota topped up. One placement on the scratch fleet validates
-// the set and gives Plan.Target. Gangs with segments, spread or pod sets
-// of different sizes take Kueue's classical path (place after each pick).
+// first and quota topped up. When a domain cannot be freed with elastic
+// work met in parts (a surplus taken first can spend what its queue may
+// lose before smaller work the room needs), it is tried again with each
+// elastic workload whole, in the place of its whole eviction. One
+// placement on the scratch fleet validates the set and gives
+// Plan.Target. Gangs with segments, spread or pod sets of different
+// sizes take Kueue's classical path (place after each pick).
 //
 // The cost of a victim is a CostModel (default: GPUs x work since the last
 // checkpoint plus a restart overhead, in GPU-seconds); a host may plug in
@@ -146,9 +153,10 @@
 //     in the corpus.
 //   - Topology: a gang's victims are chosen per domain of its required
 //     level, the domain whose set has the lowest highest rank (then
-//     cost, count, ID) winning; Kueue removes candidates in its order and
-//     places after each removal. Kueue's measured outcome is the same
-//     min-max domain.
+//     cost, count, ID) winning, work already draining ranking below
+//     every priority; Kueue removes candidates in its order (work
+//     already evicted first) and places after each removal. Kueue's
+//     measured outcome is the same min-max domain.
 //
 // What it is not: preempt sends no signals and keeps no clock; time comes
 // in as arguments. A Searcher and an Index are not safe for

@@ -312,8 +312,14 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 		}
 		for ; ci <= last; ci++ {
 			c := &s.cands[ci]
-			if c.part != wholeCand && gpusOn(s.nodesOf(c), n) == 0 {
-				continue
+			if c.part != wholeCand {
+				s.slotParts = true
+				if s.wholeUnits && c.part == surplusPart && !c.taken {
+					continue // its rest brings it along
+				}
+				if gpusOn(s.nodesOf(c), n) == 0 && !(s.wholeUnits && c.part == restPart && !s.cands[ci-1].taken) {
+					continue
+				}
 			}
 			if c.taken && c.forQuota {
 				prio = max(prio, c.prio)
@@ -330,8 +336,12 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 			list = append(list, ci)
 		}
 	}
-	cs := s.cands
-	slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
+	if s.wholeUnits {
+		slices.SortFunc(list, s.compareUnits)
+	} else {
+		cs := s.cands
+		slices.SortFunc(list, func(a, b int32) int { return compareCandidates(&cs[a], &cs[b]) })
+	}
 	s.nodeCands = list
 	s.slotPicks, s.slotFrom = s.slotPicks[:0], s.slotFrom[:0]
 	s.slotWeight = 0
@@ -342,10 +352,10 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 			continue // a surplus its rest brought along
 		}
 		// The rest of a workload whose surplus is neither taken nor on
-		// n (it would come first in the list) brings it along: both are
-		// priced.
+		// n (it would come first in the list), or neither taken nor in
+		// the list (wholeUnits), brings it along: both are priced.
 		var sc *cand
-		if c.part == restPart && !s.cands[ci-1].taken && gpusOn(s.nodesOf(&s.cands[ci-1]), n) == 0 {
+		if c.part == restPart && !s.cands[ci-1].taken && (s.wholeUnits || gpusOn(s.nodesOf(&s.cands[ci-1]), n) == 0) {
 			sc = &s.cands[ci-1]
 		}
 		if c.other && !s.borrowsAfterPick(ci) {
@@ -372,11 +382,22 @@ func (s *Searcher) nodeSlot(n topology.NodeID, a attempt, take bool) (prio int32
 		}
 		if c.other {
 			s.slotWeight += int32(c.gpus)
+			if c.part == restPart && s.cands[ci-1].taken && !slices.Contains(s.taken[base:], ci-1) {
+				// The rest of a workload whose surplus went before
+				// completes its eviction, judged as that whole eviction
+				// (validRest): it spends the surplus's GPUs of its
+				// queue's budget too, as the workload's eviction would
+				// were it not elastic.
+				s.slotWeight += int32(s.cands[ci-1].gpus)
+			}
 		}
 		if c.part == wholeCand {
 			avail += gpusOn(c.run.Nodes, n)
 		} else {
 			avail += gpusOn(s.nodesOf(c), n)
+		}
+		if sc != nil {
+			avail += gpusOn(s.nodesOf(sc), n) // none unless wholeUnits
 		}
 		prio = max(prio, c.prio)
 		whole = max(whole, b2u(c.whole))
@@ -427,6 +448,20 @@ func (s *Searcher) wholeBound() uint8 {
 		return 0
 	}
 	return 1
+}
+
+// compareUnits is compareCandidates with the rest of an elastic workload
+// whose surplus is not taken standing for the workload's whole eviction,
+// priced by both parts (nodeSlot's order when s.wholeUnits).
+func (s *Searcher) compareUnits(a, b int32) int {
+	x, y := s.cands[a], s.cands[b]
+	if x.part == restPart && !s.cands[a-1].taken {
+		x.cost += s.cands[a-1].cost
+	}
+	if y.part == restPart && !s.cands[b-1].taken {
+		y.cost += s.cands[b-1].cost
+	}
+	return compareCandidates(&x, &y)
 }
 
 // borrowsAfterPick reports whether candidate ci's queue (and every cohort
@@ -488,4 +523,10 @@ type nodeWalk struct {
 	nodeCands   []int32   // nodeSlot's candidates of one node
 	slotPicks   []removal // other queues' GPUs priced so far for one node's slot
 	slotFrom    []int32   // the candidate of each of slotPicks
+	// slotParts: nodeSlot met a part of an elastic workload since the
+	// search last cleared it.
+	slotParts bool
+	// wholeUnits: nodeSlot offers each elastic workload whole, its rest
+	// bringing its surplus along, in the place of its whole eviction.
+	wholeUnits bool
 }

@@ -58,7 +58,18 @@ func rank(prio int32, whole bool) int64 {
 	return r
 }
 
-func (c *cand) rank() int64 { return rank(c.prio, c.whole) }
+// freeRank is the rank of work already draining, below every priority:
+// taking it stops nothing new (its GPUs are coming back anyway), so a set
+// of such victims alone beats any set that stops or shrinks running
+// work, as room that is free does (freePrice).
+const freeRank = int64(freePrice) * 2
+
+func (c *cand) rank() int64 {
+	if c.draining {
+		return freeRank
+	}
+	return rank(c.prio, c.whole)
+}
 
 // nodesOf is the GPUs per node taking c frees: its workload's, or its
 // part's.

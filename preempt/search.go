@@ -69,7 +69,11 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 		// priority may still beat a set that evicts whole at it.
 		// A cold best set is no bound on cost while warm nodes may be
 		// freed elsewhere.
-		if br := int64(b.prio)*2 + wb; best.at >= 0 && bounded && (br > best.rank || br == best.rank && best.cold == 0 && b.cost > best.cost+1e-9*(1+math.Abs(best.cost))) {
+		br := int64(b.prio)*2 + wb
+		if b.prio == freePrice {
+			br = freeRank // draining work alone may make the room
+		}
+		if best.at >= 0 && bounded && (br > best.rank || br == best.rank && best.cold == 0 && b.cost > best.cost+1e-9*(1+math.Abs(best.cost))) {
 			if br > best.rank {
 				break
 			}
@@ -80,19 +84,19 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			s.takeAll(s.quotaPicks)
 		}
 		evaluated, current = true, false
-		s.budgetShort = false
-		ok := s.fillCell(b.cell, b.groupSlot, a)
-		if !ok && len(s.quotaPicks) > 0 {
-			// The victims picked for quota may have used up what a queue
-			// borrows (it stops being reclaimable) on work that frees no
-			// room here: free the cell first, then top quota up.
+		s.slotParts = false
+		ok := s.fillCellAll(b, a)
+		if !ok && s.slotParts {
+			// Elastic work met in parts: a surplus taken on its own, at
+			// its place before whole evictions, can spend what its queue
+			// may lose (its borrowing, its share) that the workload's
+			// whole eviction, at its own place, would leave to other
+			// work. Try the cell again with elastic workloads whole.
 			s.untakeAll()
-			ok = s.fillCell(b.cell, b.groupSlot, a) && s.topUpQuota(a)
-		}
-		if !ok && s.budgetShort {
-			// What other queues may lose ran out: spend it frugally.
-			s.untakeAll()
-			ok = s.fillCellFrugal(b.cell, b.groupSlot, a) && s.topUpQuota(a)
+			s.takeAll(s.quotaPicks)
+			s.wholeUnits = true
+			ok = s.fillCellAll(b, a)
+			s.wholeUnits = false
 		}
 		consider := func() {
 			if s.index.splits > 0 {
@@ -176,6 +180,33 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 	s.giveBack()
 	s.untakeAll()
 	return plan, true, false, nil
+}
+
+// fillCellAll takes victims, after the quota victims already taken,
+// until cell b holds the gang and quota fits, and reports whether they
+// do: by fillCell; failing that, the cell freed first and quota topped
+// up after; failing that, when what other queues may lose ran out, by
+// fillCellFrugal.
+func (s *Searcher) fillCellAll(b cellBound, a attempt) bool {
+	s.budgetShort = false
+	if s.fillCell(b.cell, b.groupSlot, a) {
+		return true
+	}
+	if len(s.quotaPicks) > 0 {
+		// The victims picked for quota may have used up what a queue
+		// borrows (it stops being reclaimable) on work that frees no
+		// room here: free the cell first, then top quota up.
+		s.untakeAll()
+		if s.fillCell(b.cell, b.groupSlot, a) && s.topUpQuota(a) {
+			return true
+		}
+	}
+	if s.budgetShort {
+		// What other queues may lose ran out: spend it frugally.
+		s.untakeAll()
+		return s.fillCellFrugal(b.cell, b.groupSlot, a) && s.topUpQuota(a)
+	}
+	return false
 }
 
 // fillCellInOrder takes, after the quota victims, the cell's candidates

@@ -233,3 +233,121 @@ func TestElasticWorkloadGoesWholeWhenThatSparesHigherPriorityWork(t *testing.T) 
 		})
 	}
 }
+
+// Work already draining stops nothing new: a set of draining victims
+// alone ranks below any set that stops or shrinks running work, whatever
+// the draining work's priority.
+//
+// Two nodes of 4 GPUs, one queue; the request is one 2-GPU pod on one
+// node. Node 0 holds "leaving", 2 GPUs at priority 1, draining, beside
+// 2 GPUs that may not be preempted; node 1 "gone", 1 GPU at priority 0,
+// draining, beside "batch", 3 GPUs at priority 0 (3 one-GPU pods,
+// minimum 2 when elastic). Node 0 needs leaving alone; node 1 batch
+// whole, or gone and a GPU of batch.
+func TestSearchTakesDrainingWorkRatherThanStopRunningWork(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		elastic  bool
+		draining bool // leaving is draining
+		want     []victimSummary
+	}{
+		{name: "batch not elastic", draining: true, want: []victimSummary{{ID: "leaving"}}},
+		{name: "batch elastic", elastic: true, draining: true, want: []victimSummary{{ID: "leaving"}}},
+		{name: "leaving running, batch not elastic: lower priority goes", want: []victimSummary{{ID: "batch"}}},
+		{name: "leaving running, batch elastic: it shrinks", elastic: true, want: []victimSummary{{ID: "gone"}, {ID: "batch", Pods: []int{2}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, queue("a", "", 16, lower))
+			e.run("leaving", "a", 1, time.Hour, []int{0}, []int{2}).Draining = tc.draining
+			e.run("fixed", "a", 0, time.Hour, []int{0}, []int{2}).Preemptible = false
+			e.run("gone", "a", 0, time.Hour, []int{1}, []int{1}).Draining = true
+			batch := e.run("batch", "a", 0, time.Hour, []int{1}, []int{3})
+			if tc.elastic {
+				elastic(batch, 2)
+			}
+			req := e.req("new", "a", 5, 1, 2, "node")
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+		})
+	}
+}
+
+// When what a queue may lose runs out before the cell holds the gang,
+// the frugal fill judges the rest of an elastic workload as the whole
+// eviction it completes, by all of the workload's GPUs: so it goes after
+// smaller work of its queue, as it would were it not elastic, instead of
+// ending the queue's borrowing before that work can go.
+//
+// Two nodes of 4 GPUs under cohort c: a (nominal 7) runs "fixed", 1 GPU
+// that may not be preempted, on node 0 and asks for three 2-GPU pods; b
+// (nominal 3) borrows 3 GPUs with "small", 2 GPUs at priority 1 on node
+// 0, and "batch", 4 GPUs at priority 0 on node 1 (4 one-GPU pods,
+// minimum 2 when elastic). 3 GPUs must go for quota and both nodes must
+// be freed: small first, then batch whole, which b still borrows for.
+func TestFrugalFillTakesAnElasticWorkloadWholeAfterSmallerWorkOfItsQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		elastic bool
+		want    []victimSummary
+	}{
+		{name: "not elastic", want: []victimSummary{{ID: "small"}, {ID: "batch"}}},
+		{name: "elastic", elastic: true, want: []victimSummary{{ID: "batch"}, {ID: "small"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0),
+				queue("a", "c", 7, quota.Rules{ReclaimWithinCohort: quota.ReclaimLowerPriority}), queue("b", "c", 3, lower))
+			e.run("fixed", "a", 0, time.Hour, []int{0}, []int{1}).Preemptible = false
+			e.run("small", "b", 1, time.Hour, []int{0}, []int{2})
+			batch := e.run("batch", "b", 0, time.Hour, []int{1}, []int{4})
+			if tc.elastic {
+				elastic(batch, 2)
+			}
+			req := e.req("new", "a", 2, 3, 2, "")
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+		})
+	}
+}
+
+// A cell whose fill fails with elastic work met in parts is tried again
+// with each elastic workload whole, in the place of its whole eviction:
+// under fair sharing, a surplus taken first, at its place before whole
+// evictions, can bring its queue's share down so far that the smaller
+// work the room also needs no longer passes the strategies, which the
+// workload's whole eviction, taken after that work, leaves it.
+//
+// Four nodes of 4 GPUs under cohort c (nominal 0): a (nominal 7) runs
+// "own", 4 GPUs on node 0 that may not be preempted, and asks for one
+// 4-GPU pod, which makes it borrow; x (nominal 2) borrows 3 GPUs with
+// "small", 1 GPU, and "batch", 3 GPUs (3 one-GPU pods, minimum 1 when
+// elastic), both at priority 4 on node 1, and "leaving", 1 GPU draining
+// on node 3; b (nominal 4) holds 1 GPU on nodes 2 and 3 that may not be
+// preempted. Only node 1 can be freed: small, then batch whole.
+func TestCellRetriedWithElasticWorkWholeWhenItsPartsSpendTheQueuesShare(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		elastic bool
+	}{{name: "not elastic"}, {name: "elastic", elastic: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0),
+				queue("a", "c", 7, quota.Rules{ReclaimWithinCohort: quota.ReclaimAny}), queue("b", "c", 4, lower), queue("x", "c", 2, lower))
+			e.run("own", "a", 0, time.Hour, []int{0}, []int{4}).Preemptible = false
+			e.run("b1", "b", 0, time.Hour, []int{2}, []int{1}).Preemptible = false
+			e.run("b2", "b", 0, time.Hour, []int{3}, []int{1}).Preemptible = false
+			leaving := e.run("leaving", "x", 0, time.Hour, []int{3}, []int{1})
+			leaving.Preemptible, leaving.Draining = false, true
+			e.run("small", "x", 4, time.Hour, []int{1}, []int{1})
+			batch := e.run("batch", "x", 4, time.Hour, []int{1}, []int{3})
+			if tc.elastic {
+				elastic(batch, 1)
+			}
+			req := e.req("new", "a", 2, 1, 4, "")
+			req.FairSharing = true
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, []victimSummary{{ID: "small"}, {ID: "batch"}}, summarize(p))
+		})
+	}
+}
