@@ -49,7 +49,7 @@ type Decisions struct {
 	// Events records what happened in this cycle and in the calls since the
 	// previous cycle, in order: the feed for metrics and audit logs. At
 	// most MaxEvents are kept between two cycles; EventsDropped counts the
-	// ones beyond.
+	// ones beyond. None are kept after KeepEvents(false).
 	Events        []Event
 	EventsDropped int
 }

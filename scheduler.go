@@ -77,6 +77,7 @@ type Scheduler struct {
 	exclude    map[string]bool
 	lastEvents int              // events of the last cycle, to size the next
 	dropped    int              // events not kept since the last cycle (MaxEvents)
+	noEvents   bool             // KeepEvents(false): no event is kept
 	pendingBuf []*entry         // scratch of Schedule
 	specs      specBufs         // scratch specs of elasticSize and minimumSpec
 	outlooks   outlooks         // reserveFor's view of the held domains
@@ -223,7 +224,17 @@ func (s *Scheduler) advance(now time.Time) {
 // memory it holds stays bounded whatever the host does.
 const MaxEvents = 1 << 16
 
+// KeepEvents sets whether the scheduler keeps events for Decisions.Events
+// (it does from New and Restore). A host that reads none, such as a
+// forecast on a Fork, turns them off: later calls and cycles keep no
+// event and count none as dropped; events kept before the call are still
+// delivered. Decisions are the same either way.
+func (s *Scheduler) KeepEvents(keep bool) { s.noEvents = !keep }
+
 func (s *Scheduler) emit(e Event) {
+	if s.noEvents {
+		return
+	}
 	if s.events == nil {
 		// The slice goes to the host with the cycle's Decisions; size the
 		// next one like the last, within reason, so a busy cycle does not

@@ -163,6 +163,7 @@ func For(now time.Time, s *fleet.Scheduler, req calendar.Request, opts []calenda
 		if forks[i], errs[i] = s.Fork(); errs[i] != nil {
 			return nil, errs[i]
 		}
+		forks[i].KeepEvents(false) // a forecast reads no events
 	}
 	cfg.Each(len(opts)+1, func(i int) {
 		f := forks[i]
