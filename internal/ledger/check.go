@@ -83,8 +83,7 @@ func (l *Ledger) CheckInvariants() error {
 		if err := l.checkCharge(r); err != nil {
 			return err
 		}
-		i, found := l.findPromised(id)
-		listed := found && l.promised[i] == r
+		listed := l.promised.get(id) == r
 		if promised := l.draining[id] != nil && r.Drain != nil && r.Drain.Promised(); promised != listed {
 			return fmt.Errorf("%s: promised %v, in the promised list %v", id, promised, listed)
 		} else if promised {
@@ -126,6 +125,9 @@ func (l *Ledger) CheckInvariants() error {
 	})
 	if listed != pairs {
 		return fmt.Errorf("%d holders listed on nodes, %d holder-node pairs", listed, pairs)
+	}
+	if !l.promised.ordered() {
+		return fmt.Errorf("the promised victims are out of ID order")
 	}
 	if numPromised != len(l.promised) {
 		return fmt.Errorf("%d victims promised, %d in the promised list", numPromised, len(l.promised))

@@ -3,7 +3,6 @@ package ledger
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
@@ -258,9 +257,7 @@ func (l *Ledger) listPromised(r *Record) {
 	if r.Drain == nil || !r.Drain.Promised() {
 		return
 	}
-	if i, found := l.findPromised(r.W.ID); !found {
-		l.promised = slices.Insert(l.promised, i, r)
-	}
+	l.promised.add(r)
 	for j, x := range r.Nodes {
 		if slices.ContainsFunc(r.Nodes[:j], func(y placement.NodeGPUs) bool { return y.Node == x.Node }) {
 			continue
@@ -272,9 +269,7 @@ func (l *Ledger) listPromised(r *Record) {
 }
 
 func (l *Ledger) unlistPromised(r *Record) {
-	if i, found := l.findPromised(r.W.ID); found {
-		l.promised = slices.Delete(l.promised, i, i+1)
-	}
+	l.promised.remove(r.W.ID)
 	for _, x := range r.Nodes {
 		list := l.onNode[x.Node]
 		i, found := slices.BinarySearch(list, r.W.ID)
@@ -587,10 +582,4 @@ func (l *Ledger) charge(take bool, q quota.NodeID, fl quota.FlavorID, req quota.
 	if err != nil {
 		panic(fmt.Sprintf("ledger: a promised victim's own charge refused: %v", err))
 	}
-}
-
-// findPromised is where the promised victim id is, or would be, in
-// l.promised.
-func (l *Ledger) findPromised(id string) (int, bool) {
-	return slices.BinarySearchFunc(l.promised, id, func(r *Record, id string) int { return strings.Compare(r.W.ID, id) })
 }

@@ -100,11 +100,11 @@ func SizeOf(w *gang.Workload, pods []placement.Pod) ([]int, bool) {
 // what may grow in O(those).
 func (l *Ledger) setSize(r *Record, size []int) {
 	r.size = nil
-	delete(l.sized, r.W.ID)
+	l.sized.remove(r.W.ID)
 	for i, ps := range r.W.PodSets {
 		if size != nil && size[i] != ps.Count {
 			r.size = size
-			l.sized[r.W.ID] = r
+			l.sized.add(r)
 			return
 		}
 	}
@@ -307,14 +307,12 @@ func (l *Ledger) Shrunken() []*Record { return l.AppendShrunken(nil) }
 
 // AppendShrunken appends what Shrunken lists to dst.
 func (l *Ledger) AppendShrunken(dst []*Record) []*Record {
-	out := dst
 	for _, r := range l.sized {
 		if r.State == gang.Admitted && len(r.Lost) == 0 {
-			out = append(out, r)
+			dst = append(dst, r)
 		}
 	}
-	slices.SortFunc(out[len(dst):], func(a, b *Record) int { return compareString(a.W.ID, b.W.ID) })
-	return out
+	return dst
 }
 
 func sortPods(pods []placement.Pod) {
@@ -354,13 +352,16 @@ func (l *Ledger) NumShrunk() int { return len(l.sized) }
 // checkSized: the records kept apart for their size are exactly those
 // charged below their spec's size.
 func (l *Ledger) checkSized() error {
-	for id, r := range l.sized {
-		if l.recs[id] != r || r.size == nil {
+	if !l.sized.ordered() {
+		return fmt.Errorf("the sized records are out of ID order")
+	}
+	for _, r := range l.sized {
+		if id := r.W.ID; l.recs[id] != r || r.size == nil {
 			return fmt.Errorf("%s: listed as sized, its size is %v", id, r.size)
 		}
 	}
 	for id, r := range l.recs {
-		if r.size != nil && l.sized[id] == nil {
+		if r.size != nil && l.sized.get(id) == nil {
 			return fmt.Errorf("%s: sized %v, not listed", id, r.size)
 		}
 	}

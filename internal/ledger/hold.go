@@ -125,7 +125,7 @@ func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, err
 	}
 	l.move(r, to)
 	delete(l.recs, id)
-	delete(l.sized, id)
+	l.sized.remove(id)
 	return r, dissolved, nil
 }
 

@@ -50,10 +50,10 @@ type Ledger struct {
 	degraded map[string]*Record           // holders with pods waiting for a replacement node
 	byNode   [][]string                   // per node: the holders with GPUs there, ID order
 	onNode   map[topology.NodeID][]string // promised victims with GPUs on a node, ID order
-	promised []*Record                    // draining victims promised to nominations, ID order
+	promised recordList                   // draining victims promised to nominations
 	sums     []promisedSum                // chargePromised's scratch
 	reserved map[topology.NodeID]int      // GPUs allocated on behalf of nominations
-	sized    map[string]*Record           // records charged below their spec's size (elastic.go)
+	sized    recordList                   // records charged below their spec's size (elastic.go)
 	nomSeq   uint64                       // order in which nominations were accepted
 	// claimHolders counts the holders with shares, slices or named
 	// resources (reclaim.go).
@@ -188,7 +188,7 @@ func New(f *topology.Fleet, t *quota.Tree) *Ledger {
 	return &Ledger{
 		fleet: f, tree: t, scratch: f.Clone(), index: preempt.NewIndex(f, t), byNode: make([][]string, f.NumNodes()),
 		recs: map[string]*Record{}, noms: map[string]*Nomination{}, draining: map[string]*Record{}, degraded: map[string]*Record{},
-		onNode: map[topology.NodeID][]string{}, reserved: map[topology.NodeID]int{}, sized: map[string]*Record{},
+		onNode: map[topology.NodeID][]string{}, reserved: map[topology.NodeID]int{},
 		holders: btree.NewG(16, func(a, b *Record) bool { return a.W.ID < b.W.ID }),
 	}
 }
