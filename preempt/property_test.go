@@ -176,7 +176,8 @@ func (b *bytesOf) read(t *quota.Tree) {
 // TestVictimsAgainstBruteForce compares, on one queue where every rule is
 // static, with every subset of the allowed candidates: a plan exists iff
 // some subset fits, and ours is no worse than Kueue's greedy-then-fill-back
-// baseline (lowest highest victim priority, then cost).
+// baseline (lowest highest victim priority, work already draining below
+// every priority, then cost).
 func TestVictimsAgainstBruteForce(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		e, req, _ := instance(t, true)
@@ -238,17 +239,24 @@ func TestVictimsAgainstBruteForce(t *testing.T) {
 				gone[picked[i].W.ID] = true
 			}
 		}
-		var gMax int32 = -1
+		// A victim ranks by its priority; work already draining stops
+		// nothing new and ranks below every priority.
+		byID := map[string]*preempt.Running{}
+		for _, r := range allowed {
+			byID[r.W.ID] = r
+		}
+		gMax, oMax := int64(math.MinInt64), int64(math.MinInt64)
 		gCost := 0.0
 		for _, r := range allowed {
 			if gone[r.W.ID] {
-				gMax = max(gMax, r.W.Priority)
+				gMax = max(gMax, victimRank(r, true))
 				gCost += cost.Cost(r, req.Now)
 			}
 		}
-		var oMax int32 = -1
 		for _, v := range p.Victims {
-			oMax = max(oMax, v.Priority)
+			r := byID[v.ID]
+			require.NotNil(t, r, "victim %s is allowed", v.ID)
+			oMax = max(oMax, victimRank(r, true))
 		}
 		require.True(t, oMax < gMax || oMax == gMax && p.LostGPUSeconds <= gCost+1e-6,
 			"ours (%d, %.0f) worse than greedy (%d, %.0f)", oMax, p.LostGPUSeconds, gMax, gCost)

@@ -63,6 +63,83 @@ type shrinkWalk struct {
 	keptCount []int                // per pod set: pods still to keep to reach Running.Keep
 	refused   []placement.NodeGPUs // pods of the victim that could not be kept back
 	yieldBuf  []placement.Pod      // the pods given up, per victim in s.yields
+	trimKept  []trimPod            // scoreTaken: pods kept back in the simulation, to undo
+	trimNodes []placement.NodeGPUs // scoreTaken: the GPUs per node a surplus gives up
+}
+
+// trimPod is a pod of a surplus scoreTaken kept back in the simulation.
+type trimPod struct {
+	c    *cand
+	node topology.NodeID
+	gpus int
+}
+
+// scoreTaken is score of the taken set, which the simulation holds, with
+// each surplus taken alone priced by the pods it gives up once it has
+// kept back, as shrinkTaken does, those the request does not need (by
+// the simulation's counts, as keepSurplus on the fast path): the cost
+// the plan reports. A set is compared with another by what it loses,
+// not by what its surpluses could lose.
+func (s *Searcher) scoreTaken(allowBorrow bool) (maxRank int64, cost float64, victims int) {
+	maxRank, cost, victims = s.score(s.taken)
+	if s.index.splits == 0 || !s.shape.fast {
+		return maxRank, cost, victims
+	}
+	kept := s.trimKept[:0]
+	for _, ci := range s.taken {
+		c := &s.cands[ci]
+		if c.part != surplusPart || c.draining || s.cands[ci+1].taken {
+			continue
+		}
+		pods := s.index.entries[c.entry].parts.pods
+		given := s.trimNodes[:0]
+		refused := s.refused[:0]
+		for _, p := range slices.Backward(pods) {
+			if !slices.ContainsFunc(refused, func(x placement.NodeGPUs) bool { return x.Node == p.Node && p.GPUs >= x.GPUs }) {
+				s.free(p.Node, -p.GPUs)
+				s.addUsageGPUs(c, p.GPUs)
+				if s.quotaOK(allowBorrow) && s.topologyOK() {
+					kept = append(kept, trimPod{c, p.Node, p.GPUs})
+					continue
+				}
+				s.free(p.Node, p.GPUs)
+				s.addUsageGPUs(c, -p.GPUs)
+				refused = append(refused, placement.NodeGPUs{Node: p.Node, GPUs: p.GPUs})
+			}
+			given = addTo(given, p.Node, p.GPUs)
+		}
+		s.refused = refused
+		if len(given) == 0 {
+			// It fits with every surplus pod kept: it gives up its first.
+			first := pods[0]
+			s.free(first.Node, first.GPUs)
+			s.addUsageGPUs(c, -first.GPUs)
+			kept = append(kept, trimPod{c, first.Node, -first.GPUs})
+			given = addTo(given, first.Node, first.GPUs)
+		}
+		s.trimNodes = given
+		cost += s.partCost(c.run, given) - c.cost
+	}
+	for _, k := range slices.Backward(kept) {
+		s.free(k.node, k.gpus)
+		s.addUsageGPUs(k.c, -k.gpus)
+	}
+	s.trimKept = kept[:0]
+	return maxRank, cost, victims
+}
+
+// addUsageGPUs charges g GPUs of c's queue in the simulation's tree
+// (g < 0 removes them).
+func (s *Searcher) addUsageGPUs(c *cand, g int) {
+	var err error
+	if g > 0 {
+		err = s.tree.AddUsage(c.run.Queue, s.flavor, int64(g))
+	} else {
+		err = s.tree.RemoveUsage(c.run.Queue, s.flavor, int64(-g))
+	}
+	if err != nil {
+		panic("preempt: keeping back the usage of a surplus: " + err.Error())
+	}
 }
 
 type keptUsage struct {

@@ -351,3 +351,33 @@ func TestCellRetriedWithElasticWorkWholeWhenItsPartsSpendTheQueuesShare(t *testi
 		})
 	}
 }
+
+// Sets of work already draining alone rank alike, whatever its
+// priorities: cost, then the number of victims, then the lowest cell
+// decide between them, not the draining work's priority.
+//
+// Two nodes of 4 GPUs, one queue; the request is one 4-GPU pod on one
+// node. "high" holds 4 GPUs at priority 1 and "low" 4 GPUs at priority
+// 0; each is draining unless said otherwise.
+func TestDrainingWorkTiesWhateverItsPriority(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		highOn      int // low is on the other node
+		lowDraining bool
+		want        []victimSummary
+	}{
+		{name: "high on the lower cell", highOn: 0, lowDraining: true, want: []victimSummary{{ID: "high"}}},
+		{name: "low on the lower cell", highOn: 1, lowDraining: true, want: []victimSummary{{ID: "low"}}},
+		{name: "low running: high, draining, goes", highOn: 1, want: []victimSummary{{ID: "high"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, queue("a", "", 16, lower))
+			e.run("high", "a", 1, time.Hour, []int{tc.highOn}, []int{4}).Draining = true
+			e.run("low", "a", 0, time.Hour, []int{1 - tc.highOn}, []int{4}).Draining = tc.lowDraining
+			req := e.req("new", "a", 5, 1, 4, "node")
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+		})
+	}
+}
