@@ -417,16 +417,7 @@ func (s *Searcher) upgradeSurpluses(allowBorrow bool, picked []int32) {
 		s.taken = append(s.taken, before[i+1:]...)
 		s.fillBack(allowBorrow)
 		if nr, nc, _ := s.scoreTaken(allowBorrow); nr < rk || nr == rk && nc < cost {
-			// Back in the order taken: the workload where its surplus was.
-			s.taken = s.taken[:0]
-			for _, x := range before {
-				if s.cands[x].taken {
-					s.taken = append(s.taken, x)
-					if x == ci && s.cands[ci+1].taken {
-						s.taken = append(s.taken, ci+1)
-					}
-				}
-			}
+			s.retakeInOrder(before, ci)
 			i = -1 // the set changed: look again
 			continue
 		}
@@ -436,6 +427,22 @@ func (s *Searcher) upgradeSurpluses(allowBorrow bool, picked []int32) {
 			continue
 		}
 		s.takeAll(before)
+	}
+}
+
+// retakeInOrder lists the victims of order still taken in that order,
+// the rest of surplus ci right after it when it is taken too: the
+// victims back in the order they were taken, the workload where its
+// surplus was.
+func (s *Searcher) retakeInOrder(order []int32, ci int32) {
+	s.taken = s.taken[:0]
+	for _, x := range order {
+		if s.cands[x].taken {
+			s.taken = append(s.taken, x)
+			if x == ci && s.cands[ci+1].taken {
+				s.taken = append(s.taken, ci+1)
+			}
+		}
 	}
 }
 
@@ -466,15 +473,7 @@ func (s *Searcher) upgradeFrom(ci int32, picked []int32, rk int64, cost float64,
 	}
 	s.fillBack(allowBorrow)
 	if nr, nc, _ := s.scoreTaken(allowBorrow); nr < rk || nr == rk && nc < cost {
-		s.taken = s.taken[:0]
-		for _, x := range list {
-			if s.cands[x].taken {
-				s.taken = append(s.taken, x)
-				if x == ci && s.cands[ci+1].taken {
-					s.taken = append(s.taken, ci+1)
-				}
-			}
-		}
+		s.retakeInOrder(list, ci)
 		return true
 	}
 	s.untakeAll()
