@@ -106,9 +106,9 @@ func run(o options, stdout, stderr io.Writer) (*outcome, error) {
 				state += ": " + op.Quota.Error()
 			}
 		}
-		p("  option %d: %s, work to drain %d GPUs (%d not preemptible); %s\n", op.Index,
+		p("  option %d: %s, work to drain %d GPUs (%d not preemptible);\n%s", op.Index,
 			strings.Join(op.DomainNames, "+"), op.Displaced.Blocking+op.Displaced.Guaranteed+op.Displaced.Borrowed,
-			op.Displaced.Blocking, state)
+			op.Displaced.Blocking, wrap(state, "    ", 100))
 	}
 
 	// The lever: inference's guarantee lowered by the booking's excess
@@ -249,4 +249,24 @@ func amount(v float64, unit string) string {
 		return "$" + s
 	}
 	return s
+}
+
+// wrap breaks text into lines of at most width columns (a longer word
+// keeps a line of its own), each starting with indent and ending in a
+// newline.
+func wrap(text, indent string, width int) string {
+	var b strings.Builder
+	line := indent
+	for _, w := range strings.Fields(text) {
+		if line != indent && len(line)+1+len(w) > width {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if line != indent {
+			line += " "
+		}
+		line += w
+	}
+	b.WriteString(line + "\n")
+	return b.String()
 }

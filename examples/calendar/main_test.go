@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,5 +44,15 @@ func TestPromise(t *testing.T) {
 	if p.Foreign > 0 || p.Checked == 0 {
 		t.Errorf("blocks not whole from the start: %d of %d snapshots with other work (first %s); "+
 			"booking work started %s after the start", p.Foreign, p.Checked, p.First, p.Started.Sub(out.start))
+	}
+}
+
+// The report is read in a terminal: no line is wider than 100 columns.
+func TestLinesFitATerminal(t *testing.T) {
+	out, _ := short(t)
+	for i, line := range strings.Split(out, "\n") {
+		if len(line) > 100 {
+			t.Errorf("line %d is %d columns: %s", i+1, len(line), line)
+		}
 	}
 }

@@ -142,7 +142,7 @@ func (p promise) write(w io.Writer, req calendar.Request) {
 		f(" (first: %s)", p.First)
 	}
 	if p.NodesFailed > 0 {
-		f("; %d booked nodes failed in the window and are not counted", p.NodesFailed)
+		f(";\n  %d booked nodes failed in the window and are not counted", p.NodesFailed)
 	}
 	f("\n- the booking's work started at the start + %s\n", p.Started.Sub(req.Start))
 	f("- drains: %d (%d for the booking), shortest notice %s, %d killed at the deadline, %d late\n",
