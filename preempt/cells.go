@@ -262,8 +262,7 @@ func (s *Searcher) clearCost(dom topology.DomainID) float64 {
 }
 
 // coverCost is the cheapest fractional cover of need GPUs by the
-// candidates on dom's nodes, each counted with its GPUs there (a
-// surplus with pods elsewhere too, by the price of those there).
+// candidates on dom's nodes, each counted with its GPUs there.
 func (s *Searcher) coverCost(dom topology.DomainID, need int) float64 {
 	items := s.coverItems[:0]
 	lo, hi := s.fleet.Nodes(dom)
@@ -275,20 +274,7 @@ func (s *Searcher) coverCost(dom topology.DomainID, need int) float64 {
 				in += ng.GPUs
 			}
 		}
-		cost := c.cost
-		switch {
-		case c.part != surplusPart:
-		case !s.lazyCost:
-			// A surplus taken alone gives up only the pods the request
-			// needs (see scoreTaken), priced by them alone: another
-			// model's price of a few of them is bounded by nothing but 0.
-			cost = 0
-		case in < c.gpus:
-			// DefaultCost's price per GPU is the same for each of its
-			// pods.
-			cost = c.cost * float64(in) / float64(c.gpus)
-		}
-		items = append(items, coverItem{gpus: in, cost: cost})
+		items = append(items, coverItem{gpus: in, cost: c.cost})
 		return true
 	})
 	s.coverItems = items

@@ -85,8 +85,7 @@
 // (found best-first down the topology), until the domain holds the gang;
 // each domain's set is filled back to 1-minimal and scored (highest victim
 // rank, work already draining ranking below every priority, then cost,
-// a shrink's that of the pods it gives up, then count), and the search
-// stops once no
+// then count), and the search stops once no
 // remaining domain's bound can beat the best: the same answer as trying
 // every domain. When the victims picked for quota used up what a queue
 // may lose on work that frees no room in the domain, the domain is freed

@@ -104,13 +104,12 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			}
 			s.fillBack(a.allowBorrow)
 			s.upgradeSurpluses(a.allowBorrow, s.picked)
-			mr, cost, count := s.scoreTaken(a.allowBorrow)
+			mr, cost, count := s.score(s.taken)
 			cold := s.coldSet()
 			// The cell whose set is cheapest: lowest highest victim
 			// rank (priority, then a shrink before a whole eviction),
-			// then a warm node for the preemptor, then lowest cost (a
-			// shrink's, of the pods it gives up), then fewest victims,
-			// then the lowest cell.
+			// then a warm node for the preemptor, then lowest cost, then
+			// fewest victims, then the lowest cell.
 			if best.at < 0 || mr < best.rank || mr == best.rank && (cold < best.cold || cold == best.cold && (cost < best.cost || cost == best.cost &&
 				(count < best.count || count == best.count && cellBefore(b, best.cell)))) {
 				best.at, best.cell, best.rank, best.cold, best.cost, best.count = j, b, mr, cold, cost, count
@@ -391,9 +390,8 @@ func (s *Searcher) takePrefix(base int, run []int32, p int) {
 // than the eviction it replaces); failing that, the same from the
 // victims picked before the first fill-back (picked), since the one
 // that spares it may be one that fill-back dropped. It keeps the set of
-// lower rank, then cost (see scoreTaken: each shrink by the pods it gives
-// up, not its whole surplus), and leaves the victims in the order they
-// were taken.
+// lower rank, then cost, and leaves the victims in the order they were
+// taken.
 func (s *Searcher) upgradeSurpluses(allowBorrow bool, picked []int32) {
 	if s.index.splits == 0 {
 		return
@@ -404,11 +402,10 @@ func (s *Searcher) upgradeSurpluses(allowBorrow bool, picked []int32) {
 		if c.part != surplusPart || s.cands[ci+1].taken {
 			continue
 		}
-		rk, _, _ := s.score(s.taken)
+		rk, cost, _ := s.score(s.taken)
 		if rank(c.prio, true) >= rk {
 			continue
 		}
-		_, cost, _ := s.scoreTaken(allowBorrow)
 		before := append(s.upgradeBuf[:0], s.taken...)
 		s.upgradeBuf = before
 		s.take(ci + 1)
@@ -416,7 +413,7 @@ func (s *Searcher) upgradeSurpluses(allowBorrow bool, picked []int32) {
 		s.taken = append(append(s.taken[:0], ci, ci+1), before[:i]...)
 		s.taken = append(s.taken, before[i+1:]...)
 		s.fillBack(allowBorrow)
-		if nr, nc, _ := s.scoreTaken(allowBorrow); nr < rk || nr == rk && nc < cost {
+		if nr, nc, _ := s.score(s.taken); nr < rk || nr == rk && nc < cost {
 			s.retakeInOrder(before, ci)
 			i = -1 // the set changed: look again
 			continue
@@ -472,7 +469,7 @@ func (s *Searcher) upgradeFrom(ci int32, picked []int32, rk int64, cost float64,
 		}
 	}
 	s.fillBack(allowBorrow)
-	if nr, nc, _ := s.scoreTaken(allowBorrow); nr < rk || nr == rk && nc < cost {
+	if nr, nc, _ := s.score(s.taken); nr < rk || nr == rk && nc < cost {
 		s.retakeInOrder(list, ci)
 		return true
 	}
@@ -481,8 +478,7 @@ func (s *Searcher) upgradeFrom(ci int32, picked []int32, rk int64, cost float64,
 }
 
 // score is a set's highest victim rank, cost and number of victims (a
-// workload's surplus and rest are one victim), each surplus priced whole
-// (scoreTaken prices a shrink by the pods it gives up).
+// workload's surplus and rest are one victim).
 func (s *Searcher) score(set []int32) (maxRank int64, cost float64, victims int) {
 	for j, ci := range set {
 		c := &s.cands[ci]
