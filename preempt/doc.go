@@ -41,6 +41,12 @@
 // running work, whatever their priorities. A shrunk
 // victim gives up, pod by pod, only the pods the request needs (see
 // shrinkTaken); the plan's cost counts those pods' lost work alone.
+// Sets of one rank are compared with each surplus priced whole, the most
+// it can lose: a set whose shrink is later trimmed to fewer pods may so
+// lose to one that costs less than it priced whole but more than it
+// trimmed. Pricing every set compared by its trimmed pods would simulate
+// each surplus pod of each set, a cost that grows with the elastic work
+// the search meets.
 //
 // # Fair sharing
 //
