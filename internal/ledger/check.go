@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -125,6 +126,14 @@ func (l *Ledger) CheckInvariants() error {
 	})
 	if listed != pairs {
 		return fmt.Errorf("%d holders listed on nodes, %d holder-node pairs", listed, pairs)
+	}
+	for n, ids := range l.onNode {
+		for _, id := range ids {
+			r := l.recs[id]
+			if r == nil || l.promised.get(id) != r || !slices.ContainsFunc(r.Nodes, func(x placement.NodeGPUs) bool { return x.Node == n }) {
+				return fmt.Errorf("%s: listed as a promised victim under %s, where it holds nothing promised", id, f.NodeName(n))
+			}
+		}
 	}
 	if !l.promised.ordered() {
 		return fmt.Errorf("the promised victims are out of ID order")

@@ -371,6 +371,7 @@ func (l *Ledger) checkSized() error {
 // resize makes pods, at size, the pods a running elastic workload holds:
 // its nodes, span, quota charge, node lists and index entry follow.
 func (l *Ledger) resize(r *Record, pods []placement.Pod, size []int) {
+	l.unlistPromised(r)
 	l.listNodes(r, -1)
 	r.Assign.Pods = pods
 	r.Nodes = r.Assign.NodeGPUs()
@@ -378,5 +379,6 @@ func (l *Ledger) resize(r *Record, pods []placement.Pod, size []int) {
 	l.setSize(r, size)
 	r.charged = l.requestOf(r.Assign)
 	l.listNodes(r, 1)
+	l.listPromised(r)
 	l.indexUpdate(r)
 }

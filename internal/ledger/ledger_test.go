@@ -387,3 +387,32 @@ func TestDueOrderAndBoundary(t *testing.T) {
 	assert.Equal(t, []string{"b", "c"}, ids(l.Due(t0.Add(time.Minute))))
 	assert.Equal(t, []string{"b", "c", "a"}, ids(l.Due(t0.Add(2*time.Minute))))
 }
+
+// A promised victim that loses a pod with its node and gets it back on
+// another node is listed under the nodes it holds at each step: a later
+// plan that claims its GPUs finds it where it runs.
+func TestPromisedVictimFollowsItsReplacedPod(t *testing.T) {
+	l, qa, qb := books(t)
+	v := work("v", 2, 8)
+	v.Drain.SurvivesNodeLoss = true
+	_, err := l.Track(v, qb, 0, ledger.Policy{Preemptible: true})
+	require.NoError(t, err)
+	require.NoError(t, l.Admit("v", on("v", 8, 0, 2), t0))
+	_, err = l.Track(work("r", 1, 8), qa, 0, ledger.Policy{})
+	require.NoError(t, err)
+	_, err = l.Nominate(t0, ledger.Plan{
+		Victims: []ledger.Victim{{ID: "v", Deadline: t0.Add(time.Minute), Reason: gang.DrainReclaim}},
+		Targets: []ledger.Target{{Beneficiary: "r", Assign: on("r", 8, 0)}}})
+	require.NoError(t, err)
+	require.NoError(t, l.CheckInvariants())
+
+	lost, err := l.LosePods("v", 2, t0)
+	require.NoError(t, err)
+	require.Len(t, lost, 1)
+	require.NoError(t, l.CheckInvariants(), "after the loss")
+	_, err = l.Replace("v", lost[0].Pod, 3)
+	require.NoError(t, err)
+	require.NoError(t, l.CheckInvariants(), "after the replacement")
+	r, _ := l.Get("v")
+	assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 8}, {Node: 3, GPUs: 8}}, r.Nodes)
+}

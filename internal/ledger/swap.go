@@ -51,10 +51,12 @@ func (l *Ledger) LosePods(id string, n topology.NodeID, now time.Time) ([]LostPo
 	if err := l.release(n, gpus); err != nil {
 		panic(fmt.Sprintf("ledger: GPUs of %q on a lost node: %v", id, err))
 	}
+	l.unlistPromised(r)
 	l.listNodes(r, -1)
 	r.Assign.Pods = kept
 	r.Nodes = r.Assign.NodeGPUs()
 	l.listNodes(r, 1)
+	l.listPromised(r) // a promised victim is listed under the nodes it holds
 	r.Assign.Span = l.span(r.Assign)
 	r.Lost = append(r.Lost, lost...)
 	l.degraded[id] = r
@@ -93,9 +95,11 @@ func (l *Ledger) Replace(id string, pod placement.Pod, n topology.NodeID) (place
 		}
 		return a.Index - b.Index
 	})
+	l.unlistPromised(r)
 	l.listNodes(r, -1)
 	r.Nodes = r.Assign.NodeGPUs()
 	l.listNodes(r, 1)
+	l.listPromised(r) // a promised victim is listed under the nodes it holds
 	r.Assign.Span = l.span(r.Assign)
 	l.indexUpdate(r)
 	return p, nil
