@@ -408,19 +408,8 @@ func (s *Searcher) upgradeSurpluses(allowBorrow bool, picked []int32) {
 		}
 		before := append(s.upgradeBuf[:0], s.taken...)
 		s.upgradeBuf = before
-		s.take(ci + 1)
-		// The workload first, so that fill-back tries the others first.
-		s.taken = append(append(s.taken[:0], ci, ci+1), before[:i]...)
-		s.taken = append(s.taken, before[i+1:]...)
-		s.fillBack(allowBorrow)
-		if nr, nc, _ := s.score(s.taken); nr < rk || nr == rk && nc < cost {
-			s.retakeInOrder(before, ci)
+		if s.goWhole(ci, before, rk, cost, allowBorrow) || s.upgradeFrom(ci, picked, rk, cost, allowBorrow) {
 			i = -1 // the set changed: look again
-			continue
-		}
-		s.untakeAll()
-		if s.upgradeFrom(ci, picked, rk, cost, allowBorrow) {
-			i = -1
 			continue
 		}
 		s.takeAll(before)
@@ -444,9 +433,8 @@ func (s *Searcher) retakeInOrder(order []int32, ci int32) {
 }
 
 // upgradeFrom takes the victims picked, with surplus ci among them, and
-// ci's rest, when the rules let it go; fills the set back, the workload
-// last; and keeps it, in the order picked, when it scores below rank rk,
-// then cost. Otherwise it leaves nothing taken and reports false.
+// goes whole from there (goWhole) when the rules let ci's rest go.
+// Otherwise it leaves nothing taken and reports false.
 func (s *Searcher) upgradeFrom(ci int32, picked []int32, rk int64, cost float64, allowBorrow bool) bool {
 	list := s.upgradeTry[:0]
 	for _, x := range picked {
@@ -460,17 +448,26 @@ func (s *Searcher) upgradeFrom(ci int32, picked []int32, rk int64, cost float64,
 		s.untakeAll()
 		return false
 	}
+	return s.goWhole(ci, list, rk, cost, allowBorrow)
+}
+
+// goWhole takes the rest of surplus ci, taken with the victims of set,
+// and fills the set back, the workload last (it comes first in the set,
+// so that fill-back tries the others first). It keeps the set, in the
+// order of set with the workload where its surplus was, when it scores
+// below rank rk, then cost; otherwise it leaves nothing taken and
+// reports false.
+func (s *Searcher) goWhole(ci int32, set []int32, rk int64, cost float64, allowBorrow bool) bool {
 	s.take(ci + 1)
-	// The workload first, so that fill-back tries the others first.
 	s.taken = append(s.taken[:0], ci, ci+1)
-	for _, x := range list {
+	for _, x := range set {
 		if x != ci {
 			s.taken = append(s.taken, x)
 		}
 	}
 	s.fillBack(allowBorrow)
 	if nr, nc, _ := s.score(s.taken); nr < rk || nr == rk && nc < cost {
-		s.retakeInOrder(list, ci)
+		s.retakeInOrder(set, ci)
 		return true
 	}
 	s.untakeAll()
