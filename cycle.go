@@ -63,6 +63,10 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	s.advance(now)
 	now = s.now
 	s.cycles++
+	if s.adoptedDrains {
+		s.books.DropUnknownLive()
+		s.adoptedDrains = false
+	}
 	s.applySchedule(now)
 	var d Decisions
 	s.kills(now, &d)
