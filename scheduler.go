@@ -201,13 +201,25 @@ func checkFlavors(f *topology.Fleet, t *quota.Tree) error {
 	return t.ValidateCapacity(capacity)
 }
 
-// tick checks a call's now: time never moves backwards. It changes
-// nothing; a call that goes on to change state commits now with advance.
+// tick checks a call's now: an instant RFC 3339 holds, and time never
+// moves backwards. It changes nothing; a call that goes on to change
+// state commits now with advance.
 func (s *Scheduler) tick(op string, now time.Time) error {
+	if !inRFC3339(now) {
+		return refuse(op, "", ErrInvalid, "now %v is past what RFC 3339 holds (years 0000-9999)", now)
+	}
 	if now.Before(s.now) {
 		return refuse(op, "", ErrTimeReversed, "now %s is before %s", now.Format(time.RFC3339), s.now.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// inRFC3339 reports whether t is an instant RFC 3339 can write (a year
+// from 0000 to 9999, in its own location and in UTC), so that a snapshot
+// holding it can be persisted with encoding/json.
+func inRFC3339(t time.Time) bool {
+	y, u := t.Year(), t.UTC().Year()
+	return y >= 0 && y <= 9999 && u >= 0 && u <= 9999
 }
 
 // advance commits a checked now: the one place the scheduler's clock

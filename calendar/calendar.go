@@ -123,9 +123,14 @@ func New(now time.Time, cfg Config) (*Calendar, error) {
 		capacity:  make([]int64, cfg.Quota.NumFlavors()),
 		now:       now,
 	}
-	for g := range topology.GroupID(c.fleet.NumGroups()) {
-		if f, ok := c.tree.Flavor(c.fleet.GroupFlavor(g)); ok {
-			c.capacity[f] += int64(c.fleet.Stats(topology.Root, g).GPUs)
+	// The nodes in service: one absent (declared so, or removed before a
+	// restore) promises nothing.
+	for n := range topology.NodeID(c.fleet.NumNodes()) {
+		if c.fleet.Health(n) == topology.Absent {
+			continue
+		}
+		if f, ok := c.tree.Flavor(c.fleet.GroupFlavor(c.fleet.NodeGroup(n))); ok {
+			c.capacity[f] += int64(c.fleet.Capacity(n))
 		}
 	}
 	if s := cfg.Schedule; s != nil {
