@@ -193,6 +193,12 @@ func (s *Scheduler) hotSwaps(now time.Time, d *Decisions) {
 		wait = DefaultHotSwapWait
 	}
 	for _, r := range s.books.Degraded() {
+		if r.State == gang.Draining {
+			// It is being stopped (and may be killed in this very cycle):
+			// a replacement would start a pod of work that ends, and its
+			// lost pods hold nothing the drain must give back.
+			continue
+		}
 		e := s.work[r.W.ID]
 		for _, lp := range slices.Clone(r.Lost) {
 			n, ok := s.replacementNode(now, e, lp.Pod)

@@ -219,7 +219,7 @@ func (h *faultHost) schedule() {
 	for _, x := range d.Replace {
 		pods := slices.Clone(h.pods[x.ID])
 		i := slices.IndexFunc(pods, func(p fleet.PodAssignment) bool { return p.PodSet == x.PodSet && p.Index == x.Index })
-		require.GreaterOrEqual(h.t, i, 0, "replacement for a pod %s does not run", x.ID)
+		require.GreaterOrEqual(h.t, i, 0, "op %d: replacement %+v for a pod %s does not run: %+v", h.ops, x, x.ID, h.pods[x.ID])
 		pods[i].Node = x.NewNode
 		h.pods[x.ID] = pods
 	}
