@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
@@ -330,4 +331,30 @@ func (s *Scheduler) checkAdoptedDrain(now time.Time, id string, started time.Tim
 func adoptedDrain(d *AdoptedDrain) ledger.Drain {
 	return ledger.Drain{Since: d.Since, Deadline: d.Deadline, Reason: d.Reason, KillAsked: d.KillAsked,
 		Beneficiaries: d.Beneficiaries, Live: d.Live}
+}
+
+// AdoptCalendar puts back the calendar a host kept (Snapshot().Calendar:
+// approved bookings, open proposals and the decision log) on a scheduler
+// it rebuilds by adoption: the cluster does not show bookings, so the host
+// persists them itself. It must come first, before any Adopt, and is
+// refused whole (typed error) on a scheduler that already tracks work or
+// has a calendar of its own, or when the state does not hold on this
+// fleet and quota tree.
+func (s *Scheduler) AdoptCalendar(now time.Time, st calendar.State) error {
+	if err := s.tick("adopt-calendar", now); err != nil {
+		return err
+	}
+	if len(s.work) > 0 || len(s.cal.Bookings()) > 0 {
+		return refuse("adopt-calendar", "", ErrBadState, "the calendar comes back first, before any workload")
+	}
+	if st.Time.After(now) {
+		return refuse("adopt-calendar", "", ErrInvalid, "calendar taken at %s, after now %s", st.Time.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	cal, err := calendar.Restore(calendar.Config{Fleet: s.fleet, Quota: s.tree, Schedule: s.sched}, st)
+	if err != nil {
+		return &Error{Op: "adopt-calendar", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+	}
+	s.cal = cal
+	s.advance(now)
+	return nil
 }

@@ -119,7 +119,10 @@ type Drain struct {
 	// MoveTo, for a defragmentation move, is where it restarts: these
 	// GPUs are reserved for it now, and once it has exited (drained or
 	// killed) the next cycle admits it there, to resume from its last
-	// checkpoint; the host need not resubmit it.
+	// checkpoint; the host need not resubmit it. Should a node of that
+	// place leave service first, the place is given back (an event
+	// EventNominationDissolved says so) and the mover, once it has exited,
+	// is pending again and placed wherever it fits.
 	MoveTo []NodeGPUs
 }
 

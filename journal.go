@@ -51,6 +51,8 @@ type Call struct {
 	// Adoption is adopt's workload as the host saw it. Journals written
 	// before it existed give the workload, Started and Pods instead.
 	Adoption *Adoption `json:"adoption,omitempty"`
+	// Calendar is adopt-calendar's calendar.
+	Calendar *calendar.State `json:"calendar,omitempty"`
 }
 
 // Journal wraps a Scheduler and records every call, before making it, as a
@@ -171,6 +173,11 @@ func (j *Journal) Adopt(now time.Time, a Adoption) error {
 	return j.call(Call{Op: "adopt", Time: now, Adoption: &a})
 }
 
+// AdoptCalendar records and forwards Scheduler.AdoptCalendar.
+func (j *Journal) AdoptCalendar(now time.Time, st calendar.State) error {
+	return j.call(Call{Op: "adopt-calendar", Time: now, Calendar: &st})
+}
+
 // Schedule records and forwards Scheduler.Schedule.
 func (j *Journal) Schedule(now time.Time) Decisions {
 	if err := j.enc.Encode(Call{Op: "schedule", Time: now}); err != nil && j.err == nil {
@@ -212,6 +219,11 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 			return nil, s.Submit(c.Time, *c.Workload)
 		}
 		return nil, s.Adopt(c.Time, Adoption{Workload: *c.Workload, Started: c.Started, Pods: c.Pods})
+	case "adopt-calendar":
+		if c.Calendar == nil {
+			return nil, fmt.Errorf("%w: adopt-calendar without calendar", ErrInvalid)
+		}
+		return nil, s.AdoptCalendar(c.Time, *c.Calendar)
 	case "cancel":
 		return nil, s.Cancel(c.Time, c.ID)
 	case "exited":
@@ -273,7 +285,7 @@ func knownOp(op string) bool {
 	switch op {
 	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule",
 		"propose", "approve", "reject", "cancel-booking", "shorten-booking", "relocate-booking",
-		"set-queue", "remove-node", "add-node", "usage", "quota-schedule", "warm", "defragment":
+		"set-queue", "remove-node", "add-node", "usage", "quota-schedule", "warm", "defragment", "adopt-calendar":
 		return true
 	}
 	return false

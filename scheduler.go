@@ -92,6 +92,8 @@ type Scheduler struct {
 	// slices or resources a reclaim search found no victims for
 	// (reclaim_shared.go): an identical request would find none either.
 	unreclaimable map[string]bool
+	// nodeMax is the most of each resource one node has, per group.
+	nodeMax nodeMax
 }
 
 // entry is the scheduler's record of one workload: the spec and the
@@ -169,7 +171,7 @@ func New(cfg Config) (*Scheduler, error) {
 	// counts the gangs crossing each leaf.
 	uplinks := books.Crossings()
 	return &Scheduler{
-		cfg: cfg, fleet: f, tree: t, classes: classes, books: books, cal: cal, warm: warm,
+		cfg: cfg, fleet: f, tree: t, classes: classes, books: books, cal: cal, warm: warm, nodeMax: newNodeMax(f),
 		held: holds{waiting: map[string]bool{}}, overflowing: map[quota.NodeID]bool{},
 		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks, Terse: true}),
 		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true, Warm: warm, Uplinks: uplinks}),
@@ -204,13 +206,25 @@ func checkFlavors(f *topology.Fleet, t *quota.Tree) error {
 	return t.ValidateCapacity(capacity)
 }
 
-// tick checks a call's now: time never moves backwards. It changes
-// nothing; a call that goes on to change state commits now with advance.
+// tick checks a call's now: an instant RFC 3339 holds, and time never
+// moves backwards. It changes nothing; a call that goes on to change
+// state commits now with advance.
 func (s *Scheduler) tick(op string, now time.Time) error {
+	if !inRFC3339(now) {
+		return refuse(op, "", ErrInvalid, "now %v is past what RFC 3339 holds (years 0000-9999)", now)
+	}
 	if now.Before(s.now) {
 		return refuse(op, "", ErrTimeReversed, "now %s is before %s", now.Format(time.RFC3339), s.now.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// inRFC3339 reports whether t is an instant RFC 3339 can write (a year
+// from 0000 to 9999, in its own location and in UTC), so that a snapshot
+// holding it can be persisted with encoding/json.
+func inRFC3339(t time.Time) bool {
+	y, u := t.Year(), t.UTC().Year()
+	return y >= 0 && y <= 9999 && u >= 0 && u <= 9999
 }
 
 // advance commits a checked now: the one place the scheduler's clock
@@ -314,11 +328,13 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 		}
 	}
 	// A gang larger than every eligible node put together, or than all
-	// the quota its queue could ever reach, can never run.
+	// the quota its queue could ever reach, can never run; an elastic one
+	// is judged at its minimum.
 	// Restored work was accepted before and adopted work runs: a quota
 	// edited since may make it wait or be reclaimed, never refuse it.
-	if !accepted(op) && len(w.Flavors) < 2 && int64(w.GPUs()) > s.tree.Potential(q, f) {
-		return nil, refuse(op, w.ID, ErrNeverFits, "needs %d GPUs, queue %q can reach at most %d", w.GPUs(), w.Queue, s.tree.Potential(q, f))
+	least, leastMilli := minimum(&w)
+	if !accepted(op) && len(w.Flavors) < 2 && int64(least) > s.tree.Potential(q, f) {
+		return nil, refuse(op, w.ID, ErrNeverFits, "needs at least %d GPUs, queue %q can reach at most %d", least, w.Queue, s.tree.Potential(q, f))
 	}
 	// The largest domain of the required level (the fleet when none is
 	// required) in an eligible group bounds what the gang can ever get.
@@ -336,10 +352,17 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 			largest = max(largest, s.fleet.Stats(d, g).GPUs)
 		}
 	}
-	if w.GPUs() > largest {
-		return nil, refuse(op, w.ID, ErrNeverFits, "needs %d GPUs, the largest eligible %s has %d", w.GPUs(), s.fleet.LevelName(level), largest)
+	// Shares count too: forty half GPUs bound to one node need 20 GPUs.
+	if need := ceilGPUs(leastMilli); need > largest {
+		return nil, refuse(op, w.ID, ErrNeverFits, "needs at least %d GPUs, the largest eligible %s has %d", need, s.fleet.LevelName(level), largest)
+	}
+	if err := checkTotals(op, &e.w); err != nil {
+		return nil, err
 	}
 	if err := s.checkSharing(op, e); err != nil {
+		return nil, err
+	}
+	if err := s.checkReach(op, e); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -364,57 +363,9 @@ func (m *machine) Restart(t *rapid.T) {
 	m.eventsDiffer = true
 }
 
-// adoptions is what the host sees of snap's workloads, in Adoption's
-// order: its own specs and pods, and what it keeps of drains and
-// nominations (the Kubernetes host keeps them in pod annotations).
+// adoptions is what the host sees of snap's workloads (hostAdoptions).
 func (m *machine) adoptions(snap fleet.Snapshot) []fleet.Adoption {
-	drain := func(d *fleet.DrainView) *fleet.AdoptedDrain {
-		if d == nil {
-			return nil
-		}
-		return &fleet.AdoptedDrain{Since: d.Since, Deadline: d.Deadline, Reason: d.Reason, Beneficiaries: d.Beneficiaries,
-			Live: d.Live, KillAsked: d.KillAsked, MoveTo: d.MoveTo}
-	}
-	var running []fleet.Adoption
-	byID := map[string]int{}
-	for _, r := range snap.Running {
-		if r.SplitOf != "" {
-			continue
-		}
-		w := m.h.specs[r.ID]
-		w.Drain.LastCheckpoint = r.LastCheckpoint
-		byID[r.ID] = len(running)
-		// The host's pods on a lost node wait for their replacement.
-		pods := slices.DeleteFunc(slices.Clone(m.h.running[r.ID].Pods), func(p fleet.PodAssignment) bool {
-			return slices.ContainsFunc(r.Lost, func(lp fleet.LostPodView) bool { return lp.Pod == p })
-		})
-		running = append(running, fleet.Adoption{Workload: w, Submitted: r.Submitted, Started: r.Started,
-			Pods: pods, Lost: r.Lost, Drain: drain(r.Drain), Borrowing: r.Borrowing, IdleSince: r.IdleSince})
-	}
-	for _, r := range snap.Running {
-		if r.SplitOf == "" {
-			continue
-		}
-		if i, ok := byID[r.SplitOf]; ok {
-			running[i].Shrinking = append(running[i].Shrinking, fleet.ShrinkingPod{Pod: r.SplitPod, Drain: *drain(r.Drain)})
-			continue
-		}
-		w := m.h.specs[r.ID]
-		w.Drain.LastCheckpoint = r.LastCheckpoint
-		running = append(running, fleet.Adoption{Workload: w, Submitted: r.Submitted, Started: r.Started,
-			Pods: m.h.running[r.ID].Pods, Drain: drain(r.Drain), Borrowing: r.Borrowing, SplitOf: r.SplitOf, SplitPod: r.SplitPod})
-	}
-	slices.SortStableFunc(running, func(a, b fleet.Adoption) int { return a.Started.Compare(b.Started) })
-	pending := slices.Clone(snap.Pending)
-	slices.SortFunc(pending, func(a, b fleet.PendingView) int { return cmp.Compare(a.Seq, b.Seq) })
-	for _, p := range pending {
-		a := fleet.Adoption{Workload: m.h.specs[p.ID], Submitted: p.Submitted}
-		if p.Nomination != nil {
-			a.Nominated = p.Nomination.Pods
-		}
-		running = append(running, a)
-	}
-	return running
+	return hostAdoptions(snap, m.h.specs, func(id string) []fleet.PodAssignment { return m.h.running[id].Pods })
 }
 
 func (m *machine) Check(t *rapid.T) {
