@@ -80,8 +80,10 @@ type AdoptedDrain struct {
 	Since, Deadline time.Time
 	Reason          gang.DrainReason
 	// Beneficiaries is every workload it was drained for (the Drain's);
-	// Live the ones still pending that count on it: not admitted since,
-	// and not named by a nomination-dissolved event.
+	// Live the ones that still count on it: every beneficiary that has
+	// not ended since and was not named by a nomination-dissolved event
+	// (one that started counts on a victim freeing its quota until that
+	// victim exits).
 	Beneficiaries []string
 	Live          []string
 	// KillAsked is when the host was first asked to kill it (zero: not
@@ -228,6 +230,7 @@ func (s *Scheduler) Adopt(now time.Time, a Adoption) error {
 	if !a.IdleSince.IsZero() {
 		s.noteIdle(e, a.IdleSince)
 	}
+	s.books.AdoptServed(id)
 	s.advance(now)
 	return nil
 }
