@@ -117,13 +117,14 @@ func (c *Commands) Hold(ctx context.Context, id string) error {
 	return err
 }
 
-// SetNodes runs scontrol update ReqNodeList.
+// SetNodes runs scontrol update ReqNodeList, with StartTime=now: a job
+// Slurm requeued waits for a begin time of Slurm's choosing otherwise.
 func (c *Commands) SetNodes(ctx context.Context, id string, nodes []string) error {
 	list, err := importer.CompressHostlist(nodes)
 	if err != nil {
 		return err
 	}
-	_, err = c.run(ctx, "scontrol", "update", "JobId="+id, "ReqNodeList="+list)
+	_, err = c.run(ctx, "scontrol", "update", "JobId="+id, "ReqNodeList="+list, "StartTime=now")
 	return err
 }
 

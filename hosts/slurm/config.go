@@ -50,6 +50,10 @@ type Config struct {
 	// deadlines and beneficiaries, nominations, submission order); "" keeps
 	// nothing, and a restart rebuilds from Slurm alone.
 	StateFile string `json:"stateFile,omitempty"`
+	// StartTimeout is how long a released job may stay pending before
+	// the host counts its start failed, holds it again and gives it back
+	// to fleet; 0 means 30 s.
+	StartTimeout Duration `json:"startTimeout,omitempty"`
 	// CommentsPerCycle bounds the Comment writes of pending reasons per
 	// cycle (each is one scontrol call); 0 means 64.
 	CommentsPerCycle int `json:"commentsPerCycle,omitempty"`
@@ -153,4 +157,11 @@ func (c *Config) period() time.Duration {
 		return 2 * time.Second
 	}
 	return time.Duration(c.Period)
+}
+
+func (c *Config) startTimeout() time.Duration {
+	if c.StartTimeout <= 0 {
+		return 30 * time.Second
+	}
+	return time.Duration(c.StartTimeout)
 }

@@ -51,6 +51,8 @@ type tracked struct {
 	// since.
 	running, seen bool
 	killed        bool
+	// admitted is when the host released it.
+	admitted time.Time
 	// comment is the Comment last written.
 	comment string
 }
@@ -252,7 +254,7 @@ func (h *Host) syncJobs(now time.Time, jobs []Job) []action {
 				t.seen = true
 				continue
 			}
-			if !t.seen && j.State == StatePending && !j.Held() {
+			if !t.seen && j.State == StatePending && !j.Held() && now.Sub(t.admitted) < h.cfg.startTimeout() {
 				continue // released, not started yet
 			}
 			how := h.exitOf(t, j)
@@ -589,7 +591,7 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 		if t == nil {
 			continue
 		}
-		t.running, t.seen = true, false
+		t.running, t.seen, t.admitted = true, false, now
 		delete(h.state.Nominated, a.ID)
 		nodes := make([]string, len(a.Pods))
 		for i, p := range a.Pods {

@@ -21,7 +21,9 @@ type Slurm interface {
 	Topology(ctx context.Context) ([]byte, error)
 	// Hold holds a pending job (priority 0): Slurm does not start it.
 	Hold(ctx context.Context, id string) error
-	// SetNodes sets a pending job's required nodes (ReqNodeList).
+	// SetNodes sets a pending job's required nodes (ReqNodeList) and
+	// makes it eligible now (fleet decides when it starts: a --begin is
+	// not kept).
 	SetNodes(ctx context.Context, id string, nodes []string) error
 	// Release lets Slurm start a held job.
 	Release(ctx context.Context, id string) error
