@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -190,4 +191,62 @@ func TestSlurmBadInput(t *testing.T) {
 		snap := s.Snapshot()
 		assert.Len(t, snap.Running, 1, "the good job runs")
 	})
+}
+
+// The host killed mid-drain and restarted re-drains nothing: the new host
+// adopts the victims still ending as drains in progress (from Slurm's
+// states and its state file) and the reclaimers' nominations, and starts
+// the reclaimers on the victims' nodes once they are gone.
+func TestSlurmRestartMidDrain(t *testing.T) {
+	e := startCluster(t)
+	state := filepath.Join(t.TempDir(), "state.json")
+	first := e.host(testConfig(state))
+	long := e.script("long.sh", 0, 10*time.Minute)
+	// Victims take 8 s to checkpoint after SIGTERM.
+	slow := e.script("slow.sh", 8*time.Second, 10*time.Minute)
+	research := e.sbatch("-p", "research", "-N16", "--gres=gpu:8", "--requeue", long)
+	var batch []string
+	for range 32 {
+		batch = append(batch, e.sbatch("-p", "batch", "-N1", "--gres=gpu:8", "--requeue", slow))
+	}
+	js := first.until(90*time.Second, "research and batch running", allRunning(append([]string{research}, batch...)...))
+	nodeOf := map[string]string{}
+	for _, id := range batch {
+		nodeOf[id] = js[id].NodeList[0]
+	}
+	var inf []string
+	for range 18 {
+		inf = append(inf, e.sbatch("-p", "inference", "-N1", "--gres=gpu:8", long))
+	}
+	first.until(30*time.Second, "drains started", func(map[string]Job) bool { return len(first.drained) == 2 })
+	// The first host stops here, its victims still ending.
+	js = e.jobs()
+	var victims []string
+	for id := range first.drained {
+		victims = append(victims, id)
+		assert.Equal(t, StateCompleting, js[id].State, "victim %s still ending at the restart", id)
+	}
+	st, err := LoadState(state)
+	require.NoError(t, err)
+	require.Len(t, st.Drains, 2, "the drains are in the state file")
+	require.Len(t, st.Nominated, 2, "the reclaimers' nominations are in the state file")
+	second := e.host(testConfig(state))
+	js = second.until(90*time.Second, "inference running after the restart", allRunning(inf...))
+	assert.Empty(t, second.drained, "the restarted host drains nothing")
+	terms := e.log("term.log")
+	assert.Len(t, terms, 2, "SIGTERM went to the two victims only")
+	infNodes := map[string]bool{}
+	for _, id := range inf {
+		infNodes[js[id].NodeList[0]] = true
+	}
+	for _, id := range victims {
+		assert.Equal(t, []string{nodeOf[id]}, terms[id], "victim %s signalled once", id)
+		assert.Equal(t, StatePending, js[id].State, "victim %s requeued", id)
+		assert.True(t, js[id].Held(), "victim %s held", id)
+		assert.True(t, infNodes[nodeOf[id]], "a reclaimer runs on victim %s's node", id)
+	}
+	assert.Equal(t, StateRunning, js[research].State)
+	st, err = LoadState(state)
+	require.NoError(t, err)
+	assert.Empty(t, st.Drains, "no drain left in the state file")
 }

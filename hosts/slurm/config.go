@@ -50,6 +50,12 @@ type Config struct {
 	// deadlines and beneficiaries, nominations, submission order); "" keeps
 	// nothing, and a restart rebuilds from Slurm alone.
 	StateFile string `json:"stateFile,omitempty"`
+	// Resources makes fleet count each job's cpus (--mincpus) and memory
+	// (--mem) per node besides its GPUs. Off, fleet places by GPUs and
+	// Slurm checks cpus and memory when the job starts. Note that fleet
+	// drains for work with named resources without a nomination (the
+	// room the victims free is not held for the beneficiary).
+	Resources bool `json:"resources,omitempty"`
 	// StartTimeout is how long a released job may stay pending before
 	// the host counts its start failed, holds it again and gives it back
 	// to fleet; 0 means 30 s.

@@ -219,7 +219,7 @@ func (e *env) host(cfg Config) *harness {
 			for _, dr := range d.Drain {
 				hs.drained[dr.ID]++
 			}
-			if len(d.Admit)+len(d.Drain)+len(d.Kill) > 0 {
+			if len(d.Admit)+len(d.Drain)+len(d.Kill)+len(d.Nominate) > 0 {
 				hs.decided = append(hs.decided, d)
 			}
 		}})

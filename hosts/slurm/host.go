@@ -51,8 +51,9 @@ type tracked struct {
 	// since.
 	running, seen bool
 	killed        bool
-	// admitted is when the host released it.
-	admitted time.Time
+	// admitted is when the host released it; started when the scheduler
+	// counts it started.
+	admitted, started time.Time
 	// comment is the Comment last written.
 	comment string
 }
@@ -385,6 +386,9 @@ func (h *Host) adoptRunning(now time.Time, j *Job, d *fleet.AdoptedDrain) []acti
 		return nil
 	}
 	started := j.Start
+	if n, ok := h.state.Drains[j.ID]; ok && d != nil && !n.Started.IsZero() {
+		started = n.Started
+	}
 	if started.IsZero() || started.After(now) {
 		started = now
 	}
@@ -410,7 +414,7 @@ func (h *Host) adoptRunning(now time.Time, j *Job, d *fleet.AdoptedDrain) []acti
 			return nil
 		}
 	}
-	h.work[j.ID] = &tracked{spec: w, requeue: j.Requeue, running: true, seen: true, comment: j.Comment}
+	h.work[j.ID] = &tracked{spec: w, requeue: j.Requeue, running: true, seen: true, comment: j.Comment, started: started}
 	return nil
 }
 
@@ -572,7 +576,7 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 			h.state.Drains = map[string]DrainNote{}
 		}
 		h.state.Drains[dr.ID] = DrainNote{Since: now, Deadline: dr.Deadline, Reason: dr.Reason,
-			Beneficiaries: dr.Beneficiaries, Requeue: t.requeue}
+			Beneficiaries: dr.Beneficiaries, Requeue: t.requeue, Started: t.started}
 		msg := fmt.Sprintf("fleet: drained (%s) for %s: checkpoint and exit by %s", dr.Reason,
 			strings.Join(dr.Beneficiaries, ","), dr.Deadline.UTC().Format(time.RFC3339))
 		acts = append(acts, action{kind: actComment, job: dr.ID, text: msg})
@@ -591,7 +595,7 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 		if t == nil {
 			continue
 		}
-		t.running, t.seen, t.admitted = true, false, now
+		t.running, t.seen, t.admitted, t.started = true, false, now, now
 		delete(h.state.Nominated, a.ID)
 		nodes := make([]string, len(a.Pods))
 		for i, p := range a.Pods {

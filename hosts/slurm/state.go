@@ -37,6 +37,9 @@ type DrainNote struct {
 	// Requeue says the drain requeue-holds the job (else it was sent
 	// SIGTERM and ends).
 	Requeue bool `json:"requeue,omitempty"`
+	// Started is when the job started as the scheduler counts it (Slurm
+	// shows the next start of a job being requeued).
+	Started time.Time `json:"started"`
 	// KillAsked is when the scheduler first asked to kill it.
 	KillAsked time.Time `json:"killAsked,omitzero"`
 }

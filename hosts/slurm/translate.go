@@ -32,8 +32,8 @@ func (e *JobError) Error() string { return "slurm: job " + e.Job + ": " + e.Mess
 func (e *JobError) Unwrap() error { return ErrJob }
 
 // Fleet builds the topology from topology.conf and the nodes sinfo
-// lists: GPUs and model from GRES, cpu (millicores) and memory (bytes),
-// and each node's health.
+// lists: GPUs and model from GRES, cpu (millicores) and memory (bytes)
+// when Config.Resources, and each node's health.
 func (c *Config) Fleet(nodes []Node, topo []byte) (topology.Spec, map[string]topology.Health, error) {
 	names := make([]string, len(nodes))
 	gpus := map[string]int{}
@@ -58,7 +58,9 @@ func (c *Config) Fleet(nodes []Node, topo []byte) (topology.Spec, map[string]top
 		}
 		ns.GPUs = n.GPUs
 		ns.Flavor = c.flavor(n.GPUType)
-		ns.Resources = map[string]int64{"cpu": int64(n.CPUs) * 1000, "memory": n.MemoryMB << 20}
+		if c.Resources {
+			ns.Resources = map[string]int64{"cpu": int64(n.CPUs) * 1000, "memory": n.MemoryMB << 20}
+		}
 		health[n.Name] = Health(n.State)
 	}
 	return res.Spec, health, nil
@@ -119,7 +121,8 @@ func (c *Config) Rule(j *Job) (Rule, bool) {
 }
 
 // Workload translates a job: its nodes are the pods of one pod set, each
-// with the job's GPUs, cpus and memory per node; its partition, account
+// with the job's GPUs per node (and cpus and memory when
+// Config.Resources); its partition, account
 // and QOS give the queue, class and shape by the first matching rule.
 func (c *Config) Workload(j *Job) (gang.Workload, error) {
 	r, ok := c.Rule(j)
@@ -131,10 +134,10 @@ func (c *Config) Workload(j *Job) (gang.Workload, error) {
 		return gang.Workload{}, &JobError{j.ID, fmt.Sprintf("asks %d nodes", j.Nodes)}
 	}
 	ps := gang.PodSet{Name: PodSetName, Count: j.Nodes, GPUsPerPod: j.GPUsPerNode}
-	if j.CPUsPerNode > 0 {
+	if c.Resources && j.CPUsPerNode > 0 {
 		ps.Resources = append(ps.Resources, gang.Resource{Name: "cpu", Amount: int64(j.CPUsPerNode) * 1000})
 	}
-	if j.MemoryMB > 0 {
+	if c.Resources && j.MemoryMB > 0 {
 		ps.Resources = append(ps.Resources, gang.Resource{Name: "memory", Amount: j.MemoryMB << 20})
 	}
 	w := gang.Workload{ID: j.ID, Queue: r.Queue, PriorityClass: r.Class, PodSets: []gang.PodSet{ps}}
