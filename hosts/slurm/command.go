@@ -128,9 +128,12 @@ func (c *Commands) SetNodes(ctx context.Context, id string, nodes []string) erro
 	return err
 }
 
-// Release runs scontrol release.
-func (c *Commands) Release(ctx context.Context, id string) error {
-	_, err := c.run(ctx, "scontrol", "release", id)
+// Release runs scontrol release of a list of jobs.
+func (c *Commands) Release(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := c.run(ctx, "scontrol", "release", strings.Join(ids, ","))
 	return err
 }
 

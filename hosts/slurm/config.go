@@ -60,6 +60,9 @@ type Config struct {
 	// the host counts its start failed, holds it again and gives it back
 	// to fleet; 0 means 30 s.
 	StartTimeout Duration `json:"startTimeout,omitempty"`
+	// Workers is how many Slurm commands run at once when a cycle's
+	// decisions are carried out; 0 means 8.
+	Workers int `json:"workers,omitempty"`
 	// CommentsPerCycle bounds the Comment writes of pending reasons per
 	// cycle (each is one scontrol call); 0 means 64.
 	CommentsPerCycle int `json:"commentsPerCycle,omitempty"`
@@ -170,4 +173,11 @@ func (c *Config) startTimeout() time.Duration {
 		return 30 * time.Second
 	}
 	return time.Duration(c.StartTimeout)
+}
+
+func (c *Config) workers() int {
+	if c.Workers <= 0 {
+		return 8
+	}
+	return c.Workers
 }

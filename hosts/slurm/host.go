@@ -689,37 +689,139 @@ type action struct {
 	text  string
 }
 
-// carryOut runs the actions in order. A failed admission is reported to
-// the scheduler as a failed start; the job, still held, is submitted
-// again at the next cycle.
+// carryOut runs the actions: first every action but admissions and
+// pending reasons (holds, kills, drains), then the admissions (every
+// ReqNodeList, then the releases in lists), then the pending reasons.
+// Actions of one job keep their order; different jobs' run Workers at
+// a time. A failed admission is reported to the scheduler as a failed
+// start; the job, still held, is submitted again at the next cycle.
 func (h *Host) carryOut(ctx context.Context, now time.Time, acts []action) {
+	var first, admits, last []action
 	for _, a := range acts {
-		var err error
-		switch a.kind {
-		case actHold:
-			err = h.sl.Hold(ctx, a.job)
-		case actAdmit:
-			if err = h.sl.SetNodes(ctx, a.job, a.nodes); err == nil {
-				err = h.sl.Release(ctx, a.job)
-			}
-			if err != nil {
-				h.log.Error("admit", "job", a.job, "nodes", a.nodes, "err", err)
-				if xerr := h.s.Exited(now, a.job, gang.ExitFailed); xerr == nil {
-					h.forget(a.job)
-				}
-				continue
-			}
-		case actRequeue:
-			err = h.sl.RequeueHold(ctx, a.job)
-		case actSignal:
-			err = h.sl.Signal(ctx, a.job, a.text)
-		case actCancel:
-			err = h.sl.Cancel(ctx, a.job)
-		case actComment:
-			err = h.sl.SetComment(ctx, a.job, a.text)
-		}
-		if err != nil {
-			h.log.Warn("slurm", "job", a.job, "action", a.kind, "err", err)
+		switch {
+		case a.kind == actAdmit:
+			admits = append(admits, a)
+		case a.kind == actComment && len(admits) > 0 && a.text != "":
+			last = append(last, a)
+		default:
+			first = append(first, a)
 		}
 	}
+	h.parallel(ctx, first)
+	failed := make([]bool, len(admits))
+	forEach(h.cfg.workers(), len(admits), func(i int) {
+		a := admits[i]
+		if err := h.sl.SetNodes(ctx, a.job, a.nodes); err != nil {
+			h.log.Error("admit", "job", a.job, "nodes", a.nodes, "err", err)
+			failed[i] = true
+		}
+	})
+	var ids []string
+	for i, a := range admits {
+		if !failed[i] {
+			ids = append(ids, a.job)
+		}
+	}
+	const chunk = 100
+	chunks := (len(ids) + chunk - 1) / chunk
+	forEach(h.cfg.workers(), chunks, func(c int) {
+		part := ids[c*chunk : min(len(ids), (c+1)*chunk)]
+		if err := h.sl.Release(ctx, part...); err != nil {
+			// One at a time, to find the ones that failed.
+			for _, id := range part {
+				if err := h.sl.Release(ctx, id); err != nil {
+					h.log.Error("release", "job", id, "err", err)
+					for i := range admits {
+						if admits[i].job == id {
+							failed[i] = true
+						}
+					}
+				}
+			}
+		}
+	})
+	for i, a := range admits {
+		if failed[i] {
+			if err := h.s.Exited(now, a.job, gang.ExitFailed); err == nil {
+				h.forget(a.job)
+			}
+		}
+	}
+	h.parallel(ctx, last)
+}
+
+// parallel runs actions, those of one job in order.
+func (h *Host) parallel(ctx context.Context, acts []action) {
+	var jobs []string
+	byJob := map[string][]action{}
+	for _, a := range acts {
+		if _, ok := byJob[a.job]; !ok {
+			jobs = append(jobs, a.job)
+		}
+		byJob[a.job] = append(byJob[a.job], a)
+	}
+	forEach(h.cfg.workers(), len(jobs), func(i int) {
+		for _, a := range byJob[jobs[i]] {
+			var err error
+			switch a.kind {
+			case actHold:
+				err = h.sl.Hold(ctx, a.job)
+			case actRequeue:
+				err = h.sl.RequeueHold(ctx, a.job)
+			case actSignal:
+				err = h.sl.Signal(ctx, a.job, a.text)
+			case actCancel:
+				err = h.sl.Cancel(ctx, a.job)
+			case actComment:
+				err = h.sl.SetComment(ctx, a.job, a.text)
+			}
+			if err != nil {
+				h.log.Warn("slurm", "job", a.job, "action", a.kind.String(), "err", err)
+			}
+		}
+	})
+}
+
+// forEach calls f(0) to f(n-1), at most workers at a time.
+func forEach(workers, n int, f func(int)) {
+	if workers <= 1 || n <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+func (k actKind) String() string {
+	switch k {
+	case actHold:
+		return "hold"
+	case actAdmit:
+		return "admit"
+	case actRequeue:
+		return "requeuehold"
+	case actSignal:
+		return "signal"
+	case actCancel:
+		return "cancel"
+	case actComment:
+		return "comment"
+	}
+	return fmt.Sprintf("actKind(%d)", uint8(k))
 }

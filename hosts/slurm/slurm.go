@@ -25,8 +25,8 @@ type Slurm interface {
 	// makes it eligible now (fleet decides when it starts: a --begin is
 	// not kept).
 	SetNodes(ctx context.Context, id string, nodes []string) error
-	// Release lets Slurm start a held job.
-	Release(ctx context.Context, id string) error
+	// Release lets Slurm start held jobs.
+	Release(ctx context.Context, ids ...string) error
 	// RequeueHold stops a running job (SIGTERM to its steps, SIGKILL
 	// after KillWait) and puts it back pending and held.
 	RequeueHold(ctx context.Context, id string) error
