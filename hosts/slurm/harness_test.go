@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -202,10 +203,22 @@ type harness struct {
 func (e *env) host(cfg Config) *harness {
 	e.t.Helper()
 	hs := &harness{e: e, admitted: map[string][]string{}, drained: map[string]int{}}
-	// The reference quotas scaled to the cluster's 512 GPUs.
-	spec := topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{clusterNodes / 8, 8}, GPUsPerNode: 8})
-	q := fleet.ReferenceConfigFor(spec).Quota
-	h, err := New(cfg, Options{Slurm: e.cmds, Quota: q,
+	q := referenceQuota()
+	sl := e.cmds
+	var clock Clock = WallClock{}
+	if dir := os.Getenv("FLEET_SLURM_RECORD"); dir != "" {
+		// Record the host's commands as a session for the replay tests.
+		rec := &Record{Runner: e.cmds.Runner}
+		sl = &Commands{Runner: rec, TopologyFile: filepath.Join(e.dir, "etc", "topology.conf")}
+		clock = rec.Clock(clock)
+		e.t.Cleanup(func() {
+			f, err := os.Create(filepath.Join(dir, e.t.Name()+".session"))
+			require.NoError(e.t, err)
+			defer f.Close()
+			require.NoError(e.t, WriteSession(f, rec.Calls()))
+		})
+	}
+	h, err := New(cfg, Options{Slurm: sl, Quota: q, Clock: clock,
 		Logger: slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Observe: func(d fleet.Decisions) {
 			for _, a := range d.Admit {
@@ -226,6 +239,13 @@ func (e *env) host(cfg Config) *harness {
 	require.NoError(e.t, err)
 	hs.h = h
 	return hs
+}
+
+// referenceQuota is the reference quotas scaled to the cluster's 512
+// GPUs.
+func referenceQuota() quota.Spec {
+	spec := topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{clusterNodes / 8, 8}, GPUsPerNode: 8})
+	return fleet.ReferenceConfigFor(spec).Quota
 }
 
 type testWriter struct{ t *testing.T }
