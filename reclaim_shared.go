@@ -54,7 +54,7 @@ type reclaimCandidate struct {
 // earlier in the cycle: taken victims and admissions only make room
 // scarcer within a cycle.
 func (s *Scheduler) reclaimShared(now time.Time, e *entry, taken map[string]bool, d *Decisions) bool {
-	if e.reclaiming {
+	if s.stillReclaiming(e) {
 		return s.reclaimFor(now, e, taken, d) // its own victims may be draining
 	}
 	w := &e.w
@@ -73,6 +73,17 @@ func (s *Scheduler) reclaimShared(now time.Time, e *entry, taken map[string]bool
 	}
 	s.unreclaimable[key] = true
 	return false
+}
+
+// stillReclaiming reports whether victims drained for e without a
+// nomination still drain. The flag alone may be stale (they exited since
+// its last search): a stale one would choose another search than a
+// scheduler restored without it.
+func (s *Scheduler) stillReclaiming(e *entry) bool {
+	if e.reclaiming && len(s.books.ReclaimingFor(e.w.ID)) == 0 {
+		e.reclaiming = false
+	}
+	return e.reclaiming
 }
 
 // reclaimFor reports whether e was reclaimed for: victims started
