@@ -120,9 +120,43 @@ func (p *Placer) scoreTies(o Option) Option {
 	return best
 }
 
-// gather adds group g's options. Without a Ranker the first option in
-// best-fit order is the tightest of the group, so it stops there.
+// gather adds group g's options. The indexes give them in best-fit order
+// class by class, and the walk reads a bounded number of entries per
+// class (visits) so that its cost does not grow with the fleet: the
+// bound orders the search, it never decides that nothing fits. When the
+// bounded walk finds no option in g, gatherAll looks at every node of g.
+// Without a Ranker the first option in best-fit order is the tightest of
+// the group, so the walk stops there.
 func (p *Placer) gather(g topology.GroupID, rank int) {
+	start := len(p.opts)
+	switch {
+	case p.k == 0 && p.share == 0 && p.mig == "":
+		// No GPU: the tightest leave the fewest whole-free GPUs idle
+		// beside the pod; the nodes with no free GPU are in no index.
+		p.gatherAll(g, rank)
+		return
+	default:
+		p.gatherBounded(g, rank)
+	}
+	if len(p.opts) == start {
+		p.gatherAll(g, rank)
+	}
+}
+
+// visits is the walk's bound per capacity class for a class of shared
+// GPUs (shared) or of nodes.
+func (p *Placer) visits(per int, shared bool) int {
+	switch {
+	case p.visitLimit > 0:
+		return p.visitLimit
+	case shared:
+		return 16 * per * 8
+	}
+	return 8 * per
+}
+
+// gatherBounded is gather's walk over the best-fit indexes.
+func (p *Placer) gatherBounded(g topology.GroupID, rank int) {
 	f := p.f
 	per := p.opt.MaxRanked
 	if p.opt.Ranker == nil {
@@ -133,6 +167,7 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 	add := func(n topology.NodeID, gpu int, fit int64) {
 		p.opts = append(p.opts, Option{Node: n, Group: g, GPU: gpu, Rank: rank, Fit: fit})
 	}
+	limit := p.visits(per, true)
 	// Partly used GPUs first: a share or slice there is a tighter fit than
 	// on any whole-free GPU.
 	switch {
@@ -141,7 +176,7 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 		// its options, the walk seeks to the next one rather than visit
 		// the rest of it.
 		visits := 0
-		for from := p.share; from < topology.MilliGPU && !enough() && visits < 16*per*8; {
+		for from := p.share; from < topology.MilliGPU && !enough() && visits < limit; {
 			class, inClass := -1, 0
 			f.AscendSharedGPUs(g, from, func(n topology.NodeID, gpu, left int) bool {
 				if class < 0 {
@@ -155,7 +190,7 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 					add(n, gpu, int64(left-p.share)<<32|int64(f.Free(n)))
 					inClass++
 				}
-				return inClass < per && !enough() && visits < 16*per*8
+				return inClass < per && !enough() && visits < limit
 			})
 			if class < 0 {
 				break
@@ -173,29 +208,20 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 			if !ok {
 				return true
 			}
-			used, sl := f.GPUUsed(n, gpu)
-			_ = used
+			_, sl := f.GPUUsed(n, gpu)
 			if _, fits := topology.MIGStart(sl, prof); fits && inClass < per && !p.avoided(n) && p.resourcesFit(n) {
 				add(n, gpu, int64(free-prof.Slices)<<32|int64(f.Free(n)))
 				inClass++
 			}
-			return !enough() && visits < 16*per*8
+			return !enough() && visits < limit
 		})
-	case p.k == 0:
-		// No GPU: every healthy node of the group that holds the pod; the
-		// tightest leaves the fewest whole-free GPUs idle beside it.
-		for n := range topology.NodeID(f.NumNodes()) {
-			if f.NodeGroup(n) == g && p.nodeCap(n) > 0 {
-				add(n, -1, int64(f.Free(n))<<32|int64(f.Capacity(n)))
-			}
-		}
-		return
 	}
 	if enough() {
 		return
 	}
 	// Whole-free GPUs, by node classes of as many free GPUs, fewest first.
 	need := max(p.k, 1)
+	limit = p.visits(per, false)
 	for c := need; c <= f.MaxGPUsPerNode() && !enough(); c++ {
 		inClass, visits := 0, 0
 		f.AscendNodesByFree(g, c, func(n topology.NodeID, free int) bool {
@@ -204,18 +230,137 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 			}
 			visits++
 			if p.holdsOne(n) {
-				gpu := -1
-				fit := int64(free-need) << 32
-				if p.k == 0 {
-					gpu = bits.TrailingZeros64(f.FreeMask(n))
-					fit = int64(topology.MilliGPU-max(p.share, 0))<<32 | int64(free)
-				}
+				gpu, fit := p.wholeOption(n, free)
 				add(n, gpu, fit)
 				inClass++
 			}
-			return inClass < per && !enough() && visits < 8*per
+			return inClass < per && !enough() && visits < limit
 		})
 	}
+}
+
+// wholeOption is the GPU and fit of the pod on node n's whole-free GPUs,
+// of which it has free.
+func (p *Placer) wholeOption(n topology.NodeID, free int) (int, int64) {
+	if p.k > 0 {
+		return -1, int64(free-p.k) << 32
+	}
+	gpu := bits.TrailingZeros64(p.f.FreeMask(n))
+	return gpu, int64(topology.MilliGPU-max(p.share, 0))<<32 | int64(free)
+}
+
+// gatherAll adds an option for every node of group g that can take the
+// pod, at its tightest GPU, scanning the domains whose free resources
+// and GPU capacity could hold it. With a Ranker it keeps the tightest
+// Options.MaxRanked x 4 of them, so that ranking costs what a class walk
+// does; without one, the tightest.
+func (p *Placer) gatherAll(g topology.GroupID, rank int) {
+	keep := 1
+	if p.opt.Ranker != nil {
+		keep = p.opt.MaxRanked * 4
+	}
+	start := len(p.opts)
+	p.scanDomain(topology.Root, g, func(n topology.NodeID) {
+		o, ok := p.nodeOption(n)
+		if !ok {
+			return
+		}
+		o.Group, o.Rank = g, rank
+		kept := p.opts[start:]
+		if len(kept) == keep && !better(o, kept[len(kept)-1]) {
+			return
+		}
+		if len(kept) < keep {
+			p.opts = append(p.opts, o)
+			kept = p.opts[start:]
+		}
+		// Insert o in best-fit order, dropping the loosest past keep.
+		i := len(kept) - 1
+		for i > 0 && better(o, kept[i-1]) {
+			kept[i] = kept[i-1]
+			i--
+		}
+		kept[i] = o
+	})
+}
+
+// scanDomain calls fn for every healthy node of group g in bounds below
+// d, skipping domains that cannot hold one pod of the current pod set:
+// too few free GPUs (whole-GPU pods) or too little of a resource.
+func (p *Placer) scanDomain(d topology.DomainID, g topology.GroupID, fn func(topology.NodeID)) {
+	f := p.f
+	if f.Stats(d, g).HealthyNodes == 0 || p.k > 0 && f.FreeGPUs(d, g) < p.k {
+		return
+	}
+	for _, r := range p.cur {
+		if f.FreeResource(d, g, r.Resource) < r.Amount {
+			return
+		}
+	}
+	if lo, hi := f.Nodes(d); f.DomainLevel(d) == p.deep-1 || f.DomainLevel(d) == p.deep {
+		for n := lo; n < hi; n++ {
+			if f.NodeGroup(n) == g && p.nodeCap(n) > 0 {
+				fn(n)
+			}
+		}
+		return
+	}
+	lo, hi := f.Children(d)
+	for c := lo; c < hi; c++ {
+		p.scanDomain(c, g, fn)
+	}
+}
+
+// nodeOption is the pod's option on node n, which nodeCap says holds it:
+// its tightest GPU for a share or a slice (partly used before whole-free,
+// lowest index on ties), with the fit key the class walk gives it.
+func (p *Placer) nodeOption(n topology.NodeID) (Option, bool) {
+	f := p.f
+	free := f.Free(n)
+	o := Option{Node: n, GPU: -1}
+	switch {
+	case p.k > 0:
+		o.GPU, o.Fit = p.wholeOption(n, free)
+	case p.share > 0:
+		best, bestLeft := -1, 0
+		for i := range f.Capacity(n) {
+			used, _ := f.GPUUsed(n, i)
+			if left := topology.MilliGPU - used; !f.GPUWhole(n, i) && used > 0 && left >= p.share &&
+				(best < 0 || left < bestLeft) {
+				best, bestLeft = i, left
+			}
+		}
+		if best < 0 {
+			o.GPU, o.Fit = p.wholeOption(n, free)
+			return o, o.GPU < f.Capacity(n)
+		}
+		o.GPU, o.Fit = best, int64(bestLeft-p.share)<<32|int64(free)
+	case p.mig != "":
+		prof, ok := f.NodeMIGProfile(n, p.mig)
+		if !ok {
+			return o, false
+		}
+		best, bestFree := -1, 0
+		for i := range f.Capacity(n) {
+			_, sl := f.GPUUsed(n, i)
+			if f.GPUWhole(n, i) || sl == 0 {
+				continue
+			}
+			if _, fits := topology.MIGStart(sl, prof); fits {
+				if fr := topology.MIGSlices - bits.OnesCount8(sl); best < 0 || fr < bestFree {
+					best, bestFree = i, fr
+				}
+			}
+		}
+		if best < 0 {
+			o.GPU, o.Fit = p.wholeOption(n, free)
+			return o, o.GPU < f.Capacity(n)
+		}
+		o.GPU, o.Fit = best, int64(bestFree-prof.Slices)<<32|int64(free)
+	default:
+		o.Fit = int64(free)<<32 | int64(f.Capacity(n))
+	}
+	return o, true
 }
 
 // holdsOne reports whether node n, found with whole-free GPUs, can take

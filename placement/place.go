@@ -124,6 +124,10 @@ type Placer struct {
 	// ties among the leaves go to those crossed by fewer gangs.
 	crossing bool
 
+	// visitLimit, when positive, replaces the bound on the index entries
+	// a one-pod walk reads per capacity class (tests set it).
+	visitLimit int
+
 	// touched[n] == trial when the current trial has emitted a pod on node
 	// n, so that loadNode looks for the trial's pods only on such nodes.
 	touched []uint32
@@ -541,7 +545,7 @@ func (p *Placer) wholeNodes() bool {
 	}
 	k := p.w.PodSets[0].GPUsPerPod
 	s := p.f.Stats(topology.Root, p.g)
-	return k == p.f.MaxGPUsPerNode() && s.GPUs == s.Nodes*k
+	return k > 0 && k == p.f.MaxGPUsPerNode() && s.GPUs == s.Nodes*k
 }
 
 // tryLevel finds the best-fitting domain of level l that holds the gang and
@@ -677,14 +681,17 @@ func (p *Placer) tryLevelByPods(l topology.Level, need, k int) (topology.DomainI
 // trial (a gang of several pod sets).
 func (p *Placer) trialsMutate() bool { return len(p.order) > 1 }
 
-// maxNodeTrials bounds the nodes tried for a gang of several pod sets that
-// must share one node: any node with enough free GPUs holds it unless a
-// spread limit forbids, which then forbids it on every node.
-const maxNodeTrials = 64
+// nodeTrials is how many candidate nodes a gang of several pod sets
+// lists per round before trying them: trials allocate on the fleet, so
+// they cannot run inside the index walk, and a round that finds nothing
+// resumes the walk where it stopped.
+const nodeTrials = 64
 
 // tryNodes places the whole gang on one node: the healthy node with the
 // fewest free GPUs that holds it, Scorer breaking ties among up to
-// MaxScored nodes with as many free GPUs.
+// MaxScored nodes with as many free GPUs. Every node is a candidate: a
+// gang that needs no whole GPU (shares, MIG slices, CPU only) is also
+// tried on the nodes with no free GPU, first, as the tightest.
 func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
 	f := p.f
 	best, bestFree, bestScore, seen := topology.NodeID(-1), 0, 0, 0
@@ -706,19 +713,44 @@ func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
 		}
 		return true
 	}
-	if p.trialsMutate() {
-		// As in tryLevel: no trial allocates inside the index walk.
-		p.nodes = p.nodes[:0]
-		f.AscendNodesByFree(p.g, need, func(n topology.NodeID, free int) bool {
-			p.nodes = append(p.nodes, candidate{n: n, free: free})
-			return len(p.nodes) < maxNodeTrials
-		})
-		for _, c := range p.nodes {
-			if !consider(c.n, c.free) {
+	more := true
+	if need == 0 {
+		// Nodes without a free GPU are in no free-GPU index.
+		for n := range topology.NodeID(f.NumNodes()) {
+			if f.Free(n) == 0 && f.NodeGroup(n) == p.g && f.Health(n) == topology.Healthy && !p.avoided(n) {
+				if more = consider(n, 0); !more {
+					break
+				}
+			}
+		}
+	}
+	switch {
+	case !more:
+	case p.trialsMutate():
+		// As in tryLevel: no trial allocates inside the index walk. List
+		// the candidates a round at a time and resume after the last.
+		from, fromFree := topology.NodeID(0), need
+		for more {
+			p.nodes = p.nodes[:0]
+			f.AscendNodesByFreeFrom(p.g, fromFree, from, func(n topology.NodeID, free int) bool {
+				p.nodes = append(p.nodes, candidate{n: n, free: free})
+				return len(p.nodes) < nodeTrials
+			})
+			if len(p.nodes) == 0 {
+				break
+			}
+			last := p.nodes[len(p.nodes)-1]
+			from, fromFree = last.n+1, last.free
+			for _, c := range p.nodes {
+				if more = consider(c.n, c.free); !more {
+					break
+				}
+			}
+			if len(p.nodes) < nodeTrials {
 				break
 			}
 		}
-	} else {
+	default:
 		f.AscendNodesByFree(p.g, need, consider)
 	}
 	if best < 0 {
