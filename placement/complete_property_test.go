@@ -164,7 +164,7 @@ func checkAnswer(t require.TestingT, f *topology.Fleet, w *gang.Workload, out []
 		require.Contains(t, w.Pools, f.GroupPool(g))
 	}
 	seen := map[[2]int]bool{}
-	milli := map[[2]int]int{}  // (node, gpu) -> thousandths taken
+	milli := map[[2]int]int{}   // (node, gpu) -> thousandths taken
 	slots := map[[2]int]uint8{} // (node, gpu) -> MIG slices taken
 	whole := map[[2]int]bool{}
 	res := map[string]int64{} // "node/resource" -> amount
