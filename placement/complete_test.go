@@ -105,3 +105,43 @@ func TestGPUlessGangUsesNodesWithoutFreeGPUs(t *testing.T) {
 		})
 	}
 }
+
+// A NoFit names what is short with the true figures: GPU thousandths
+// for shares (never "0 GPUs"), the resource and its totals when cpu or
+// memory runs out, "no GPU" for CPU-only pods.
+func TestNoFitNamesWhatIsShort(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ps    gang.PodSet
+		short string
+		text  string
+	}{
+		{"share beyond the free thousandths", gang.PodSet{Count: 3, GPUShare: 600}, "gpu-milli",
+			"needs 1.8 GPUs in 3 pods, 1.5 GPUs free, short 0.3"},
+		{"cores run out", gang.PodSet{Count: 1, GPUsPerPod: 1, Resources: cores(5)}, "cpu",
+			"needs 1 GPUs in 1 pods, cpu short: needs 5000, 4000 free"},
+		{"cpu-only pods", gang.PodSet{Count: 5, Resources: cores(1)}, "cpu",
+			"needs no GPU in 5 pods, cpu short: needs 5000, 4000 free"},
+		{"whole GPUs", gang.PodSet{Count: 3, GPUsPerPod: 1}, "gpu", "needs 3 GPUs in 3 pods, 1 free, short 2"},
+		{"shares apart", gang.PodSet{Count: 1, GPUShare: 800}, "",
+			"needs 0.8 GPUs in 1 pods, 1.5 GPUs free but not together within one fleet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := coresFleet(t, []int{2, 1}, []int64{2, 2})
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, Whole: 1}))
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: 1, Share: 250}))
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: 1, GPU: 0, Share: 250}))
+			ps := tc.ps
+			ps.Name = "p"
+			w := &gang.Workload{ID: "w", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{ps}}
+			if tc.ps.GPUsPerPod > 0 {
+				require.NoError(t, f.ReleaseClaim(topology.Claim{Node: 1, GPU: 0, Share: 250}))
+			}
+			_, err := placement.Place(f, w, placement.Options{})
+			var nf *placement.NoFit
+			require.ErrorAs(t, err, &nf)
+			assert.Equal(t, tc.short, nf.Short)
+			assert.Contains(t, err.Error(), tc.text)
+		})
+	}
+}

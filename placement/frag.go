@@ -107,6 +107,9 @@ func (r *Fragmentation) Observe(w *gang.Workload) {
 		if ps.MIG != "" {
 			continue // MIG nodes are carved, not fragmented by shares
 		}
+		if !observable(ps) {
+			continue // Place refuses it: it is no shape of the mix
+		}
 		wt := float64(ps.Count)
 		r.total += wt
 		j := slices.IndexFunc(r.shapes, func(s fragShape) bool { return s.same(ps, models) })
@@ -124,6 +127,21 @@ func (r *Fragmentation) Observe(w *gang.Workload) {
 		r.shapes[j].weight += wt
 		r.derived = false
 	}
+}
+
+// observable reports whether ps is a pod set Place accepts the amounts
+// of: pods, GPUs and share in range, positive resource amounts.
+func observable(ps *gang.PodSet) bool {
+	if ps.Count < 1 || ps.Count > gang.MaxGPUs || ps.GPUsPerPod < 0 || ps.GPUsPerPod > gang.MaxGPUs ||
+		ps.GPUShare < 0 || ps.GPUShare > topology.MilliGPU {
+		return false
+	}
+	for _, r := range ps.Resources {
+		if r.Amount <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // closest is the kept shape nearest ps in GPUs asked, among those of
@@ -167,7 +185,7 @@ type fragNode struct {
 // Rank scores option o as minus the rise in its node's expected
 // fragmentation, in thousandths of GPU.
 func (r *Fragmentation) Rank(f *topology.Fleet, w *gang.Workload, o Option) float64 {
-	if r.total == 0 || f.Capacity(o.Node) > 64 || f.MIG(o.Node) {
+	if r.total == 0 || len(w.PodSets) == 0 || f.Capacity(o.Node) > 64 || f.MIG(o.Node) {
 		return 0
 	}
 	r.derive(f)

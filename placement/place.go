@@ -160,6 +160,9 @@ type nodeRange struct{ lo, hi topology.NodeID }
 // places other work around them, without changing the fleet. The policy
 // is Place's, over the rest of the fleet.
 func (p *Placer) PlaceAvoiding(f *topology.Fleet, w *gang.Workload, avoid ...topology.DomainID) (Assignment, error) {
+	if f == nil || w == nil {
+		return p.Place(f, w)
+	}
 	if nf := badDomain(f, w, nil, avoid); nf != nil {
 		return Assignment{}, nf
 	}
@@ -171,6 +174,9 @@ func (p *Placer) PlaceAvoiding(f *topology.Fleet, w *gang.Workload, avoid ...top
 // PlaceWithin is Place inside domain d only (say, a booked block),
 // minus the avoided domains: every other node is treated as full.
 func (p *Placer) PlaceWithin(f *topology.Fleet, w *gang.Workload, d topology.DomainID, avoid ...topology.DomainID) (Assignment, error) {
+	if f == nil || w == nil {
+		return p.Place(f, w)
+	}
 	if nf := badDomain(f, w, &d, avoid); nf != nil {
 		return Assignment{}, nf
 	}
@@ -304,6 +310,13 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 	}
 	if p.opt.MaxWarm <= 0 {
 		p.opt.MaxWarm = 256
+	}
+	if f == nil || w == nil {
+		nf := &NoFit{Cause: CauseInvalid, Detail: "no fleet or no workload", Err: ErrBadRequest}
+		if w != nil {
+			nf.Workload = w.ID
+		}
+		return Assignment{}, nf
 	}
 	p.f, p.w, p.pods, p.deep = f, w, p.pods[:0], topology.Level(f.Depth())
 	if len(p.touched) != f.NumNodes() {
@@ -443,6 +456,10 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 	if w.Topology.Segment.Size > 0 && p.segLevel < req {
 		return 0, 0, invalid("segment level is above the required level")
 	}
+	if w.Spread.MaxPerNode < 0 || w.Spread.MaxPerDomain < 0 || w.Topology.Segment.Size < 0 {
+		return 0, 0, p.invalidAs(fmt.Sprintf("spread limits %d per node, %d per domain, segment size %d: none is negative",
+			w.Spread.MaxPerNode, w.Spread.MaxPerDomain, w.Topology.Segment.Size), ErrBadRequest)
+	}
 	p.maxPerNode, p.maxPerDom = w.Spread.MaxPerNode, w.Spread.MaxPerDomain
 	p.spreadLevel = 0
 	if w.Spread.MaxPerDomain > 0 {
@@ -459,7 +476,7 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 		}
 	}
 	if len(w.PodSets) == 0 {
-		return 0, 0, invalid("no pods")
+		return 0, 0, p.invalidAs("no pods", ErrBadRequest)
 	}
 	p.order = p.order[:0]
 	p.shared = w.Shared()
@@ -468,8 +485,14 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 	p.active = p.active[:0]
 	segmented := w.SegmentedPodSet()
 	for i, ps := range w.PodSets {
-		if ps.Count <= 0 || ps.GPUsPerPod < 0 || ps.NoGPU() && len(ps.Resources) == 0 {
-			return 0, 0, invalid("empty pod set " + ps.Name)
+		switch {
+		case ps.Count <= 0 || ps.Count > gang.MaxGPUs || ps.GPUsPerPod < 0:
+			return 0, 0, p.invalidAs(fmt.Sprintf("pod set %s: %d pods of %d GPUs: counts are 1 to %d, GPUs not negative",
+				ps.Name, ps.Count, ps.GPUsPerPod, gang.MaxGPUs), ErrBadRequest)
+		case ps.GPUShare < 0 || ps.GPUShare > topology.MilliGPU:
+			return 0, 0, p.invalidAs("pod set "+ps.Name+": a GPU share is 1 to 1000 thousandths", ErrBadShare)
+		case ps.NoGPU() && len(ps.Resources) == 0:
+			return 0, 0, p.invalidAs("empty pod set "+ps.Name, ErrBadRequest)
 		}
 		if ps.GPUsPerPod > f.MaxGPUsPerNode() {
 			return 0, 0, invalid("a pod needs more GPUs than any node has")
@@ -511,6 +534,13 @@ func (p *Placer) invalid(detail string) *NoFit {
 	w := p.w
 	return &NoFit{Workload: w.ID, Cause: CauseInvalid, Required: w.Topology.Required,
 		Preferred: w.Topology.Preferred, Pods: w.Pods(), NeedGPUs: w.GPUs(), Detail: detail}
+}
+
+// invalidAs is invalid with the specific kind of error err.
+func (p *Placer) invalidAs(detail string, err error) *NoFit {
+	nf := p.invalid(detail)
+	nf.Err = err
+	return nf
 }
 
 func (p *Placer) candidateGroups() {
@@ -1158,12 +1188,22 @@ func (p *Placer) noFit(req, pref topology.Level) *NoFit {
 	if n := int(pref-req) + 1; n > 0 && n <= len(buf.tried) {
 		nf.Tried = buf.tried[:0:n]
 	}
-	bestG, healthy := topology.GroupID(-1), 0
+	nf.NeedMilliGPUs, nf.MIGPods = w.MilliGPUs(), 0
+	for i := range w.PodSets {
+		if w.PodSets[i].MIG != "" {
+			nf.MIGPods += w.PodSets[i].Count
+		}
+	}
+	bestG, healthy, everyShort := topology.GroupID(-1), 0, true
+	var best shortage
 	for _, g := range p.groups {
 		s := f.Stats(topology.Root, g)
 		healthy += s.HealthyNodes
+		sh := p.shortOf(g, s)
+		everyShort = everyShort && sh.what != ""
 		if bestG < 0 || s.FreeGPUs > nf.FreeGPUs {
-			bestG, nf.FreeGPUs, nf.FreeNodes = g, s.FreeGPUs, s.FreeNodes
+			bestG, nf.FreeGPUs, nf.FreeNodes, best = g, s.FreeGPUs, s.FreeNodes, sh
+			nf.FreeMilliGPUs = freeMilliOf(f, s, g)
 		}
 	}
 	switch {
@@ -1171,8 +1211,9 @@ func (p *Placer) noFit(req, pref topology.Level) *NoFit {
 		nf.Cause = CauseNoNodes
 		nf.Detail = "no healthy node of the workload's flavor and pools"
 		return nf
-	case nf.FreeGPUs < nf.NeedGPUs:
+	case everyShort:
 		nf.Cause = CauseCapacity
+		nf.Short, nf.ShortNeed, nf.ShortFree = best.what, best.need, best.free
 	default:
 		nf.Cause = CauseFragmented
 	}
@@ -1199,4 +1240,62 @@ func (p *Placer) noFit(req, pref topology.Level) *NoFit {
 		nf.Tried = append(nf.Tried, t)
 	}
 	return nf
+}
+
+// shortage is the first of what the workload asks that group g has too
+// little of in total: what is "" when g has enough of everything.
+type shortage struct {
+	what       string
+	need, free int64
+}
+
+// freeMilliOf is group g's free GPU capacity in thousandths on its
+// healthy nodes, from the aggregates: healthy GPUs less what is held.
+func freeMilliOf(f *topology.Fleet, s topology.Stats, g topology.GroupID) int64 {
+	return max(0, int64(s.HealthyGPUs)*topology.MilliGPU-f.MilliAllocated(topology.Root, g))
+}
+
+// shortOf is the first dimension (whole GPUs, GPU thousandths, then the
+// named resources in the order the pod sets list them) of which the
+// workload needs more in total than group g has free.
+func (p *Placer) shortOf(g topology.GroupID, s topology.Stats) shortage {
+	f, w := p.f, p.w
+	if need := int64(w.GPUs()); need > int64(s.FreeGPUs) {
+		return shortage{"gpu", need, int64(s.FreeGPUs)}
+	}
+	if need, free := w.MilliGPUs(), freeMilliOf(f, s, g); need > free {
+		return shortage{"gpu-milli", need, free}
+	}
+	for i := range w.PodSets {
+		for _, r := range p.res[p.resAt[i]:p.resAt[i+1]] {
+			need := int64(0)
+			for j := range w.PodSets {
+				for _, q := range p.res[p.resAt[j]:p.resAt[j+1]] {
+					if q.Resource == r.Resource {
+						need = satAdd(need, satMul(q.Amount, int64(w.PodSets[j].Count)))
+					}
+				}
+			}
+			if free := f.FreeResource(topology.Root, g, r.Resource); need > free {
+				return shortage{f.ResourceName(r.Resource), need, free}
+			}
+		}
+	}
+	return shortage{}
+}
+
+// satMul and satAdd are products and sums of non-negative amounts that
+// stop at the largest int64 rather than wrap.
+func satMul(a, b int64) int64 {
+	if a != 0 && b > (1<<63-1)/a {
+		return 1<<63 - 1
+	}
+	return a * b
+}
+
+func satAdd(a, b int64) int64 {
+	if a > 1<<63-1-b {
+		return 1<<63 - 1
+	}
+	return a + b
 }
