@@ -50,7 +50,13 @@ func (p *Placer) placeOne() (Assignment, bool) {
 	p.setPodSet(p.order[0])
 	p.opts = p.opts[:0]
 	var lastTier int
+	if p.k == 0 && p.share == 0 && p.mig == "" {
+		p.gatherNoGPU()
+	}
 	for _, g := range p.groups {
+		if p.k == 0 && p.share == 0 && p.mig == "" {
+			break
+		}
 		rank, _ := w.Accepts(f.GroupFlavor(g))
 		if t := p.tier(g); len(p.opts) > 0 && t != lastTier {
 			break // a more preferred pool or model has room
@@ -124,29 +130,25 @@ func (p *Placer) scoreTies(o Option) Option {
 // class by class, and the walk reads a bounded number of entries per
 // class (visits) so that its cost does not grow with the fleet: the
 // bound orders the search, it never decides that nothing fits. When the
-// bounded walk finds no option in g, gatherAll looks at every node of g.
-// Without a Ranker the first option in best-fit order is the tightest of
-// the group, so the walk stops there.
+// bounded walk finds no option in g, the same walk runs again without
+// the bound and stops at the first option: the indexes hold every GPU
+// and node with room for the pod's GPUs, so it reads only those that
+// lack its other resources. Without a Ranker the first option in
+// best-fit order is the tightest of the group, so the walk stops there.
 func (p *Placer) gather(g topology.GroupID, rank int) {
 	start := len(p.opts)
-	switch {
-	case p.k == 0 && p.share == 0 && p.mig == "":
-		// No GPU: the tightest leave the fewest whole-free GPUs idle
-		// beside the pod; the nodes with no free GPU are in no index.
-		p.gatherAll(g, rank)
-		return
-	default:
-		p.gatherBounded(g, rank)
-	}
+	p.gatherBounded(g, rank, false)
 	if len(p.opts) == start {
-		p.gatherAll(g, rank)
+		p.gatherBounded(g, rank, true)
 	}
 }
 
 // visits is the walk's bound per capacity class for a class of shared
-// GPUs (shared) or of nodes.
-func (p *Placer) visits(per int, shared bool) int {
+// GPUs (shared) or of nodes; without a bound when unbounded.
+func (p *Placer) visits(per int, shared, unbounded bool) int {
 	switch {
+	case unbounded:
+		return 1 << 62
 	case p.visitLimit > 0:
 		return p.visitLimit
 	case shared:
@@ -155,19 +157,20 @@ func (p *Placer) visits(per int, shared bool) int {
 	return 8 * per
 }
 
-// gatherBounded is gather's walk over the best-fit indexes.
-func (p *Placer) gatherBounded(g topology.GroupID, rank int) {
+// gatherBounded is gather's walk over the best-fit indexes: within the
+// visit bounds, or without them up to the first option (unbounded).
+func (p *Placer) gatherBounded(g topology.GroupID, rank int, unbounded bool) {
 	f := p.f
 	per := p.opt.MaxRanked
 	if p.opt.Ranker == nil {
 		per = 1
 	}
 	start := len(p.opts)
-	enough := func() bool { return p.opt.Ranker == nil && len(p.opts) > start }
+	enough := func() bool { return (p.opt.Ranker == nil || unbounded) && len(p.opts) > start }
 	add := func(n topology.NodeID, gpu int, fit int64) {
 		p.opts = append(p.opts, Option{Node: n, Group: g, GPU: gpu, Rank: rank, Fit: fit})
 	}
-	limit := p.visits(per, true)
+	limit := p.visits(per, true, unbounded)
 	// Partly used GPUs first: a share or slice there is a tighter fit than
 	// on any whole-free GPU.
 	switch {
@@ -221,7 +224,7 @@ func (p *Placer) gatherBounded(g topology.GroupID, rank int) {
 	}
 	// Whole-free GPUs, by node classes of as many free GPUs, fewest first.
 	need := max(p.k, 1)
-	limit = p.visits(per, false)
+	limit = p.visits(per, false, unbounded)
 	for c := need; c <= f.MaxGPUsPerNode() && !enough(); c++ {
 		inClass, visits := 0, 0
 		f.AscendNodesByFree(g, c, func(n topology.NodeID, free int) bool {
@@ -249,118 +252,95 @@ func (p *Placer) wholeOption(n topology.NodeID, free int) (int, int64) {
 	return gpu, int64(topology.MilliGPU-max(p.share, 0))<<32 | int64(free)
 }
 
-// gatherAll adds an option for every node of group g that can take the
-// pod, at its tightest GPU, scanning the domains whose free resources
-// and GPU capacity could hold it. With a Ranker it keeps the tightest
-// Options.MaxRanked x 4 of them, so that ranking costs what a class walk
-// does; without one, the tightest.
-func (p *Placer) gatherAll(g topology.GroupID, rank int) {
+// gatherNoGPU adds the options of a pod that asks for no GPU: every
+// healthy node in bounds of a candidate group that holds it, in one pass
+// over the fleet that skips leaf domains without enough of a resource
+// free. Only the groups of the most preferred tier with room count. With
+// a Ranker it keeps the tightest Options.MaxRanked x 2 of them (the
+// least GPU capacity left idle beside the pod, where it keeps no GPU pod
+// out), so that ranking costs what a class walk does; without one, the
+// tightest.
+func (p *Placer) gatherNoGPU() {
+	f := p.f
 	keep := 1
 	if p.opt.Ranker != nil {
-		keep = p.opt.MaxRanked * 4
+		keep = p.opt.MaxRanked * 2
 	}
-	start := len(p.opts)
-	p.scanDomain(topology.Root, g, func(n topology.NodeID) {
-		o, ok := p.nodeOption(n)
-		if !ok {
-			return
-		}
-		o.Group, o.Rank = g, rank
-		kept := p.opts[start:]
-		if len(kept) == keep && !better(o, kept[len(kept)-1]) {
-			return
-		}
-		if len(kept) < keep {
-			p.opts = append(p.opts, o)
-			kept = p.opts[start:]
-		}
-		// Insert o in best-fit order, dropping the loosest past keep.
-		i := len(kept) - 1
-		for i > 0 && better(o, kept[i-1]) {
-			kept[i] = kept[i-1]
-			i--
-		}
-		kept[i] = o
-	})
-}
-
-// scanDomain calls fn for every healthy node of group g in bounds below
-// d, skipping domains that cannot hold one pod of the current pod set:
-// too few free GPUs (whole-GPU pods) or too little of a resource.
-func (p *Placer) scanDomain(d topology.DomainID, g topology.GroupID, fn func(topology.NodeID)) {
-	f := p.f
-	if f.Stats(d, g).HealthyNodes == 0 || p.k > 0 && f.FreeGPUs(d, g) < p.k {
-		return
+	if len(p.tiers) != f.NumGroups() {
+		p.tiers, p.granks = make([]int32, f.NumGroups()), make([]int32, f.NumGroups())
 	}
-	for _, r := range p.cur {
-		if f.FreeResource(d, g, r.Resource) < r.Amount {
-			return
-		}
+	for g := range p.tiers {
+		p.tiers[g] = -1
 	}
-	if lo, hi := f.Nodes(d); f.DomainLevel(d) == p.deep-1 || f.DomainLevel(d) == p.deep {
-		for n := lo; n < hi; n++ {
-			if f.NodeGroup(n) == g && p.nodeCap(n) > 0 {
-				fn(n)
-			}
-		}
-		return
+	for _, g := range p.groups {
+		rank, _ := p.w.Accepts(f.GroupFlavor(g))
+		p.tiers[g], p.granks[g] = int32(p.tier(g)), int32(rank)
 	}
-	lo, hi := f.Children(d)
-	for c := lo; c < hi; c++ {
-		p.scanDomain(c, g, fn)
-	}
-}
-
-// nodeOption is the pod's option on node n, which nodeCap says holds it:
-// its tightest GPU for a share or a slice (partly used before whole-free,
-// lowest index on ties), with the fit key the class walk gives it.
-func (p *Placer) nodeOption(n topology.NodeID) (Option, bool) {
-	f := p.f
-	free := f.Free(n)
-	o := Option{Node: n, GPU: -1}
-	switch {
-	case p.k > 0:
-		o.GPU, o.Fit = p.wholeOption(n, free)
-	case p.share > 0:
-		best, bestLeft := -1, 0
-		for i := range f.Capacity(n) {
-			used, _ := f.GPUUsed(n, i)
-			if left := topology.MilliGPU - used; !f.GPUWhole(n, i) && used > 0 && left >= p.share &&
-				(best < 0 || left < bestLeft) {
-				best, bestLeft = i, left
-			}
+	bestTier := int32(-1)
+	leaf := topology.Level(max(int(p.deep)-1, 0))
+	lo, hi := f.DomainsAt(leaf)
+	for d := lo; d < hi; d++ {
+		if len(p.opts) == keep && p.opts[keep-1].Fit == 0 && p.opts[keep-1].Rank == 0 && bestTier == 0 {
+			return // nothing later is tighter: nodes come in ID order
 		}
-		if best < 0 {
-			o.GPU, o.Fit = p.wholeOption(n, free)
-			return o, o.GPU < f.Capacity(n)
+		if !p.mayHold(d) {
+			continue
 		}
-		o.GPU, o.Fit = best, int64(bestLeft-p.share)<<32|int64(free)
-	case p.mig != "":
-		prof, ok := f.NodeMIGProfile(n, p.mig)
-		if !ok {
-			return o, false
-		}
-		best, bestFree := -1, 0
-		for i := range f.Capacity(n) {
-			_, sl := f.GPUUsed(n, i)
-			if f.GPUWhole(n, i) || sl == 0 {
+		nlo, nhi := f.Nodes(d)
+		for n := nlo; n < nhi; n++ {
+			g := f.NodeGroup(n)
+			t := p.tiers[g]
+			if t < 0 || bestTier >= 0 && t > bestTier {
 				continue
 			}
-			if _, fits := topology.MIGStart(sl, prof); fits {
-				if fr := topology.MIGSlices - bits.OnesCount8(sl); best < 0 || fr < bestFree {
-					best, bestFree = i, fr
+			if f.Health(n) != topology.Healthy || !p.resourcesFit(n) || p.avoided(n) {
+				continue
+			}
+			// The fit: the GPU capacity left idle beside the pod, in
+			// thousandths, then the node's GPUs.
+			idle := int64(f.Capacity(n)*topology.MilliGPU - f.MilliUsed(n))
+			fit, rank := idle<<32|int64(f.Capacity(n)), int(p.granks[g])
+			if t == bestTier && len(p.opts) == keep {
+				// Nodes come in ID order: a later node beats the last
+				// kept one only by a tighter fit or a preferred model.
+				if last := &p.opts[keep-1]; fit > last.Fit || fit == last.Fit && rank >= last.Rank {
+					continue
 				}
 			}
+			if t < bestTier || bestTier < 0 {
+				bestTier, p.opts = t, p.opts[:0]
+			}
+			p.keepTightest(Option{Node: n, Group: g, GPU: -1, Rank: rank, Fit: fit}, keep)
 		}
-		if best < 0 {
-			o.GPU, o.Fit = p.wholeOption(n, free)
-			return o, o.GPU < f.Capacity(n)
-		}
-		o.GPU, o.Fit = best, int64(bestFree-prof.Slices)<<32|int64(free)
-	default:
-		o.Fit = int64(free)<<32 | int64(f.Capacity(n))
 	}
-	return o, true
+}
+
+// mayHold reports whether domain d has enough of every resource of the
+// current pod set free, over its healthy nodes, for one pod.
+func (p *Placer) mayHold(d topology.DomainID) bool {
+	for _, r := range p.cur {
+		if p.f.FreeResource(d, topology.AllGroups, r.Resource) < r.Amount {
+			return false
+		}
+	}
+	return true
+}
+
+// keepTightest inserts o among p.opts in best-fit order, keeping at
+// most keep of them.
+func (p *Placer) keepTightest(o Option, keep int) {
+	if len(p.opts) == keep && !better(o, p.opts[len(p.opts)-1]) {
+		return
+	}
+	if len(p.opts) < keep {
+		p.opts = append(p.opts, o)
+	}
+	i := len(p.opts) - 1
+	for i > 0 && better(o, p.opts[i-1]) {
+		p.opts[i] = p.opts[i-1]
+		i--
+	}
+	p.opts[i] = o
 }
 
 // holdsOne reports whether node n, found with whole-free GPUs, can take

@@ -105,6 +105,8 @@ type Placer struct {
 	claim  []topology.ResourceAmount // scratch for trial claims
 	best   []Pod                     // the best assignment across groups
 	opts   []Option                  // one-pod candidates
+	tiers  []int32                   // by group: its tier for this call, -1 when not a candidate
+	granks []int32                   // by group: its model's rank among those accepted
 
 	// out lists the node ranges PlaceAvoiding and PlaceWithin keep out of
 	// bounds, sorted and disjoint (none for Place).
