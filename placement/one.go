@@ -136,11 +136,29 @@ func (p *Placer) scoreTies(o Option) Option {
 // lack its other resources. Without a Ranker the first option in
 // best-fit order is the tightest of the group, so the walk stops there.
 func (p *Placer) gather(g topology.GroupID, rank int) {
+	if !p.groupMayHold(g) {
+		return
+	}
 	start := len(p.opts)
 	p.gatherBounded(g, rank, false)
 	if len(p.opts) == start {
 		p.gatherBounded(g, rank, true)
 	}
+}
+
+// groupMayHold reports whether group g has, over its healthy nodes, the
+// free GPUs and resources of one pod of the current pod set.
+func (p *Placer) groupMayHold(g topology.GroupID) bool {
+	f := p.f
+	if p.k > 0 && f.FreeGPUs(topology.Root, g) < p.k {
+		return false
+	}
+	for _, r := range p.cur {
+		if f.FreeResource(topology.Root, g, r.Resource) < r.Amount {
+			return false
+		}
+	}
+	return true
 }
 
 // visits is the walk's bound per capacity class for a class of shared
@@ -225,10 +243,14 @@ func (p *Placer) gatherBounded(g topology.GroupID, rank int, unbounded bool) {
 	// Whole-free GPUs, by node classes of as many free GPUs, fewest first.
 	need := max(p.k, 1)
 	limit = p.visits(per, false, unbounded)
-	for c := need; c <= f.MaxGPUsPerNode() && !enough(); c++ {
-		inClass, visits := 0, 0
+	// Each walk seeks to the next class that has nodes.
+	for c := need; c <= f.MaxGPUsPerNode() && !enough(); {
+		class, inClass, visits := -1, 0, 0
 		f.AscendNodesByFree(g, c, func(n topology.NodeID, free int) bool {
-			if free != c {
+			if class < 0 {
+				class = free
+			}
+			if free != class {
 				return false
 			}
 			visits++
@@ -239,6 +261,10 @@ func (p *Placer) gatherBounded(g topology.GroupID, rank int, unbounded bool) {
 			}
 			return inClass < per && !enough() && visits < limit
 		})
+		if class < 0 {
+			break
+		}
+		c = class + 1
 	}
 }
 
@@ -293,13 +319,20 @@ func (p *Placer) gatherNoGPU() {
 			if t < 0 || bestTier >= 0 && t > bestTier {
 				continue
 			}
+			rank := int(p.granks[g])
+			if t == bestTier && len(p.opts) == keep {
+				// Whole-free GPUs are idle: a bound on the fit below.
+				if low := int64(f.Free(n))*topology.MilliGPU<<32 | int64(f.Capacity(n)); low > p.opts[keep-1].Fit {
+					continue
+				}
+			}
 			if f.Health(n) != topology.Healthy || !p.resourcesFit(n) || p.avoided(n) {
 				continue
 			}
 			// The fit: the GPU capacity left idle beside the pod, in
 			// thousandths, then the node's GPUs.
-			idle := int64(f.Capacity(n)*topology.MilliGPU - f.MilliUsed(n))
-			fit, rank := idle<<32|int64(f.Capacity(n)), int(p.granks[g])
+			idle := int64(f.Capacity(n))*topology.MilliGPU - f.MilliAllocated(f.NodeDomain(n), g)
+			fit := idle<<32 | int64(f.Capacity(n))
 			if t == bestTier && len(p.opts) == keep {
 				// Nodes come in ID order: a later node beats the last
 				// kept one only by a tighter fit or a preferred model.
