@@ -31,9 +31,12 @@ type Option struct {
 //
 // Placement shows it at most Options.MaxRanked options per capacity class
 // (nodes with as many free GPUs, GPUs with as much left) and group, so a
-// Ranker never makes it scan the fleet, except for pods that ask for no
-// GPU, whose options are every node that holds them. Rank must be
-// deterministic, must not modify f, and is called once per option.
+// Ranker never makes it scan the fleet; a pod that asks for no GPU is
+// shown the 2 x MaxRanked nodes that hold it with the least GPU capacity
+// left idle. These bounds order what it sees, never whether the pod
+// fits: a group whose bounded walk finds nothing is walked again to its
+// end, and its first option shown. Rank must be deterministic, must not
+// modify f, and is called once per option.
 type Ranker interface {
 	Rank(f *topology.Fleet, w *gang.Workload, o Option) float64
 }

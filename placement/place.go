@@ -259,6 +259,16 @@ func (p *Placer) avoided(n topology.NodeID) bool {
 // f is left exactly as it was. The returned Pods slice belongs to the
 // Placer and is valid until its next call: Clone the assignment to keep it.
 //
+// For a workload of one pod set, Place is complete: when some placement
+// meets the request (accepted models and pools, healthy nodes in bounds,
+// required level, spread, every pod's GPUs, share or MIG slice and
+// resources), it returns one. The bounds on what a search reads
+// (MaxRanked, MaxScored, the walk of a capacity class) only order it.
+// A malformed request (no workload, counts out of range, a resource
+// amount that is not positive, two GPU forms in one pod set, negative
+// spread limits) is refused with a NoFit of CauseInvalid whose Err says
+// which (ErrBadRequest, ErrBadAmount, ErrBadShare, ...), never a panic.
+//
 // The policy, in order of precedence:
 //
 //  1. Flavor and pools filter nodes, and a gang stays inside one (flavor,
