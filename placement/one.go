@@ -197,26 +197,30 @@ func (p *Placer) gatherBounded(g topology.GroupID, rank int, unbounded bool) {
 	switch {
 	case p.share > 0:
 		// Class by class (GPUs with as much left): once a class has given
-		// its options, the walk seeks to the next one rather than visit
-		// the rest of it.
+		// its options, the walk passes over the rest of it, and seeks to
+		// the next class when more than a few are left (classes are often
+		// small, and a seek costs more than a step).
+		const seekAfter = 8
 		visits := 0
 		for from := p.share; from < topology.MilliGPU && !enough() && visits < limit; {
-			class, inClass := -1, 0
+			class, inClass, skipped, seek := -1, 0, 0, false
 			f.AscendSharedGPUs(g, from, func(n topology.NodeID, gpu, left int) bool {
-				if class < 0 {
-					class = left
-				}
 				if left != class {
-					return false
+					class, inClass, skipped = left, 0, 0
+				}
+				if inClass >= per {
+					skipped++
+					seek = skipped >= seekAfter
+					return !seek
 				}
 				visits++
 				if !p.avoided(n) && p.resourcesFit(n) {
 					add(n, gpu, int64(left-p.share)<<32|int64(f.Free(n)))
 					inClass++
 				}
-				return inClass < per && !enough() && visits < limit
+				return !enough() && visits < limit
 			})
-			if class < 0 {
+			if !seek {
 				break
 			}
 			from = class + 1
