@@ -145,3 +145,26 @@ func TestNoFitNamesWhatIsShort(t *testing.T) {
 		})
 	}
 }
+
+// TestPodSetsTriedInAnotherOrder: a 4-GPU pod with 10 cores and a
+// CPU-only pod with 95 cores fit only as 4-GPU pod on the 8-GPU node of
+// 20 cores and CPU pod on the 4-GPU node of 100 cores. Largest pods
+// first takes the 4-GPU node (the tighter) for the GPU pod and leaves no
+// node for the other; the other order finds the fit.
+func TestPodSetsTriedInAnotherOrder(t *testing.T) {
+	f := coresFleet(t, []int{4, 8}, []int64{100, 20})
+	w := &gang.Workload{ID: "w", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{
+		{Name: "gpu", Count: 1, GPUsPerPod: 4, Resources: cores(10)},
+		{Name: "cpu", Count: 1, Resources: cores(95)},
+	}}
+	for _, req := range []string{"", "rack"} {
+		w.Topology.Required = req
+		a, err := placement.Place(f, w, placement.Options{})
+		require.NoError(t, err)
+		nodes := map[int]topology.NodeID{}
+		for _, pod := range a.Pods {
+			nodes[pod.PodSet] = pod.Node
+		}
+		assert.Equal(t, map[int]topology.NodeID{0: 1, 1: 0}, nodes)
+	}
+}

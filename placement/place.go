@@ -92,6 +92,7 @@ type Placer struct {
 	nodes   []candidate         // candidate nodes, when trials mutate
 	groups  []topology.GroupID
 	order   []int
+	orderAt []int // the order a trial of other orders started from
 	used    map[topology.NodeID]int
 	usedDom map[topology.DomainID]int
 
@@ -805,7 +806,52 @@ func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
 // tryDomain places every pod set inside d, or nothing. Later pod sets see
 // the earlier ones' GPUs as taken: they are allocated on f for the trial
 // and released before returning, so f is unchanged either way.
+//
+// The pod sets go largest pods first. When that order fails for a gang
+// whose pods also ask for shares, slices or resources, other orders are
+// tried (every one for up to three pod sets, else the reverse): a
+// CPU-heavy pod set placed first can leave a node's cores to the
+// GPU-heavy one, or the other way round.
 func (p *Placer) tryDomain(d topology.DomainID) bool {
+	if p.tryDomainInOrder(d) {
+		return true
+	}
+	if len(p.order) < 2 || !p.shared {
+		return false
+	}
+	first := append(p.orderAt[:0], p.order...)
+	defer func() { p.order = append(p.order[:0], first...) }()
+	if len(p.order) > 3 {
+		slices.Reverse(p.order)
+		return p.tryDomainInOrder(d)
+	}
+	for nextPermutation(p.order); !slices.Equal(p.order, first); nextPermutation(p.order) {
+		if p.tryDomainInOrder(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// nextPermutation turns xs into the next permutation in lexicographic
+// order, the first after the last.
+func nextPermutation(xs []int) {
+	i := len(xs) - 2
+	for i >= 0 && xs[i] >= xs[i+1] {
+		i--
+	}
+	if i >= 0 {
+		j := len(xs) - 1
+		for xs[j] <= xs[i] {
+			j--
+		}
+		xs[i], xs[j] = xs[j], xs[i]
+	}
+	slices.Reverse(xs[i+1:])
+}
+
+// tryDomainInOrder is tryDomain with the pod sets in p.order.
+func (p *Placer) tryDomainInOrder(d topology.DomainID) bool {
 	mark := len(p.pods)
 	p.startTrial()
 	p.crossing = p.opt.Uplinks != nil && p.deep > 1 && p.f.DomainLevel(d) < p.deep-1
