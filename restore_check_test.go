@@ -103,8 +103,8 @@ func TestRestoreRefusesACorruptedSnapshot(t *testing.T) {
 func TestRestoreRefusesABookingEndingBeforeItStarts(t *testing.T) {
 	s, _ := corruptible(t)
 	for name, edit := range map[string]func(*calendar.Booking){
-		"ending before it starts": func(b *calendar.Booking) { b.End = b.Start.Add(-time.Minute) },
-		"ending as it starts":     func(b *calendar.Booking) { b.End = b.Start },
+		"ending before it starts":   func(b *calendar.Booking) { b.End = b.Start.Add(-time.Minute) },
+		"ending as it starts":       func(b *calendar.Booking) { b.End = b.Start },
 		"more GPUs than its blocks": func(b *calendar.Booking) { b.GPUs = b.Held + 1 },
 	} {
 		snap := s.Snapshot()
