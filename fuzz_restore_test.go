@@ -149,37 +149,7 @@ func FuzzRestore(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var snap fleet.Snapshot
-		if json.Unmarshal(data, &snap) != nil {
-			return
-		}
-		r, err := fleet.Restore(cfg, snap)
-		if err != nil {
-			if !typed(err) {
-				t.Fatalf("an untyped refusal: %v", err)
-			}
-			return
-		}
-		if err := r.CheckInvariants(); err != nil {
-			t.Fatalf("restored, but: %v", err)
-		}
-		b, err := json.Marshal(r.Snapshot())
-		if err != nil {
-			t.Fatalf("restored, but its snapshot does not marshal: %v", err)
-		}
-		var again fleet.Snapshot
-		if err := json.Unmarshal(b, &again); err != nil {
-			t.Fatalf("its snapshot does not unmarshal: %v", err)
-		}
-		if _, err := fleet.Restore(cfg, again); err != nil {
-			t.Fatalf("its own snapshot is refused: %v", err)
-		}
-		r.Schedule(snap.Time)
-		if err := r.CheckInvariants(); err != nil {
-			t.Fatalf("after a cycle: %v", err)
-		}
-	})
+	f.Fuzz(func(t *testing.T, data []byte) { checkRestore(t, cfg, data) })
 }
 
 // typed reports whether err is one of the scheduler's typed errors.
@@ -187,4 +157,152 @@ func typed(err error) bool {
 	var fe *fleet.Error
 	var se *fleet.SnapshotError
 	return errors.As(err, &fe) || errors.As(err, &se)
+}
+
+// FuzzRestoreFields corrupts real snapshots field by field: edits picks a
+// seed and then, a few bytes per edit, a value of the snapshot's JSON
+// tree (in document order) and what to put there (another number, a
+// negative or huge one, a shifted instant, another workload's or node's
+// name, nothing). Most byte-level mutations of JSON no longer parse; these
+// all do, so Restore sees every kind of wrong value. The checks are
+// FuzzRestore's.
+func FuzzRestoreFields(f *testing.F) {
+	cfg := fleet.ReferenceConfig()
+	seeds := restoreSeeds(f)
+	names := slices.Sorted(maps.Keys(seeds))
+	docs := make([]any, len(names))
+	for i, name := range names {
+		b, err := json.Marshal(seeds[name].Snapshot())
+		if err != nil {
+			f.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &docs[i]); err != nil {
+			f.Fatal(err)
+		}
+		f.Add([]byte{byte(i)})
+		f.Add([]byte{byte(i), 7, 3, 1, 200, 11, 5})
+	}
+	f.Fuzz(func(t *testing.T, edits []byte) {
+		if len(edits) == 0 || len(edits) > 64 {
+			return
+		}
+		doc := cloneJSON(docs[int(edits[0])%len(docs)])
+		var places []slot
+		collect(doc, &places)
+		for e := edits[1:]; len(e) >= 3; e = e[3:] {
+			p := places[(int(e[0])<<8|int(e[1]))%len(places)]
+			p.set(corrupt(p.get(), e[2], places))
+		}
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return
+		}
+		checkRestore(t, cfg, b)
+	})
+}
+
+// checkRestore is the property both fuzz targets check of a snapshot's
+// JSON.
+func checkRestore(t *testing.T, cfg fleet.Config, data []byte) {
+	var snap fleet.Snapshot
+	if json.Unmarshal(data, &snap) != nil {
+		return
+	}
+	r, err := fleet.Restore(cfg, snap)
+	if err != nil {
+		if !typed(err) {
+			t.Fatalf("an untyped refusal: %v", err)
+		}
+		return
+	}
+	if err := r.CheckInvariants(); err != nil {
+		t.Fatalf("restored, but: %v", err)
+	}
+	b, err := json.Marshal(r.Snapshot())
+	if err != nil {
+		t.Fatalf("restored, but its snapshot does not marshal: %v", err)
+	}
+	var again fleet.Snapshot
+	if err := json.Unmarshal(b, &again); err != nil {
+		t.Fatalf("its snapshot does not unmarshal: %v", err)
+	}
+	if _, err := fleet.Restore(cfg, again); err != nil {
+		t.Fatalf("its own snapshot is refused: %v", err)
+	}
+	r.Schedule(snap.Time)
+	if err := r.CheckInvariants(); err != nil {
+		t.Fatalf("after a cycle: %v", err)
+	}
+}
+
+// slot is one place of a JSON tree: a value, an array or an object.
+type slot struct {
+	get func() any
+	set func(any)
+}
+
+// collect lists every place of a JSON tree below v, in document order.
+func collect(v any, out *[]slot) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			*out = append(*out, slot{get: func() any { return x[k] }, set: func(n any) { x[k] = n }})
+			collect(x[k], out)
+		}
+	case []any:
+		for i := range x {
+			*out = append(*out, slot{get: func() any { return x[i] }, set: func(n any) { x[i] = n }})
+			collect(x[i], out)
+		}
+	}
+}
+
+// corrupt returns a wrong value for v, chosen by op; places offers the
+// other strings of the tree to borrow one from (another workload's or
+// node's name).
+func corrupt(v any, op byte, places []slot) any {
+	switch x := v.(type) {
+	case float64:
+		return []any{x + 1, x - 1, -x, x * 1e6, float64(1 << 62), 0, 200, x + 3600e9}[op%8]
+	case string:
+		if ts, err := time.Parse(time.RFC3339Nano, x); err == nil {
+			d := []time.Duration{time.Hour, -time.Hour, 365 * 24 * time.Hour, -time.Nanosecond, time.Second}[op%5]
+			return ts.Add(d).Format(time.RFC3339Nano)
+		}
+		for i := int(op); i < int(op)+len(places); i++ {
+			if s, ok := places[i%len(places)].get().(string); ok && s != x {
+				return s
+			}
+		}
+		return x + "x"
+	case bool:
+		return !x
+	case []any:
+		if op%2 == 0 && len(x) > 0 {
+			return x[:len(x)-1]
+		}
+		return append(x, x...)
+	case map[string]any:
+		return nil
+	}
+	return []any{0.0, "x", true}[op%3]
+}
+
+// cloneJSON deep-copies a decoded JSON tree.
+func cloneJSON(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, c := range x {
+			out[k] = cloneJSON(c)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, c := range x {
+			out[i] = cloneJSON(c)
+		}
+		return out
+	}
+	return v
 }
