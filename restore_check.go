@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/fleetsched/fleet/internal/ledger"
 )
 
 // SnapshotError is Restore's refusal of a snapshot that does not add up:
@@ -31,7 +33,8 @@ func (e *SnapshotError) Unwrap() error { return ErrInvalid }
 // field, before anything is restored: the facts each view repeats must
 // agree, no instant may lie after the snapshot's Time, every drain
 // deadline falls within MaxGrace after its start, and every workload a
-// view names is in the snapshot. What needs the config (queues, classes,
+// view names is in the snapshot (a split pod's parent may have ended: its
+// ID names the parent). What needs the config (queues, classes,
 // nodes) and what only adds up whole (GPUs, quota, claims) is checked as
 // the state is rebuilt, and by the ledger's invariant check at the end.
 func checkSnapshot(snap Snapshot) error {
@@ -67,8 +70,9 @@ func checkSnapshot(snap Snapshot) error {
 			return bad(f("IdleSince"), v.ID, "%s, after the snapshot's time", v.IdleSince.Format(time.RFC3339))
 		case late(v.Spec.Drain.LastCheckpoint):
 			return bad(f("Spec.Drain.LastCheckpoint"), v.ID, "%s, after the snapshot's time", v.Spec.Drain.LastCheckpoint.Format(time.RFC3339))
-		case v.SplitOf != "" && (v.SplitOf == v.ID || running[v.SplitOf] == nil):
-			return bad(f("SplitOf"), v.ID, "%q is not another running workload of the snapshot", v.SplitOf)
+		case v.SplitOf != "" && v.ID != ledger.SplitID(v.SplitOf, v.SplitPod.PodSet, v.SplitPod.Index):
+			// The parent may have ended since; the split's ID names it.
+			return bad(f("SplitOf"), v.ID, "%q with pod %s-%d is not the workload it was split off", v.SplitOf, v.SplitPod.PodSet, v.SplitPod.Index)
 		}
 		for j, lp := range v.Lost {
 			if late(lp.Since) {
