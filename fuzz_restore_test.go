@@ -18,7 +18,8 @@ import (
 
 // restoreSeeds are real scheduler states on the reference fleet, one
 // feature each: drains with nominations, a host drain and a booking,
-// pods lost with a node, a quota schedule, defragmentation movers. Each
+// pods lost with a node, a quota schedule, defragmentation movers, split
+// pods of an elastic job that has ended. Each
 // returns its scheduler; a step that fails ends the seed.
 func restoreSeeds(tb testing.TB) map[string]*fleet.Scheduler {
 	must := func(err error) {
@@ -124,6 +125,26 @@ func restoreSeeds(tb testing.TB) map[string]*fleet.Scheduler {
 	_, err = s.SetNodeHealth(now, drains[0].MoveTo[0].Node, topology.Down)
 	must(err)
 	out["defrag"] = s
+
+	// An elastic job shrunk pod by pod: split pods drain, one lingers
+	// after the job itself has ended.
+	s = newRef(tb)
+	for i := range 62 {
+		must(s.Submit(t0, replica(fmt.Sprintf("inf-%02d", i), 8)))
+	}
+	own := training("own", 106, fleet.ClassReservedResearch, "research")
+	own.Drain.Preemptible, own.Topology = false, gang.TopologyRequest{}
+	must(s.Submit(t0, own))
+	must(s.Submit(t0, elasticBatch("e", 100, 10)))
+	s.Schedule(t0)
+	for i := range 4 {
+		must(s.Submit(now, replica(fmt.Sprintf("spike-%d", i), 8)))
+	}
+	d = s.Schedule(now)
+	must(s.Exited(now.Add(30*time.Second), d.Drain[0].ID, gang.ExitDrained))
+	must(s.Exited(now.Add(30*time.Second), "e", gang.ExitFinished))
+	s.Schedule(now.Add(30 * time.Second))
+	out["elastic-split"] = s
 	return out
 }
 
