@@ -127,7 +127,7 @@ func TestSubmitRefusesBadRankGroupsWhole(t *testing.T) {
 		for i := range 8 {
 			pods = append(pods, fleet.PodAssignment{PodSet: "workers", Index: i, Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8})
 		}
-		assert.Error(t, s.Adopt(t0, w, t0, pods), tt.name)
+		assert.Error(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: pods}), tt.name)
 		assert.Equal(t, before, s.Snapshot(), tt.name)
 	}
 }

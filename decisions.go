@@ -35,6 +35,13 @@ type Decisions struct {
 	// Admit lists workloads to start now, with the node and GPUs of every
 	// pod. The GPUs are already accounted to them.
 	Admit []Admission
+	// Nominate lists the workloads nominated in this cycle: victims drain
+	// for them (Drain) and the GPUs of every pod are held for them until
+	// a later cycle admits them there. Nothing is to start yet; the host
+	// may show where each will run (Kubernetes: status.nominatedNodeName)
+	// and keeps it to adopt the workload after a restart
+	// (Adoption.Nominated).
+	Nominate []Nomination
 	// Overflow lists the guaranteed inference queues that cannot get
 	// their capacity back within Policy.OverflowAfter, even by preemption
 	// and the calendar: the host may send that much traffic to an external
@@ -83,6 +90,13 @@ type PodAssignment struct {
 	Share int    `json:",omitempty"`
 	MIG   string `json:",omitempty"`
 	Slice int    `json:",omitempty"`
+}
+
+// Nomination is where a pending workload will run once its victims exit.
+type Nomination struct {
+	ID string
+	// Pods lists the node and GPUs of every pod, as its Admission will.
+	Pods []PodAssignment
 }
 
 // Drain asks the host to stop a victim gracefully.

@@ -683,6 +683,7 @@ func (s *Scheduler) defragFor(now time.Time, e *entry, d *Decisions) bool {
 		}
 	}
 	s.reportDrains(now, got, cost, d)
+	s.reportNominations(lp.Targets, d)
 	s.defragSpent = append(s.defragSpent, defragCost{at: now, gpuSeconds: plan.LostGPUSeconds})
 	e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
 	return true

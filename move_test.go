@@ -100,7 +100,7 @@ func TestJournalReplaysADefragmentation(t *testing.T) {
 				Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 2}},
 				Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
 			pods := []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: fmt.Sprintf("node-%d-%d-0", sp, lf), GPUs: 2}}
-			require.NoError(t, j.Adopt(t0, w, t0, pods))
+			require.NoError(t, j.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: pods}))
 		}
 	}
 	now := t0.Add(time.Hour)

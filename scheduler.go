@@ -75,15 +75,18 @@ type Scheduler struct {
 	searcher  *preempt.Searcher
 	// exclude is preemptFor's set of victims a search must count as gone.
 	exclude    map[string]bool
-	lastEvents int              // events of the last cycle, to size the next
-	dropped    int              // events not kept since the last cycle (MaxEvents)
-	noEvents   bool             // KeepEvents(false): no event is kept
-	pendingBuf []*entry         // scratch of Schedule
-	specs      specBufs         // scratch specs of elasticSize and minimumSpec
-	outlooks   outlooks         // reserveFor's view of the held domains
-	shrunk     []*ledger.Record // grow's buffer
-	idle       idleBook         // usage the host reported, for Policy.IdleReclaim
-	warm       *warmBook
+	lastEvents int  // events of the last cycle, to size the next
+	dropped    int  // events not kept since the last cycle (MaxEvents)
+	noEvents   bool // KeepEvents(false): no event is kept
+	// adoptedDrains: Adopt restored a drain since the last cycle, which
+	// may name beneficiaries the host never adopts (see Adoption).
+	adoptedDrains bool
+	pendingBuf    []*entry         // scratch of Schedule
+	specs         specBufs         // scratch specs of elasticSize and minimumSpec
+	outlooks      outlooks         // reserveFor's view of the held domains
+	shrunk        []*ledger.Record // grow's buffer
+	idle          idleBook         // usage the host reported, for Policy.IdleReclaim
+	warm          *warmBook
 
 	// unreclaimable remembers, for one cycle, the requests with shares,
 	// slices or resources a reclaim search found no victims for
@@ -402,13 +405,16 @@ func (s *Scheduler) Submit(now time.Time, w gang.Workload) error {
 }
 
 // track files a resolved entry as pending, in the ledger and the queue.
-func (s *Scheduler) track(e *entry, now time.Time) {
+func (s *Scheduler) track(e *entry, now time.Time) { s.trackAs(e, now, 0) }
+
+// trackAs is track with the submission counter an adopted workload had
+// (adoptSeq; 0: the next).
+func (s *Scheduler) trackAs(e *entry, now time.Time, seq uint64) {
 	rec, err := s.books.Track(&e.w, e.queue, e.flavor, e.policy())
 	if err != nil {
 		panic("fleet: a resolved workload refused by the ledger: " + err.Error())
 	}
-	s.seq++
-	e.rec, e.submitted, e.seq = rec, now, s.seq
+	e.rec, e.submitted, e.seq = rec, now, s.adoptSeq(seq)
 	rec.Submitted = now
 	s.work[e.w.ID] = e
 	s.enqueue(e)
@@ -621,45 +627,6 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	s.emit(Event{Kind: kind, Time: now, Node: node, Affected: slices.Clone(affected), Reason: h.String()})
 	s.bookedHealth(now, n, h)
 	return affected, nil
-}
-
-// Adopt records a workload the host already runs, on the given nodes: at
-// start-up, or after a host restart, the scheduler rebuilds its state from
-// what really runs (Restore rebuilds drains and nominations too). The
-// assignment maps every pod, in pod set order, to a node name. It is
-// refused whole if the workload is invalid or a duplicate, started in the
-// future, or the nodes cannot hold it. Work beyond what its queue could
-// reach today (its quota lowered since it started) is adopted all the
-// same: it runs, and reclaim may take its borrowed part back.
-func (s *Scheduler) Adopt(now time.Time, w gang.Workload, started time.Time, pods []PodAssignment) error {
-	if err := s.tick("adopt", now); err != nil {
-		return err
-	}
-	if started.After(now) {
-		return refuse("adopt", w.ID, ErrInvalid, "started %s, after now %s", started.Format(time.RFC3339), now.Format(time.RFC3339))
-	}
-	e, err := s.resolve("adopt", w)
-	if err != nil {
-		return err
-	}
-	a, err := s.assignment("adopt", e, pods)
-	if err != nil {
-		return err
-	}
-	rec, err := s.books.Track(&e.w, e.queue, e.flavor, e.policy())
-	if err != nil {
-		panic("fleet: a resolved workload refused by the ledger: " + err.Error())
-	}
-	rec.Submitted = started
-	if err := s.books.Admit(w.ID, a, started); err != nil {
-		s.books.Forget(w.ID)
-		return &Error{Op: "adopt", Workload: w.ID, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
-	}
-	s.advance(now)
-	s.seq++
-	e.rec, e.seq, e.submitted = rec, s.seq, started
-	s.work[w.ID] = e
-	return nil
 }
 
 // assignment turns a host's pod list into an assignment on this fleet,
