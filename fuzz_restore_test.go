@@ -82,9 +82,9 @@ func restoreSeeds(tb testing.TB) map[string]*fleet.Scheduler {
 	for i := range 7 {
 		pods = append(pods, fleet.PodAssignment{PodSet: "workers", Index: i, Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8})
 	}
-	must(s.Adopt(t0, g, t0, pods))
+	must(s.Adopt(t0, fleet.Adoption{Workload: g, Started: t0, Pods: pods}))
 	filler := batch("filler")
-	must(s.Adopt(t0, filler, t0, []fleet.PodAssignment{{PodSet: "workers", Node: "node-0-0-7", GPUs: 8}}))
+	must(s.Adopt(t0, fleet.Adoption{Workload: filler, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "workers", Node: "node-0-0-7", GPUs: 8}}}))
 	_, err = s.SetNodeHealth(now, "node-0-0-3", topology.Down)
 	must(err)
 	_, err = s.SetNodeHealth(now, "node-1-0-0", topology.Cordoned)
@@ -115,7 +115,7 @@ func restoreSeeds(tb testing.TB) map[string]*fleet.Scheduler {
 			w := gang.Workload{ID: fmt.Sprintf("small-%d-%d", sp, lf), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
 				Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 2}},
 				Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
-			must(s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: fmt.Sprintf("node-%d-%d-0", sp, lf), GPUs: 2}}))
+			must(s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: fmt.Sprintf("node-%d-%d-0", sp, lf), GPUs: 2}}}))
 		}
 	}
 	plan, err := s.PlanDefrag(now, "spine", "H100", 0, 1000)
