@@ -202,8 +202,9 @@ func TestSlurmRestartMidDrain(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.json")
 	first := e.host(testConfig(state))
 	long := e.script("long.sh", 0, 10*time.Minute)
-	// Victims take 8 s to checkpoint after SIGTERM.
-	slow := e.script("slow.sh", 8*time.Second, 10*time.Minute)
+	// Victims take 6 s to checkpoint after SIGTERM (within the test
+	// cluster's KillWait of 10 s).
+	slow := e.script("slow.sh", 6*time.Second, 10*time.Minute)
 	research := e.sbatch("-p", "research", "-N16", "--gres=gpu:8", "--requeue", long)
 	var batch []string
 	for range 32 {

@@ -93,9 +93,13 @@ func (e *env) clear() {
 	_, _ = ex.Run(ctx, "scancel", "--full", "--user=root")
 	_, _ = ex.Run(ctx, "scancel", "--user=root")
 	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		out, err := ex.Run(ctx, "squeue", "-h", "-t", "PD,R,CG,CF,S", "-o", "%i")
+	for {
+		out, err := ex.Run(ctx, "squeue", "-h", "-t", "PD,R,CG,CF,S", "-o", "%i %T %r %N")
 		if err == nil && strings.TrimSpace(string(out)) == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			e.t.Logf("jobs left after 60 s: %s", out)
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
