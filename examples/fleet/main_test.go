@@ -12,7 +12,23 @@ import (
 )
 
 func small(out string) options {
-	return options{days: 1, seed: 1, seeds: 2, gpus: 512, policy: "both", out: out}
+	return options{days: 1, seed: 1, seeds: 2, gpus: 512, policy: "both", out: out, full: true}
+}
+
+// Without -full the table keeps the headline figures and says how to see
+// the rest; the progress lines reach stderr, ending at every day done.
+func TestDefaultTableIsTheHeadline(t *testing.T) {
+	o := small("")
+	o.full, o.seeds, o.days = false, 1, 2
+	var out, errs bytes.Buffer
+	require.NoError(t, run(o, &out, &errs))
+	assert.Contains(t, out.String(), "preemption tax")
+	assert.Contains(t, out.String(), "queue wait p90")
+	assert.NotContains(t, out.String(), "hot-swap lost work")
+	assert.Contains(t, out.String(), "-full prints every row")
+	assert.Contains(t, errs.String(), "simulated 0 of 4 days (0%)")
+	assert.Contains(t, errs.String(), "simulated 4 of 4 days (100%)")
+	assert.NotContains(t, errs.String(), "\r", "stderr is not a terminal here")
 }
 
 func TestRunWritesTableAndFiles(t *testing.T) {

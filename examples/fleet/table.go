@@ -122,6 +122,20 @@ func figures() []figure {
 	}
 }
 
+// detail are the rows printed only with -full: the parts of a headline
+// figure and the figures a first reading can skip.
+func detail(name string) bool {
+	switch name {
+	case "  work since checkpoint", "  restarts", "  killed at the deadline",
+		"defrag moves per day", "  lost work, of borrowed", "node losses, per month",
+		"  hot-swapped gangs", "  hot-swap lost work", "  hot-swaps failed",
+		"  peak", "  p50", "  SM-busy", "  MFU",
+		"training, average", "batch, average", "node failures":
+		return true
+	}
+	return false
+}
+
 // capacityBack is the quantile p of the time an inference replica waited
 // for capacity: of reclaims under borrowing, of every replica that waited
 // under the static split (there is nothing to reclaim there).
@@ -286,6 +300,9 @@ func table(w io.Writer, o options, offered *load, static, borrow []*outcome) err
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprintln(tw, "\tstatic split\tborrowing\testimate")
 	for _, f := range figures() {
+		if detail(f.name) && !o.full {
+			continue
+		}
 		cells := []string{f.name}
 		for _, ocs := range [][]*outcome{static, borrow} {
 			if len(ocs) == 0 {
@@ -313,6 +330,14 @@ func table(w io.Writer, o options, offered *load, static, borrow []*outcome) err
 	}
 	fmt.Fprintln(w, "\nTax, waits and drains come from the metrics report the review renders. Batch is\n"+
 		"elastic: a preemptor takes the pods it needs, each drained alone, before stopping a job whole.")
+	switch {
+	case !o.full && o.seeds == 1:
+		fmt.Fprintln(w, "-full prints every row (tax parts, hot-swaps, MFU); -seeds 5 the range over seeds.")
+	case !o.full:
+		fmt.Fprintln(w, "-full prints every row (tax parts, hot-swaps, MFU).")
+	case o.seeds == 1:
+		fmt.Fprintln(w, "-seeds 5 prints each figure as the median and range over five seeds.")
+	}
 	return nil
 }
 
