@@ -18,18 +18,18 @@ const DefaultGrace = 120 * time.Second
 
 // Config is everything New needs. It is plain data, validated whole.
 type Config struct {
-	Topology topology.Spec
-	Quota    quota.Spec
+	Topology topology.Spec // the physical fleet: levels, nodes, flavors
+	Quota    quota.Spec    // the quota tree: cohorts, queues, flavors and rules
 	// Classes are the priority classes workloads name, e.g.
 	// prod-inference > reserved-research > preemptible-batch.
 	Classes []PriorityClass
-	Policy  Policy
+	Policy  Policy // the cycle's knobs: reservations, defragmentation, sharing, overflow
 }
 
 // PriorityClass gives a workload its priority and drain defaults.
 type PriorityClass struct {
-	Name  string
-	Value int32
+	Name  string // what workloads name in PriorityClass
+	Value int32  // the priority: higher preempts lower
 	// Grace is the drain deadline of its victims; 0 means DefaultGrace.
 	Grace time.Duration
 	// MinRuntime protects just-started work from flapping: a workload of
@@ -103,9 +103,9 @@ type QueueOrder interface {
 // Pending is what a QueueOrder sees of a pending workload. W is the
 // scheduler's copy: read it, never change it.
 type Pending struct {
-	W         *gang.Workload
-	Priority  int32 // resolved from its priority class
-	Submitted time.Time
+	W         *gang.Workload // the workload as submitted (the scheduler's copy)
+	Priority  int32          // resolved from its priority class
+	Submitted time.Time      // when Submit accepted it
 	// DominantShare is its queue's fair-sharing share (0 unless the
 	// policy enables fair sharing).
 	DominantShare float64
@@ -132,11 +132,12 @@ var (
 // Error carries the details of a refused call.
 type Error struct {
 	Op       string // the call: "submit", "exited", ...
-	Workload string
-	Detail   string
-	Err      error // a sentinel above, or a lower package's error
+	Workload string // the workload it concerns, if any
+	Detail   string // what was wrong and where, in words
+	Err      error  // a sentinel above, or a lower package's error
 }
 
+// Error renders the sentinel, the call, the workload and the detail.
 func (e *Error) Error() string {
 	msg := e.Err.Error()
 	if e.Workload != "" {
@@ -150,6 +151,7 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// Unwrap returns the sentinel or lower package's error, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 func refuse(op, id string, err error, format string, args ...any) error {

@@ -46,6 +46,7 @@ type Error struct {
 	Err     error
 }
 
+// Error says what was refused, where, and why.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v: %s", e.Err, e.Op)
@@ -58,6 +59,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Conflict is an approved booking that overlaps a proposed block.
@@ -75,6 +77,7 @@ type ConflictError struct {
 	Conflicts []Conflict
 }
 
+// Error says what was refused, where, and why.
 func (e *ConflictError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v: %q", ErrConflict, e.Booking)
@@ -88,6 +91,7 @@ func (e *ConflictError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
 // OverCommitError is the first instant at which the guarantees of the
@@ -103,6 +107,7 @@ type OverCommitError struct {
 	Capacity  int64     `json:"capacity"`
 }
 
+// Error says what was refused, where, and why.
 func (e *OverCommitError) Error() string {
 	who := ""
 	if e.Queue != "" {
@@ -112,6 +117,7 @@ func (e *OverCommitError) Error() string {
 		e.At.Format(time.RFC3339), who)
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *OverCommitError) Unwrap() error { return ErrOverCommitted }
 
 func refuse(op, id string, err error, format string, args ...any) error {

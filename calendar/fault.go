@@ -54,6 +54,7 @@ func remedyNames() []string { return []string{"", "keep", "move", "none"} }
 // Valid reports whether r is one of the remedies.
 func (r Remedy) Valid() bool { return r >= Keep && r <= None }
 
+// String returns the remedy's name, as specs and messages spell it.
 func (r Remedy) String() string {
 	if r.Valid() {
 		return remedyNames()[r]

@@ -29,6 +29,7 @@ func phaseNames() []string { return []string{"", "booked", "draining", "active"}
 // Valid reports whether p is one of the phases.
 func (p Phase) Valid() bool { return p >= Booked && p <= Active }
 
+// String returns the phase's name, as specs and messages spell it.
 func (p Phase) String() string {
 	if p.Valid() {
 		return phaseNames()[p]

@@ -28,6 +28,7 @@ func kindNames() []string { return []string{"", "approve", "reject", "cancel", "
 // Valid reports whether k is one of the kinds.
 func (k Kind) Valid() bool { return k >= Approve && k <= Relocate }
 
+// String returns the kind's name, as specs and messages spell it.
 func (k Kind) String() string {
 	if k.Valid() {
 		return kindNames()[k]

@@ -26,10 +26,12 @@ type ConfigError struct {
 	Detail string
 }
 
+// Error says what was refused, where, and why.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s: %s: %s", ErrInvalidConfig, e.Field, e.Detail)
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // InputError says which input was refused and why. Err is ErrInvalidInput,
@@ -42,6 +44,7 @@ type InputError struct {
 	Err      error
 }
 
+// Error says what was refused, where, and why.
 func (e *InputError) Error() string {
 	s := fmt.Sprintf("%s: %s", e.Err, e.What)
 	if e.Index > 0 {
@@ -56,4 +59,5 @@ func (e *InputError) Error() string {
 	return s
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *InputError) Unwrap() error { return e.Err }

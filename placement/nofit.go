@@ -37,6 +37,7 @@ const (
 	CauseInvalid
 )
 
+// String is the cause's name, as NoFit.Error prints it.
 func (c Cause) String() string {
 	switch c {
 	case CauseCapacity:
@@ -53,7 +54,7 @@ func (c Cause) String() string {
 
 // LevelTry records one level the search tried.
 type LevelTry struct {
-	Level string
+	Level string // the level's name
 	// Largest is the most pods of the workload's largest pod size that any
 	// one domain of the level could hold, and Domain that domain's name.
 	// Filled only when Options.Explain is set (it scans the level).
@@ -64,21 +65,22 @@ type LevelTry struct {
 // NoFit is the structured reason a workload does not fit: data a
 // scheduler can show a person or act on.
 type NoFit struct {
-	Workload  string
-	Cause     Cause
-	Required  string // required level, "" for the whole fleet
-	Preferred string
-	Pods      int // pods of the workload
-	NeedGPUs  int // GPUs it needs
-	FreeGPUs  int // free GPUs on eligible healthy nodes (best group)
-	FreeNodes int // fully free eligible nodes (best group)
-	Tried     []LevelTry
-	Detail    string
+	Workload  string     // the workload's ID
+	Cause     Cause      // why it does not fit
+	Required  string     // required level, "" for the whole fleet
+	Preferred string     // preferred level, "" for none
+	Pods      int        // pods of the workload
+	NeedGPUs  int        // GPUs it needs
+	FreeGPUs  int        // free GPUs on eligible healthy nodes (best group)
+	FreeNodes int        // fully free eligible nodes (best group)
+	Tried     []LevelTry // the levels tried, lowest first
+	Detail    string     // what more there is to say, in words
 	// Err is the specific kind of an invalid request (ErrBadShare,
 	// ErrUnknownProfile, ErrUnknownResource, ErrBadRequest), or nil.
 	Err error
 }
 
+// Error says what did not fit, why, and what the fleet has free.
 func (e *NoFit) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "placement: workload %q does not fit (%s): needs %d GPUs in %d pods", e.Workload, e.Cause, e.NeedGPUs, e.Pods)

@@ -31,6 +31,7 @@ type IndexError struct {
 	Detail string
 }
 
+// Error says what was refused, where, and why.
 func (e *IndexError) Error() string {
 	s := fmt.Sprintf("preempt: index %s %q: %v", e.Op, e.ID, e.Err)
 	if e.Detail != "" {
@@ -39,6 +40,7 @@ func (e *IndexError) Error() string {
 	return s
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *IndexError) Unwrap() error { return e.Err }
 
 // Why says why no plan exists.
@@ -66,6 +68,7 @@ const (
 	WhyAboveNominal
 )
 
+// String returns the why's name, as specs and messages spell it.
 func (w Why) String() string {
 	switch w {
 	case WhyInvalid:
@@ -97,6 +100,7 @@ type NoPlan struct {
 	cause  error
 }
 
+// Error says what was refused, where, and why.
 func (e *NoPlan) Error() string {
 	s := fmt.Sprintf("preempt: no plan for %q: %s (%d candidates", e.Workload, e.Why, e.Candidates)
 	if x := e.Excluded.String(); x != "" {

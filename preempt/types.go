@@ -132,6 +132,7 @@ const (
 	FairSharing
 )
 
+// String returns the reason's name, as specs and messages spell it.
 func (r Reason) String() string {
 	switch r {
 	case InQueue:

@@ -215,6 +215,7 @@ const (
 	FitsBorrowing
 )
 
+// String returns the mode's name, as specs and messages spell it.
 func (m Mode) String() string {
 	switch m {
 	case NoFit:
@@ -243,6 +244,7 @@ const (
 	ReasonQuota
 )
 
+// String returns the reason kind's name, as specs and messages spell it.
 func (k ReasonKind) String() string {
 	switch k {
 	case ReasonNone:

@@ -57,6 +57,7 @@ type SpecError struct {
 	Err    error
 }
 
+// Error says what was refused, where, and why.
 func (e *SpecError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
@@ -96,6 +97,7 @@ type UsageError struct {
 	Err    error
 }
 
+// Error says what was refused, where, and why.
 func (e *UsageError) Error() string {
 	if e.Detail == "" {
 		return fmt.Sprintf("%v: queue %d, flavor %d, %d GPUs", e.Err, e.Queue, e.Flavor, e.GPUs)
@@ -103,6 +105,7 @@ func (e *UsageError) Error() string {
 	return fmt.Sprintf("%v: %s", e.Err, e.Detail)
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *UsageError) Unwrap() error { return e.Err }
 
 // OverPromise is one flavor whose guarantees exceed the fleet's capacity.
@@ -117,6 +120,7 @@ type CapacityError struct {
 	Over []OverPromise
 }
 
+// Error says what was refused, where, and why.
 func (e *CapacityError) Error() string {
 	var b strings.Builder
 	b.WriteString(ErrOverPromised.Error())
@@ -130,6 +134,7 @@ func (e *CapacityError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *CapacityError) Unwrap() error { return ErrOverPromised }
 
 // ScheduleCapacityError reports the first instant at which a schedule's
@@ -143,6 +148,7 @@ type ScheduleCapacityError struct {
 	Capacity   int64
 }
 
+// Error says what was refused, where, and why.
 func (e *ScheduleCapacityError) Error() string {
 	who := ""
 	if e.Node != "" {
@@ -152,4 +158,5 @@ func (e *ScheduleCapacityError) Error() string {
 		e.At.Format(time.RFC3339), who, e.Capacity)
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *ScheduleCapacityError) Unwrap() error { return ErrOverPromised }

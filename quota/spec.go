@@ -186,50 +186,75 @@ func enumUnmarshal(names []string, b []byte, typ string) (uint8, error) {
 	return 0, fmt.Errorf("%w: unknown %s %q", ErrInvalidSpec, typ, b)
 }
 
-func (k Kind) String() string               { return enumString(kindNames(), uint8(k), "Kind") }
+// String returns the kind's name, as specs and messages spell it.
+func (k Kind) String() string { return enumString(kindNames(), uint8(k), "Kind") }
+
+// MarshalText encodes the kind as its name, for JSON and YAML.
 func (k Kind) MarshalText() ([]byte, error) { return enumMarshal(kindNames(), uint8(k), "Kind") }
+
+// UnmarshalText decodes a name as MarshalText writes it.
 func (k *Kind) UnmarshalText(b []byte) error {
 	v, err := enumUnmarshal(kindNames(), b, "kind")
 	*k = Kind(v)
 	return err
 }
 
+// String returns the within queue's name, as specs and messages spell it.
 func (w WithinQueue) String() string { return enumString(withinQueueNames(), uint8(w), "WithinQueue") }
+
+// MarshalText encodes the within queue as its name, for JSON and YAML.
 func (w WithinQueue) MarshalText() ([]byte, error) {
 	return enumMarshal(withinQueueNames(), uint8(w), "WithinQueue")
 }
+
+// UnmarshalText decodes a name as MarshalText writes it.
 func (w *WithinQueue) UnmarshalText(b []byte) error {
 	v, err := enumUnmarshal(withinQueueNames(), b, "withinQueue")
 	*w = WithinQueue(v)
 	return err
 }
 
+// String returns the reclaim within cohort's name, as specs and messages spell it.
 func (r ReclaimWithinCohort) String() string {
 	return enumString(reclaimNames(), uint8(r), "ReclaimWithinCohort")
 }
+
+// MarshalText encodes the reclaim within cohort as its name, for JSON and YAML.
 func (r ReclaimWithinCohort) MarshalText() ([]byte, error) {
 	return enumMarshal(reclaimNames(), uint8(r), "ReclaimWithinCohort")
 }
+
+// UnmarshalText decodes a name as MarshalText writes it.
 func (r *ReclaimWithinCohort) UnmarshalText(b []byte) error {
 	v, err := enumUnmarshal(reclaimNames(), b, "reclaimWithinCohort")
 	*r = ReclaimWithinCohort(v)
 	return err
 }
 
+// String returns the borrow policy's name, as specs and messages spell it.
 func (p BorrowPolicy) String() string { return enumString(borrowNames(), uint8(p), "BorrowPolicy") }
+
+// MarshalText encodes the borrow policy as its name, for JSON and YAML.
 func (p BorrowPolicy) MarshalText() ([]byte, error) {
 	return enumMarshal(borrowNames(), uint8(p), "BorrowPolicy")
 }
+
+// UnmarshalText decodes a name as MarshalText writes it.
 func (p *BorrowPolicy) UnmarshalText(b []byte) error {
 	v, err := enumUnmarshal(borrowNames(), b, "borrowWithinCohort.policy")
 	*p = BorrowPolicy(v)
 	return err
 }
 
+// String returns the strategy's name, as specs and messages spell it.
 func (s Strategy) String() string { return enumString(strategyNames(), uint8(s), "Strategy") }
+
+// MarshalText encodes the strategy as its name, for JSON and YAML.
 func (s Strategy) MarshalText() ([]byte, error) {
 	return enumMarshal(strategyNames(), uint8(s), "Strategy")
 }
+
+// UnmarshalText decodes a name as MarshalText writes it.
 func (s *Strategy) UnmarshalText(b []byte) error {
 	v, err := enumUnmarshal(strategyNames(), b, "queueingStrategy")
 	*s = Strategy(v)

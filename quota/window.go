@@ -18,6 +18,7 @@ func ClockOf(h, m int) Clock { return Clock(h*60 + m) }
 // Valid reports whether c is a time of day.
 func (c Clock) Valid() bool { return c >= 0 && c < 24*60 }
 
+// String prints the time of day as hh:mm.
 func (c Clock) String() string { return fmt.Sprintf("%02d:%02d", c/60, c%60) }
 
 // MarshalText writes "HH:MM".

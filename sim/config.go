@@ -30,6 +30,7 @@ const (
 	Static
 )
 
+// String returns the policy's name, as specs and messages spell it.
 func (p Policy) String() string {
 	switch p {
 	case Borrow:

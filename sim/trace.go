@@ -30,9 +30,12 @@ type TraceError struct {
 	Detail string
 }
 
+// Error says what was refused, where, and why.
 func (e *TraceError) Error() string {
 	return fmt.Sprintf("%v: line %d: %s", ErrTrace, e.Line, e.Detail)
 }
+
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *TraceError) Unwrap() error { return ErrTrace }
 
 // ReadPhilly reads the job-level CSV of the Microsoft Philly trace

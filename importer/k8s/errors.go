@@ -28,6 +28,7 @@ type Error struct {
 	Err    error
 }
 
+// Error says what was refused, where, and why.
 func (e *Error) Error() string {
 	msg := e.Err.Error()
 	if e.Node != "" || e.Index >= 0 {
@@ -39,6 +40,7 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 // WarningKind classifies what Import accepted under a documented policy.
@@ -63,6 +65,7 @@ const (
 	WarnNoFlavor
 )
 
+// String returns the warning kind's name, as specs and messages spell it.
 func (k WarningKind) String() string {
 	names := []string{"", "missing-label", "no-gpus", "padded", "not-nested", "no-flavor"}
 	if k > 0 && int(k) < len(names) {
@@ -78,6 +81,7 @@ type Warning struct {
 	Detail string
 }
 
+// String renders the warning as one line: its kind, where, and what.
 func (w Warning) String() string {
 	s := "warning " + w.Kind.String()
 	if w.Node != "" {

@@ -34,6 +34,7 @@ type ObjectError struct {
 	Err    error
 }
 
+// Error says what was refused, where, and why.
 func (e *ObjectError) Error() string {
 	msg := e.Err.Error()
 	if e.Line > 0 {
@@ -51,6 +52,7 @@ func (e *ObjectError) Error() string {
 	return msg
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *ObjectError) Unwrap() error { return e.Err }
 
 // Note records something read but not turned into quota: a skipped kind,
@@ -63,6 +65,7 @@ type Note struct {
 	Detail string
 }
 
+// String renders the note as one line: where, and what.
 func (n Note) String() string {
 	s := "note"
 	if n.Line > 0 {

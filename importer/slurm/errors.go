@@ -43,10 +43,12 @@ type HostlistError struct {
 	Err    error // ErrHostlist or ErrTooManyHosts
 }
 
+// Error says what was refused, where, and why.
 func (e *HostlistError) Error() string {
 	return fmt.Sprintf("%v: %q at offset %d: %s", e.Err, e.Expr, e.Offset, e.Detail)
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *HostlistError) Unwrap() error { return e.Err }
 
 // ParseError says where in a topology file a record was refused: the line
@@ -59,6 +61,7 @@ type ParseError struct {
 	Err    error
 }
 
+// Error says what was refused, where, and why.
 func (e *ParseError) Error() string {
 	msg, detail := e.Err.Error(), e.Detail
 	if he, ok := e.Err.(*HostlistError); ok {
@@ -119,6 +122,7 @@ const (
 	WarnIgnoredField
 )
 
+// String returns the warning kind's name, as specs and messages spell it.
 func (k WarningKind) String() string {
 	names := []string{"", "multi-parent", "multi-homed", "padded", "disjoint", "empty", "uncovered",
 		"unknown-node", "partial-aggregate", "level-dropped", "ignored-field"}
@@ -136,6 +140,7 @@ type Warning struct {
 	Detail string
 }
 
+// String renders the warning as one line: its kind, where, and what.
 func (w Warning) String() string {
 	s := "warning " + w.Kind.String()
 	if w.Line > 0 {
