@@ -3,6 +3,8 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
@@ -138,14 +140,22 @@ type Error struct {
 }
 
 // Error renders the sentinel, the call, the workload and the detail.
+//
+// What the wrapped error already says is not said twice: a calendar or
+// quota error that names the call and the booking, or the part of the
+// config ("quota", "topology") it is about, keeps its own words.
 func (e *Error) Error() string {
 	msg := e.Err.Error()
+	says := func(s string) bool {
+		return strings.HasPrefix(msg, s+": ") || strings.Contains(msg, ": "+s+": ") || strings.HasSuffix(msg, ": "+s) ||
+			strings.Contains(msg, strconv.Quote(s))
+	}
 	if e.Workload != "" {
 		msg = fmt.Sprintf("%s: %s %q", msg, e.Op, e.Workload)
-	} else if e.Op != "" {
+	} else if e.Op != "" && !says(e.Op) && !strings.Contains(msg, ": "+e.Op+" ") {
 		msg = fmt.Sprintf("%s: %s", msg, e.Op)
 	}
-	if e.Detail != "" {
+	if e.Detail != "" && !says(e.Detail) {
 		msg += ": " + e.Detail
 	}
 	return msg

@@ -24,10 +24,17 @@ import (
 // Work that ended while the host was down is then reported with Exited,
 // and work started outside the scheduler with Adopt. A snapshot that does
 // not add up (a workload the config refuses, GPUs a node does not have,
-// a nomination without its victims) is refused whole with a typed error.
+// a nomination without its victims) is refused whole with a typed error,
+// as are a zero Snapshot and a cfg whose quota differs from the Config the
+// snapshot was taken under (the snapshot's quota in force, live edits
+// included, would silently replace the change: restore with the earlier
+// Config, then SetQueue the change).
 func Restore(cfg Config, snap Snapshot) (*Scheduler, error) {
 	s, err := New(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.restorable(snap); err != nil {
 		return nil, err
 	}
 	if err := s.restore(snap); err != nil {

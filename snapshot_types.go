@@ -34,6 +34,10 @@ type Snapshot struct {
 	// Quota is the quota configuration in force, live edits (SetQueue)
 	// included: Restore applies it over the Config's.
 	Quota quota.Spec
+	// ConfigQuota is the quota of the Config the scheduler was built
+	// with, before live edits. Restore refuses a Config whose quota
+	// differs: the snapshot's Quota would silently override the change.
+	ConfigQuota quota.Spec
 	// QuotaSchedule is the schedule quotas follow (nil: none; it is
 	// immutable, so it is shared, not copied), and NextQuotaChange its next
 	// boundary. In JSON it is its base, location name and rules

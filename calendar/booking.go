@@ -2,8 +2,10 @@ package calendar
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
@@ -177,6 +179,20 @@ type Booking struct {
 	domains []topology.DomainID
 	flavor  quota.FlavorID
 	queue   quota.NodeID
+}
+
+// String sums the booking up on one line: "booking "pretrain": research,
+// 512 H100 GPUs on spine-2 (512 held), 2025-02-15 00:00 to 2025-03-08
+// 00:00 UTC, approved by gpu-council".
+func (b Booking) String() string {
+	const day = "2006-01-02 15:04"
+	pool := ""
+	if b.Pool != "" {
+		pool = " of pool " + b.Pool
+	}
+	return fmt.Sprintf("booking %q: %s, %d %s GPUs%s on %s (%d held), %s to %s UTC, approved by %s",
+		b.ID, b.Queue, b.GPUs, b.Flavor, pool, strings.Join(b.Domains, ", "), b.Held,
+		b.Start.UTC().Format(day), b.End.UTC().Format(day), b.ApprovedBy)
 }
 
 // DrainAt is when the host must start draining the blocks' other work.

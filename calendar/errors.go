@@ -18,7 +18,7 @@ var (
 	ErrUnknownLevel    = errors.New("calendar: unknown level")
 	ErrUnknownFlavor   = errors.New("calendar: unknown flavor")
 	ErrUnknownQueue    = errors.New("calendar: unknown queue")
-	ErrTooLarge        = errors.New("calendar: more than the fleet has")
+	ErrTooLarge        = errors.New("calendar: request too large")
 	ErrDuplicateID     = errors.New("calendar: duplicate booking ID")
 	ErrUnknownProposal = errors.New("calendar: unknown proposal")
 	ErrUnknownOption   = errors.New("calendar: unknown option")
@@ -113,8 +113,13 @@ func (e *OverCommitError) Error() string {
 	if e.Queue != "" {
 		who = fmt.Sprintf(" (queue %q)", e.Queue)
 	}
-	return fmt.Sprintf("%v: %s commits %d of %d GPUs at %s%s", ErrOverCommitted, e.Flavor, e.Committed, e.Capacity,
-		e.At.Format(time.RFC3339), who)
+	fix := "lower the guarantees (nominal quotas) to the GPUs in service"
+	if e.Queue != "" {
+		fix = fmt.Sprintf("book %d fewer GPUs, pick a window clear of other bookings, "+
+			"or raise %s's nominal quota by as much and lower another queue's (SetQueue)", e.Committed-e.Capacity, e.Queue)
+	}
+	return fmt.Sprintf("%v: %s commits %d of %d GPUs at %s%s, %d over: %s", ErrOverCommitted, e.Flavor, e.Committed, e.Capacity,
+		e.At.Format(time.RFC3339), who, e.Committed-e.Capacity, fix)
 }
 
 // Unwrap returns the wrapped sentinel, for errors.Is and errors.As.

@@ -130,6 +130,11 @@ func (e *CapacityError) Error() string {
 			sep = ": "
 		}
 		fmt.Fprintf(&b, "%s%s guarantees %d GPUs, fleet has %d", sep, o.Flavor, o.Guaranteed, o.Capacity)
+		if o.Capacity == 0 {
+			fmt.Fprintf(&b, " (no node in service has flavor %s: set the nodes' Flavor, topology.NodeSpec.Flavor or UniformSpec.Flavor)", o.Flavor)
+		} else {
+			b.WriteString(" (lower the nominal quotas or add nodes)")
+		}
 	}
 	return b.String()
 }

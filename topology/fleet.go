@@ -200,7 +200,8 @@ func validate(spec Spec) error {
 		return &SpecError{Index: -1, Level: spec.NVLink, Detail: "nvlink level is not one of the levels", Err: ErrUnknownLevel}
 	}
 	if len(spec.Nodes) == 0 {
-		return &SpecError{Index: -1, Err: ErrEmptyFleet}
+		return &SpecError{Index: -1, Detail: "Spec.Nodes is empty: declare at least one node (Uniform builds none unless " +
+			"Fanout has one positive entry per level, the node level included)", Err: ErrEmptyFleet}
 	}
 	if len(spec.Nodes) > 1<<30 {
 		return &SpecError{Index: -1, Detail: "too many nodes", Err: ErrInvalidSpec}
