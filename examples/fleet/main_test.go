@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/sim"
 )
 
 func small(out string) options {
@@ -147,4 +150,19 @@ func TestTraceLoadPrinted(t *testing.T) {
 		trace: filepath.Join("..", "..", "sim", "testdata", "philly-sample.csv"), load: 0.5}
 	require.NoError(t, run(o, &out, &errs))
 	assert.Regexp(t, `offered load 10\d GPUs = 0\.5\dx the non-inference capacity \(212 GPUs\)`, out.String())
+}
+
+// A seed whose figures stand far from the others' median is named under
+// the table, so a median does not hide it.
+func TestApartNamesTheOddSeed(t *testing.T) {
+	var runs []*outcome
+	for _, done := range []int{900, 920, 250} {
+		r := &sim.Result{Hours: 720, GPUs: 2048}
+		r.Completed[gang.Training] = done
+		runs = append(runs, &outcome{res: r})
+	}
+	lines := apart(options{seed: 4}, runs, nil)
+	require.Len(t, lines, 2)
+	assert.Equal(t, "static split, seed 6 stands apart: training jobs done 250 jobs against a median of 900 jobs", lines[1])
+	assert.Empty(t, apart(options{seed: 4}, runs[:2], nil), "two seeds have no median to stand apart from")
 }
