@@ -29,7 +29,7 @@ func (d Decisions) String() string {
 		if len(x.Beneficiaries) > 0 {
 			fmt.Fprintf(&b, " for %s", strings.Join(x.Beneficiaries, ","))
 		}
-		fmt.Fprintf(&b, " by %s (%s, lost %.0f GPU-s", x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		fmt.Fprintf(&b, " by %s (%s, lost %.1f GPU-h", x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds/3600)
 		if x.Of != "" {
 			fmt.Fprintf(&b, "; pod %s[%d] of %s on %s", x.Pod.PodSet, x.Pod.Index, x.Of, x.Pod.Node)
 		}
