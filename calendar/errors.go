@@ -42,8 +42,8 @@ var (
 type Error struct {
 	Op      string // "propose", "approve", "reject", "cancel", "shorten", "new", "restore", "replay"
 	Booking string // booking or proposal ID, "" when not about one
-	Detail  string
-	Err     error
+	Detail  string // what is wrong, in words, and what to do
+	Err     error  // one of the sentinels above
 }
 
 // Error says what was refused, where, and why.
@@ -64,17 +64,17 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Conflict is an approved booking that overlaps a proposed block.
 type Conflict struct {
-	Booking string    `json:"booking"`
-	Queue   string    `json:"queue"`
-	Domain  string    `json:"domain"` // the approved booking's domain
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end"`
+	Booking string    `json:"booking"` // the approved booking overlapped
+	Queue   string    `json:"queue"`   // its queue
+	Domain  string    `json:"domain"`  // the approved booking's domain
+	Start   time.Time `json:"start"`   // its window's start
+	End     time.Time `json:"end"`     // and end
 }
 
 // ConflictError refuses an approval whose blocks overlap approved bookings.
 type ConflictError struct {
-	Booking   string
-	Conflicts []Conflict
+	Booking   string     // the booking or proposal refused
+	Conflicts []Conflict // every approved booking it overlaps
 }
 
 // Error says what was refused, where, and why.
@@ -100,11 +100,11 @@ func (e *ConflictError) Unwrap() error { return ErrConflict }
 // whose excess over its own guarantee tips the balance ("" when the
 // guarantees alone exceed capacity there).
 type OverCommitError struct {
-	Queue     string    `json:"queue,omitempty"`
-	Flavor    string    `json:"flavor"`
-	At        time.Time `json:"at"`
-	Committed int64     `json:"committed"`
-	Capacity  int64     `json:"capacity"`
+	Queue     string    `json:"queue,omitempty"` // the booking's queue, when its excess tips the balance
+	Flavor    string    `json:"flavor"`          // the GPU model
+	At        time.Time `json:"at"`              // the first instant over capacity
+	Committed int64     `json:"committed"`       // guarantees plus bookings then, in GPUs
+	Capacity  int64     `json:"capacity"`        // the flavor's GPUs in service
 }
 
 // Error says what was refused, where, and why.

@@ -54,7 +54,7 @@ type SpecError struct {
 	Flavor string // flavor name, "" when not about one flavor
 	Field  string // JSON field name, e.g. "lendingLimit"
 	Detail string // the offending values, for people
-	Err    error
+	Err    error  // one of the sentinels
 }
 
 // Error says what was refused, where, and why.
@@ -90,11 +90,11 @@ func (e *SpecError) Unwrap() []error {
 
 // UsageError reports a refused AddUsage or RemoveUsage. The tree is unchanged.
 type UsageError struct {
-	Queue  NodeID
-	Flavor FlavorID
-	GPUs   int64
-	Detail string
-	Err    error
+	Queue  NodeID   // the queue
+	Flavor FlavorID // the flavor
+	GPUs   int64    // the GPUs asked to add or remove
+	Detail string   // what is wrong, in words
+	Err    error    // one of the sentinels
 }
 
 // Error says what was refused, where, and why.
@@ -110,14 +110,14 @@ func (e *UsageError) Unwrap() error { return e.Err }
 
 // OverPromise is one flavor whose guarantees exceed the fleet's capacity.
 type OverPromise struct {
-	Flavor     string
-	Guaranteed int64 // sum of nominal quotas of every node
-	Capacity   int64
+	Flavor     string // the flavor
+	Guaranteed int64  // sum of nominal quotas of every node
+	Capacity   int64  // its GPUs in service
 }
 
 // CapacityError lists every over-promised flavor, in the tree's flavor order.
 type CapacityError struct {
-	Over []OverPromise
+	Over []OverPromise // every flavor over capacity, in the tree's flavor order
 }
 
 // Error says what was refused, where, and why.
@@ -146,11 +146,11 @@ func (e *CapacityError) Unwrap() error { return ErrOverPromised }
 // guarantees of one flavor exceed the fleet's capacity, and the node whose
 // rule took them there ("" when they exceed it from the start).
 type ScheduleCapacityError struct {
-	Node       string
-	Flavor     string
-	At         time.Time
-	Guaranteed int64
-	Capacity   int64
+	Node       string    // the node whose scheduled quota tips the balance
+	Flavor     string    // the flavor
+	At         time.Time // the first instant over capacity
+	Guaranteed int64     // guarantees in force then
+	Capacity   int64     // the flavor's GPUs in service
 }
 
 // Error says what was refused, where, and why.

@@ -5,7 +5,7 @@ package quota
 // only by borrowing, whether to take it or to look for one that fits
 // within nominal quota first.
 type Fungibility struct {
-	WhenCanBorrow WhenCanBorrow `json:"whenCanBorrow,omitzero"`
+	WhenCanBorrow WhenCanBorrow `json:"whenCanBorrow,omitzero"` // which flavors to try when borrowing: Borrow (any that fits) or TryNextFlavor
 }
 
 // WhenCanBorrow says what a queue does with a flavor that fits only by

@@ -172,16 +172,16 @@ func (t *Tree) ServesResource(n NodeID, f FlavorID, r ResourceID) bool {
 
 // Amount is a quantity of one resource.
 type Amount struct {
-	Resource ResourceID
-	Value    int64
+	Resource ResourceID // the resource
+	Value    int64      // how much, in its unit
 }
 
 // Request is what one workload asks of one flavor: GPUs in thousandths
 // (a share of 0.5 GPU is 500) and named resources. The Resources slice
 // belongs to the caller; nothing keeps it.
 type Request struct {
-	MilliGPUs int64
-	Resources []Amount
+	MilliGPUs int64    // GPUs, in thousandths
+	Resources []Amount // named resources, at most one entry each
 }
 
 func (req Request) each(fn func(r ResourceID, v int64) bool) {

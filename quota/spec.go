@@ -15,7 +15,7 @@ import (
 // each is an independent tree that lends nothing to the others, exactly like
 // separate Kueue cohort trees and ClusterQueues without a cohort.
 type Spec struct {
-	Flavors []string `json:"flavors,omitempty"`
+	Flavors []string `json:"flavors,omitempty"` // the GPU models, in order; every quota names one
 	// Resources names the resources besides GPUs that quotas cover ("cpu",
 	// "memory", any extended resource), as a Kueue resource group's
 	// coveredResources: each flavor entry may give them a quota.
@@ -27,9 +27,9 @@ type Spec struct {
 // Cohort) or ClusterQueue (Kind Queue) with a single resource, GPUs, whose
 // flavors are GPU models.
 type NodeSpec struct {
-	Name   string `json:"name"`
+	Name   string `json:"name"`             // unique in the tree
 	Parent string `json:"parent,omitempty"` // "" for a root
-	Kind   Kind   `json:"kind"`
+	Kind   Kind   `json:"kind"`             // Cohort or Queue
 	// Quotas lists, per flavor, the node's own quota. A queue can use only
 	// the flavors listed here (as a ClusterQueue can use only the flavors of
 	// its resource groups), even when the nominal quota is 0.
@@ -49,8 +49,8 @@ type NodeSpec struct {
 // FlavorQuota is a node's quota for one flavor, as in a Kueue resource
 // group's flavor entry.
 type FlavorQuota struct {
-	Flavor  string `json:"flavor"`
-	Nominal int64  `json:"nominal"`
+	Flavor  string `json:"flavor"`  // the GPU model
+	Nominal int64  `json:"nominal"` // the guarantee, in GPUs
 	// BorrowingLimit caps how far above its subtree quota the node may go
 	// with capacity lent by the rest of the tree. Unset: no cap.
 	BorrowingLimit Limit `json:"borrowingLimit,omitzero"`
@@ -67,10 +67,10 @@ type FlavorQuota struct {
 // ResourceQuota is a quota of one named resource within a flavor entry,
 // in the resource's own unit (millicores, bytes...).
 type ResourceQuota struct {
-	Name           string `json:"name"`
-	Nominal        int64  `json:"nominal"`
-	BorrowingLimit Limit  `json:"borrowingLimit,omitzero"`
-	LendingLimit   Limit  `json:"lendingLimit,omitzero"`
+	Name           string `json:"name"`                    // the resource, as the nodes' Resources name it
+	Nominal        int64  `json:"nominal"`                 // the guarantee, in its unit
+	BorrowingLimit Limit  `json:"borrowingLimit,omitzero"` // at most this much above Nominal (unlimited when unset)
+	LendingLimit   Limit  `json:"lendingLimit,omitzero"`   // at most this much of Nominal lent (unlimited when unset)
 }
 
 // Kind says whether a node is a cohort (inner node) or a queue (leaf).
@@ -87,9 +87,9 @@ const (
 // Rules are a queue's preemption rules, Kueue's ClusterQueue
 // spec.preemption. quota stores them; preempt interprets them.
 type Rules struct {
-	WithinQueue         WithinQueue         `json:"withinQueue,omitzero"`
-	ReclaimWithinCohort ReclaimWithinCohort `json:"reclaimWithinCohort,omitzero"`
-	BorrowWithinCohort  BorrowWithinCohort  `json:"borrowWithinCohort,omitzero"`
+	WithinQueue         WithinQueue         `json:"withinQueue,omitzero"`         // preemption inside the queue (Kueue's withinClusterQueue)
+	ReclaimWithinCohort ReclaimWithinCohort `json:"reclaimWithinCohort,omitzero"` // reclaiming lent quota from the cohort (Kueue's reclaimWithinCohort)
+	BorrowWithinCohort  BorrowWithinCohort  `json:"borrowWithinCohort,omitzero"`  // preempting while borrowing (Kueue's borrowWithinCohort)
 }
 
 // WithinQueue says which workloads of the preemptor's own queue may be
@@ -123,7 +123,7 @@ const (
 
 // BorrowWithinCohort is Kueue's borrowWithinCohort.
 type BorrowWithinCohort struct {
-	Policy BorrowPolicy `json:"policy,omitzero"`
+	Policy BorrowPolicy `json:"policy,omitzero"` // whom a borrowing workload may preempt
 	// MaxPriorityThreshold, when set, admits as victims only workloads whose
 	// priority is at most this value. The Tree shares the pointed-to value
 	// between calls and clones: read it, never write through it.
