@@ -23,7 +23,7 @@ var (
 // ConfigError names the Config field that broke a rule.
 type ConfigError struct {
 	Field  string // e.g. "IdleThreshold" or `Flavors["h100"].DollarsPerGPUHour`
-	Detail string
+	Detail string // what is wrong, in words
 }
 
 // Error says what was refused, where, and why.
@@ -40,8 +40,8 @@ type InputError struct {
 	What     string // "event", "sample" or "snapshot"
 	Index    int    // position in a RecordAll batch, else 0
 	Workload string // the workload concerned, if any
-	Detail   string
-	Err      error
+	Detail   string // what is wrong, in words
+	Err      error  // the sentinel
 }
 
 // Error says what was refused, where, and why.
