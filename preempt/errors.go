@@ -26,9 +26,9 @@ var (
 // unchanged. It wraps ErrInvalid, ErrDuplicate or ErrUnknownWorkload.
 type IndexError struct {
 	Op     string // add, update, remove
-	ID     string
-	Err    error
-	Detail string
+	ID     string // the workload
+	Err    error  // one of the sentinels
+	Detail string // what is wrong, in words
 }
 
 // Error says what was refused, where, and why.
@@ -87,9 +87,9 @@ func (w Why) String() string {
 
 // NoPlan is the structured reason Victims found no plan.
 type NoPlan struct {
-	Workload   string
-	Why        Why
-	Candidates int // running workloads the rules allow as victims
+	Workload   string // the workload that wanted room
+	Why        Why    // why no plan made it
+	Candidates int    // running workloads the rules allow as victims
 	// Excluded counts, per rule or limit, the running workloads that may
 	// not be victims: what would have to change for preemption to help.
 	Excluded Exclusions

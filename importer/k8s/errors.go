@@ -24,8 +24,8 @@ var (
 type Error struct {
 	Node   string // node name, "" when the entry has none
 	Index  int    // index in the node list, -1 when not about one entry
-	Detail string
-	Err    error
+	Detail string // what is wrong, in words
+	Err    error  // one of the sentinels
 }
 
 // Error says what was refused, where, and why.
@@ -76,9 +76,9 @@ func (k WarningKind) String() string {
 
 // Warning is one decision Import made on a node or a domain.
 type Warning struct {
-	Kind   WarningKind
-	Node   string // node concerned, "" for a domain-wide warning
-	Detail string
+	Kind   WarningKind // what Import decided
+	Node   string      // node concerned, "" for a domain-wide warning
+	Detail string      // why, in words
 }
 
 // String renders the warning as one line: its kind, where, and what.

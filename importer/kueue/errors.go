@@ -25,13 +25,13 @@ var (
 // document's index in the file (0-based) and its first line, the kind and
 // name, and the field path.
 type ObjectError struct {
-	Doc    int
-	Line   int
-	Kind   string
-	Name   string
-	Field  string
-	Detail string
-	Err    error
+	Doc    int    // the document's index, from 0
+	Line   int    // its first line, from 1
+	Kind   string // the object's kind
+	Name   string // its name
+	Field  string // the field path
+	Detail string // what is wrong, in words
+	Err    error  // one of the sentinels
 }
 
 // Error says what was refused, where, and why.
@@ -59,10 +59,10 @@ func (e *ObjectError) Unwrap() error { return e.Err }
 // a field or resource fleet does not model, an implicit cohort, a rounded
 // quantity. Nothing in the file is dropped without one.
 type Note struct {
-	Line   int
-	Kind   string
-	Name   string
-	Detail string
+	Line   int    // the line, from 1
+	Kind   string // the object's kind
+	Name   string // its name
+	Detail string // what was not turned into quota, and why
 }
 
 // String renders the note as one line: where, and what.

@@ -39,8 +39,8 @@ var (
 type HostlistError struct {
 	Expr   string // the whole expression
 	Offset int    // byte offset of the offending item in Expr
-	Detail string
-	Err    error // ErrHostlist or ErrTooManyHosts
+	Detail string // what is wrong, in words
+	Err    error  // ErrHostlist or ErrTooManyHosts
 }
 
 // Error says what was refused, where, and why.
@@ -55,10 +55,10 @@ func (e *HostlistError) Unwrap() error { return e.Err }
 // (1-based; 0 for topology.yaml, whose decoder keeps no lines) and the
 // switch, block or topology it names.
 type ParseError struct {
-	Line   int
-	Name   string
-	Detail string
-	Err    error
+	Line   int    // the line, from 1 (0 for topology.yaml)
+	Name   string // the switch, block or topology
+	Detail string // what is wrong, in words
+	Err    error  // one of the sentinels
 }
 
 // Error says what was refused, where, and why.
@@ -134,10 +134,10 @@ func (k WarningKind) String() string {
 
 // Warning is one case the importer accepted under a documented policy.
 type Warning struct {
-	Kind   WarningKind
-	Line   int    // line of the record concerned, 0 if none
-	Name   string // switch, block or node concerned
-	Detail string
+	Kind   WarningKind // what Import decided
+	Line   int         // line of the record concerned, 0 if none
+	Name   string      // switch, block or node concerned
+	Detail string      // why, in words
 }
 
 // String renders the warning as one line: its kind, where, and what.
