@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -208,4 +210,103 @@ func TestAdoptRefusesWhatDoesNotAddUp(t *testing.T) {
 			assert.Equal(t, before, r.Snapshot(), "a refused adoption changes nothing")
 		})
 	}
+}
+
+// A victim drained only to free quota keeps counting it for a beneficiary
+// that already started, until it exits: a rebuild by adoption must not
+// hand that quota to anyone else meanwhile.
+func TestAdoptKeepsQuotaPromisedToAStartedBeneficiary(t *testing.T) {
+	cfg := fleet.ReferenceConfig()
+	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 3},
+		GPUsPerNode: 8, Flavor: "H100"})
+	for i := range cfg.Quota.Nodes {
+		switch n := &cfg.Quota.Nodes[i]; n.Name {
+		case "prod-inference":
+			n.Quotas[0].Nominal, n.Quotas[0].LendingLimit = 8, quota.LimitOf(8)
+		case "research":
+			n.Quotas[0].Nominal = 0
+		}
+	}
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	filler := gang.Workload{ID: "filler", Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
+		PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}}, Drain: gang.DrainContract{Preemptible: true}}
+	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: filler, Started: t0,
+		Pods: []fleet.PodAssignment{{PodSet: "p", Node: "node-0-0", GPUs: 8}}}))
+	now := t0.Add(time.Hour)
+	// Its node cordoned, the filler's GPUs cannot be the replica's: the
+	// replica goes to the free node, and the filler frees quota only.
+	_, err = s.SetNodeHealth(now, "node-0-0", topology.Cordoned)
+	require.NoError(t, err)
+	require.NoError(t, s.Submit(now, replica("replica", 8)))
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 1, "the filler drains to give inference its quota back")
+	d = s.Schedule(now)
+	require.Len(t, d.Admit, 1, "the replica starts on the free node while the filler drains")
+	rep := d.Admit[0]
+
+	// Rebuild from what the host saw.
+	r, err := fleet.New(cfg)
+	require.NoError(t, err)
+	x := s.Snapshot()
+	for _, v := range x.Running {
+		a := fleet.Adoption{Workload: filler, Started: v.Started, Pods: v.Pods}
+		if v.ID == "replica" {
+			a.Workload = replica("replica", 8)
+		}
+		if v.Drain != nil {
+			a.Drain = &fleet.AdoptedDrain{Since: v.Drain.Since, Deadline: v.Drain.Deadline, Reason: v.Drain.Reason,
+				Beneficiaries: v.Drain.Beneficiaries, Live: v.Drain.Live}
+			assert.Equal(t, []string{"replica"}, v.Drain.Live, "the started replica still counts on the filler")
+		}
+		require.NoError(t, r.Adopt(now, a), v.ID)
+	}
+	_, err = r.SetNodeHealth(now, "node-0-0", topology.Cordoned)
+	require.NoError(t, err)
+	assert.Equal(t, rep.Pods, x.Running[slices.IndexFunc(x.Running, func(v fleet.RunningView) bool { return v.ID == "replica" })].Pods)
+	more := filler
+	more.ID = "more"
+	var why []string
+	for _, sc := range []*fleet.Scheduler{s, r} {
+		require.NoError(t, sc.Submit(now, more))
+		d := sc.Schedule(now.Add(time.Second))
+		assert.Empty(t, d.Admit, "the filler's quota is promised to the replica until it exits")
+		assert.Empty(t, d.Drain)
+		x, err := sc.Explain("more")
+		require.NoError(t, err)
+		why = append(why, x.Message)
+	}
+	assert.Equal(t, why[0], why[1], "the rebuilt scheduler sees the filler as promised, as the one that never stopped")
+	assert.Contains(t, why[1], "1 draining or claimed")
+}
+
+// An elastic workload gives up its highest-indexed pods first, in
+// whatever order the host listed them when it adopted it.
+func TestShrinkGivesUpTheHighestIndexWhateverTheAdoptionOrder(t *testing.T) {
+	cfg := fleet.ReferenceConfig()
+	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 2},
+		GPUsPerNode: 8, Flavor: "H100"})
+	for i := range cfg.Quota.Nodes {
+		switch n := &cfg.Quota.Nodes[i]; n.Name {
+		case "prod-inference":
+			n.Quotas[0].Nominal, n.Quotas[0].LendingLimit = 16, quota.LimitOf(16)
+		case "research":
+			n.Quotas[0].Nominal = 0
+		}
+	}
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	w := gang.Workload{ID: "elastic", Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
+		PodSets: []gang.PodSet{{Name: "p", Count: 4, MinCount: 1, GPUsPerPod: 4}}, Drain: gang.DrainContract{Preemptible: true}}
+	var pods []fleet.PodAssignment
+	for _, i := range []int{3, 1, 2, 0} {
+		pods = append(pods, fleet.PodAssignment{PodSet: "p", Index: i, Node: fmt.Sprintf("node-0-%d", i/2), GPUs: 4})
+	}
+	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: pods}))
+	now := t0.Add(time.Hour)
+	require.NoError(t, s.Submit(now, replica("r", 4)))
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 1, "one pod makes room for the replica")
+	assert.Equal(t, "elastic", d.Drain[0].Of)
+	assert.Equal(t, 3, d.Drain[0].Pod.Index, "the highest index goes first")
 }

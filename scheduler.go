@@ -407,13 +407,16 @@ func (s *Scheduler) Submit(now time.Time, w gang.Workload) error {
 }
 
 // track files a resolved entry as pending, in the ledger and the queue.
-func (s *Scheduler) track(e *entry, now time.Time) {
+func (s *Scheduler) track(e *entry, now time.Time) { s.trackAs(e, now, 0) }
+
+// trackAs is track with the submission counter an adopted workload had
+// (adoptSeq; 0: the next).
+func (s *Scheduler) trackAs(e *entry, now time.Time, seq uint64) {
 	rec, err := s.books.Track(&e.w, e.queue, e.flavor, e.policy())
 	if err != nil {
 		panic("fleet: a resolved workload refused by the ledger: " + err.Error())
 	}
-	s.seq++
-	e.rec, e.submitted, e.seq = rec, now, s.seq
+	e.rec, e.submitted, e.seq = rec, now, s.adoptSeq(seq)
 	rec.Submitted = now
 	s.work[e.w.ID] = e
 	s.enqueue(e)

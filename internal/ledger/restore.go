@@ -184,12 +184,13 @@ func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now time
 	return nil
 }
 
-// AdoptServed marks a pending workload adopted after a restart as served
-// when a draining victim lists it among its live beneficiaries, as a
-// nomination or reclaim would have.
+// AdoptServed marks a workload adopted after a restart (pending, or a
+// beneficiary that started while victims freeing its quota still drain)
+// as served when a draining victim lists it among its live beneficiaries,
+// as a nomination or reclaim would have: its end then releases them.
 func (l *Ledger) AdoptServed(b string) {
 	r, ok := l.recs[b]
-	if !ok || r.State != gang.Pending {
+	if !ok {
 		return
 	}
 	for _, v := range l.draining {
@@ -200,15 +201,16 @@ func (l *Ledger) AdoptServed(b string) {
 	}
 }
 
-// DropUnknownLive forgets, on every drain, the live beneficiaries that
-// are not pending workloads of the books: after a restart by adoption, a
-// beneficiary the host did not adopt again no longer counts on its
-// victims, which become ordinary draining candidates.
+// DropUnknownLive forgets, on every drain, the live beneficiaries the
+// books do not track: after a restart by adoption, a beneficiary the host
+// did not adopt again no longer counts on its victims, which become
+// ordinary draining candidates. A beneficiary that runs still counts on
+// the victims that free its quota, until it ends.
 func (l *Ledger) DropUnknownLive() {
 	var gone []string
 	for _, v := range l.draining {
 		for _, b := range v.Drain.Live {
-			if r, ok := l.recs[b]; (!ok || r.State != gang.Pending) && !slices.Contains(gone, b) {
+			if _, ok := l.recs[b]; !ok && !slices.Contains(gone, b) {
 				gone = append(gone, b)
 			}
 		}
