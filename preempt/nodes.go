@@ -121,8 +121,17 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 	nodeLevel := topology.Level(f.Depth())
 	nodeBase := f.NodeDomain(0)
 	wb := s.wholeBound()
+	lazy := s.boundTouched()
 	for _, n := range s.touched {
 		if nd, ngi := s.cell(n); nd == d && ngi == gi {
+			if lazy {
+				if p, ok := s.touchedBound(n); ok {
+					s.push(frontierItem{prio: p, whole: wb, cold: s.coldNode(n), kind: frontierNodeBound, id: int32(n)})
+				} else {
+					s.nodeSeen[n] = s.cellEpoch
+				}
+				continue
+			}
 			s.nodeSeen[n] = s.cellEpoch
 			if p, w, c, ok := s.nodeSlot(n, a, false); ok {
 				s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
@@ -196,6 +205,43 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 		}
 	}
 	return true
+}
+
+// boundTouched reports whether fillCell may bound the nodes whose room
+// the search changed from the Index instead of pricing each at once:
+// when nothing is gone, every candidate is whole, costs are not negative
+// and every victim taken so far was picked for quota (so it counts in
+// the price of room on its node, see nodeSlot).
+func (s *Searcher) boundTouched() bool {
+	if len(s.gone) > 0 || s.index.splits > 0 || s.unbounded || s.noBounds {
+		return false
+	}
+	for _, ci := range s.taken {
+		if !s.cands[ci].forQuota {
+			return false
+		}
+	}
+	return true
+}
+
+// touchedBound is a lower bound on nodeSlot's price of room for one more
+// pod on node n, a node whose room the victims picked for quota changed:
+// nodeSlot's victims there, those picked for quota among them, bring the
+// node's free GPUs from the live figure to the next multiple of the pod
+// size above what is freed, so the Index's reach at that multiple (the
+// lowest priority at which the node's candidates can free that much)
+// bounds their highest priority. It reports false when nodeSlot can make
+// no room there (the multiple is above the node's capacity, or its
+// candidates cannot reach it).
+func (s *Searcher) touchedBound(n topology.NodeID) (int32, bool) {
+	f, x := s.fleet, s.index
+	k := s.shape.podGPUs
+	target := ((f.Free(n)+int(s.freed[n]))/k + 1) * k
+	if target > f.Capacity(n) || f.Health(n) != topology.Healthy || target > x.podSizes {
+		return 0, false
+	}
+	p := x.reach[int(n)*x.podSizes+target-1]
+	return p, p != noPrice
 }
 
 // fillCellFrugal is fillCell's last resort, for when what other queues
