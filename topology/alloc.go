@@ -183,6 +183,10 @@ func (f *Fleet) change(n NodeID, fn func(), res []ResourceAmount, sign int64) {
 				f.changeResources(n, (int(d)*f.slots+s)*R, oldH, newH, res, sign)
 			}
 			if i == 0 && l >= 1 && l < f.depth {
+				if f.batch != nil && f.batch.on {
+					f.noteDomain(l, g, d, old)
+					continue
+				}
 				if old.freeNodes != a.freeNodes {
 					t := f.byFreeNodes[l][g]
 					t.Delete(key(old.freeNodes, int32(d)))
@@ -195,6 +199,10 @@ func (f *Fleet) change(n NodeID, fn func(), res []ResourceAmount, sign int64) {
 				}
 			}
 		}
+	}
+	if f.batch != nil && f.batch.on {
+		f.noteNode(n, before.bucket)
+		return
 	}
 	if before.bucket != after.bucket {
 		t := f.nodesByFree[g]
