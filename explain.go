@@ -192,6 +192,29 @@ func (s *Scheduler) Explain(id string) (Explanation, error) {
 	return x, nil
 }
 
+// ruleHint names the preemption rule of e's queue that keeps it waiting,
+// with the setting that would let preemption help: reclaimWithinCohort
+// when the queue is below its nominal quota and may not take back what it
+// lent, withinClusterQueue when its own running work was excluded by it.
+// "" when no rule of its queue is to blame.
+func (s *Scheduler) ruleHint(e *entry, x *Explanation) string {
+	if s.cfg.Policy.NoPreemption || e.wait.reason != WaitQuota && e.wait.reason != WaitMemo {
+		return ""
+	}
+	rules := s.tree.Rules(e.queue)
+	var fix []string
+	if rules.ReclaimWithinCohort == quota.ReclaimNever && s.tree.Usage(e.queue, e.flavor) < s.tree.Nominal(e.queue, e.flavor) {
+		fix = append(fix, "reclaimWithinCohort: Any (or LowerPriority) lets it take back the quota it lent")
+	}
+	if rules.WithinQueue == quota.WithinQueueNever && x.Preemption != nil && x.Preemption.Excluded.QueueRule > 0 {
+		fix = append(fix, "withinClusterQueue: LowerPriority lets it preempt its own queue's lower-priority work")
+	}
+	if len(fix) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("queue %q's preemption rules keep it waiting: %s", e.w.Queue, strings.Join(fix, "; "))
+}
+
 // explainWait renders what the last cycle stored for a pending workload.
 func (s *Scheduler) explainWait(e *entry, x *Explanation) []string {
 	w := e.wait
@@ -247,6 +270,9 @@ func (s *Scheduler) explainWait(e *entry, x *Explanation) []string {
 		msg = append(msg, "preemption is off")
 	case x.Preemption != nil:
 		msg = append(msg, "preemption cannot help: "+x.Preemption.Error())
+	}
+	if hint := s.ruleHint(e, x); hint != "" {
+		msg = append(msg, hint)
 	}
 	msg = append(msg, "as of the cycle at "+w.at.Format(time.TimeOnly))
 	return msg
