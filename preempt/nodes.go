@@ -186,18 +186,8 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 			}
 		case frontierNode:
 			n := topology.NodeID(it.id)
-			p, w, c, ok := s.nodeSlot(n, a, false)
-			if !ok {
+			if !s.takeSlot(n, a, it) {
 				continue
-			}
-			if p != it.prio || w != it.whole || c != it.cost {
-				// Its room changed since it was priced (a victim on
-				// several nodes, a queue back within quota).
-				s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
-				continue
-			}
-			if _, _, _, ok := s.nodeSlot(n, a, true); !ok {
-				continue // a pick no longer passes the rules: the node is out
 			}
 			if p, w, c, ok := s.nodeSlot(n, a, false); ok {
 				s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
@@ -205,6 +195,40 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 		}
 	}
 	return true
+}
+
+// takeSlot takes the room for one more pod on node n that item it
+// priced, and reports whether it did: when the room's price changed
+// since (a victim on several nodes, a queue back within quota) it takes
+// nothing and pushes n again at its new price; when it can no longer be
+// made (a pick no longer passes the rules) the node is out. Taking first
+// and checking the price after spares pricing the node once more: the
+// picks nodeSlot takes are those it prices, and its price is theirs;
+// when the take fails or its price differs, the node is priced and then
+// taken as before.
+func (s *Searcher) takeSlot(n topology.NodeID, a attempt, it frontierItem) bool {
+	base := len(s.taken)
+	p, w, c, ok := s.nodeSlot(n, a, true)
+	if ok && p == it.prio && w == it.whole && c == it.cost {
+		return true
+	}
+	if ok {
+		for _, ci := range slices.Backward(s.taken[base:]) {
+			s.untake(ci)
+		}
+		s.taken = s.taken[:base]
+	}
+	// Otherwise price it first, then take.
+	p, w, c, ok = s.nodeSlot(n, a, false)
+	if !ok {
+		return false
+	}
+	if p != it.prio || w != it.whole || c != it.cost {
+		s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
+		return false
+	}
+	_, _, _, ok = s.nodeSlot(n, a, true)
+	return ok
 }
 
 // boundTouched reports whether fillCell may bound the nodes whose room
