@@ -96,15 +96,23 @@ func (f *Fleet) WholeHeld(n NodeID) int {
 }
 
 func (f *Fleet) setWhole(n NodeID, g int, held bool) {
-	f.setGPU(n, g, func() {
-		f.gwhole[g], f.gused[g], f.gmig[g] = held, 0, 0
-		if held {
-			f.gused[g] = MilliGPU
-			if f.nmig[n] >= 0 {
-				f.gmig[g] = migFull
-			}
+	// Allocate and Release move a GPU between whole-free and held whole,
+	// and neither state is in the indexes of partly used GPUs (see
+	// sharedKey): unlike setGPU, nothing to take out or put back there.
+	was := !f.gpuFree(g)
+	f.gwhole[g], f.gused[g], f.gmig[g] = held, 0, 0
+	if held {
+		f.gused[g] = MilliGPU
+		if f.nmig[n] >= 0 {
+			f.gmig[g] = migFull
 		}
-	})
+	}
+	switch now := !f.gpuFree(g); {
+	case now && !was:
+		f.nalloc[n]++
+	case was && !now:
+		f.nalloc[n]--
+	}
 }
 
 // SetHealth changes node n's health. Allocations stay recorded whatever
