@@ -125,12 +125,14 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 	for _, n := range s.touched {
 		if nd, ngi := s.cell(n); nd == d && ngi == gi {
 			if lazy {
-				if p, ok := s.touchedBound(n); ok {
-					s.push(frontierItem{prio: p, whole: wb, cold: s.coldNode(n), kind: frontierNodeBound, id: int32(n)})
-				} else {
-					s.nodeSeen[n] = s.cellEpoch
+				if p, ok, known := s.touchedBound(n); known {
+					if ok {
+						s.push(frontierItem{prio: p, whole: wb, cold: s.coldNode(n), kind: frontierNodeBound, id: int32(n)})
+					} else {
+						s.nodeSeen[n] = s.cellEpoch
+					}
+					continue
 				}
-				continue
 			}
 			s.nodeSeen[n] = s.cellEpoch
 			if p, w, c, ok := s.nodeSlot(n, a, false); ok {
@@ -254,18 +256,22 @@ func (s *Searcher) boundTouched() bool {
 // node's free GPUs from the live figure to the next multiple of the pod
 // size above what is freed, so the Index's reach at that multiple (the
 // lowest priority at which the node's candidates can free that much)
-// bounds their highest priority. It reports false when nodeSlot can make
-// no room there (the multiple is above the node's capacity, or its
-// candidates cannot reach it).
-func (s *Searcher) touchedBound(n topology.NodeID) (int32, bool) {
+// bounds their highest priority. ok is false when nodeSlot can make no
+// room there (the multiple is above the node's capacity, or its
+// candidates cannot reach it); known is false when the Index has no
+// figure for that multiple (the node must be priced).
+func (s *Searcher) touchedBound(n topology.NodeID) (p int32, ok, known bool) {
 	f, x := s.fleet, s.index
 	k := s.shape.podGPUs
 	target := ((f.Free(n)+int(s.freed[n]))/k + 1) * k
-	if target > f.Capacity(n) || f.Health(n) != topology.Healthy || target > x.podSizes {
-		return 0, false
+	switch {
+	case target > f.Capacity(n) || f.Health(n) != topology.Healthy:
+		return 0, false, true
+	case target > x.podSizes:
+		return 0, false, false
 	}
-	p := x.reach[int(n)*x.podSizes+target-1]
-	return p, p != noPrice
+	p = x.reach[int(n)*x.podSizes+target-1]
+	return p, p != noPrice, true
 }
 
 // fillCellFrugal is fillCell's last resort, for when what other queues
