@@ -279,3 +279,34 @@ func TestAdoptKeepsQuotaPromisedToAStartedBeneficiary(t *testing.T) {
 	assert.Equal(t, why[0], why[1], "the rebuilt scheduler sees the filler as promised, as the one that never stopped")
 	assert.Contains(t, why[1], "1 draining or claimed")
 }
+
+// An elastic workload gives up its highest-indexed pods first, in
+// whatever order the host listed them when it adopted it.
+func TestShrinkGivesUpTheHighestIndexWhateverTheAdoptionOrder(t *testing.T) {
+	cfg := fleet.ReferenceConfig()
+	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 2},
+		GPUsPerNode: 8, Flavor: "H100"})
+	for i := range cfg.Quota.Nodes {
+		switch n := &cfg.Quota.Nodes[i]; n.Name {
+		case "prod-inference":
+			n.Quotas[0].Nominal, n.Quotas[0].LendingLimit = 16, quota.LimitOf(16)
+		case "research":
+			n.Quotas[0].Nominal = 0
+		}
+	}
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	w := gang.Workload{ID: "elastic", Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
+		PodSets: []gang.PodSet{{Name: "p", Count: 4, MinCount: 1, GPUsPerPod: 4}}, Drain: gang.DrainContract{Preemptible: true}}
+	var pods []fleet.PodAssignment
+	for _, i := range []int{3, 1, 2, 0} {
+		pods = append(pods, fleet.PodAssignment{PodSet: "p", Index: i, Node: fmt.Sprintf("node-0-%d", i/2), GPUs: 4})
+	}
+	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: pods}))
+	now := t0.Add(time.Hour)
+	require.NoError(t, s.Submit(now, replica("r", 4)))
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 1, "one pod makes room for the replica")
+	assert.Equal(t, "elastic", d.Drain[0].Of)
+	assert.Equal(t, 3, d.Drain[0].Pod.Index, "the highest index goes first")
+}

@@ -281,7 +281,14 @@ func (f *Fleet) AscendDomainsByFreeGPUs(l Level, g GroupID, min int, fn func(d D
 // least min (>= 1) free GPUs, in increasing order of free GPUs and then of
 // ID, until fn returns false: the best-fit order for one pod.
 func (f *Fleet) AscendNodesByFree(g GroupID, min int, fn func(n NodeID, free int) bool) {
-	f.nodesByFree[g].AscendGreaterOrEqual(key(int32(max(min, 1)), 0), func(k uint64) bool {
+	f.AscendNodesByFreeFrom(g, min, 0, fn)
+}
+
+// AscendNodesByFreeFrom is AscendNodesByFree starting at the node
+// (free, from) in its order, so that a walk cut short resumes where it
+// stopped.
+func (f *Fleet) AscendNodesByFreeFrom(g GroupID, free int, from NodeID, fn func(n NodeID, free int) bool) {
+	f.nodesByFree[g].AscendGreaterOrEqual(key(int32(max(free, 1)), int32(max(from, 0))), func(k uint64) bool {
 		return fn(NodeID(uint32(k)), int(k>>32))
 	})
 }
