@@ -212,21 +212,29 @@ func TestAdoptRefusesWhatDoesNotAddUp(t *testing.T) {
 	}
 }
 
-// A victim drained only to free quota keeps counting it for a beneficiary
-// that already started, until it exits: a rebuild by adoption must not
-// hand that quota to anyone else meanwhile.
-func TestAdoptKeepsQuotaPromisedToAStartedBeneficiary(t *testing.T) {
+// oneLeaf is the reference config on one leaf of nodes 8-GPU nodes, with
+// prod-inference's nominal quota and lending limit as given and no quota
+// for research: batch can only borrow inference's.
+func oneLeaf(nodes int, inference int64, lending quota.Limit) fleet.Config {
 	cfg := fleet.ReferenceConfig()
-	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 3},
+	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, nodes},
 		GPUsPerNode: 8, Flavor: "H100"})
 	for i := range cfg.Quota.Nodes {
 		switch n := &cfg.Quota.Nodes[i]; n.Name {
 		case "prod-inference":
-			n.Quotas[0].Nominal, n.Quotas[0].LendingLimit = 8, quota.LimitOf(8)
+			n.Quotas[0].Nominal, n.Quotas[0].LendingLimit = inference, lending
 		case "research":
 			n.Quotas[0].Nominal = 0
 		}
 	}
+	return cfg
+}
+
+// A victim drained only to free quota keeps counting it for a beneficiary
+// that already started, until it exits: a rebuild by adoption must not
+// hand that quota to anyone else meanwhile.
+func TestAdoptKeepsQuotaPromisedToAStartedBeneficiary(t *testing.T) {
+	cfg := oneLeaf(3, 8, quota.LimitOf(8))
 	s, err := fleet.New(cfg)
 	require.NoError(t, err)
 	filler := gang.Workload{ID: "filler", Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
@@ -283,17 +291,7 @@ func TestAdoptKeepsQuotaPromisedToAStartedBeneficiary(t *testing.T) {
 // An elastic workload gives up its highest-indexed pods first, in
 // whatever order the host listed them when it adopted it.
 func TestShrinkGivesUpTheHighestIndexWhateverTheAdoptionOrder(t *testing.T) {
-	cfg := fleet.ReferenceConfig()
-	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 2},
-		GPUsPerNode: 8, Flavor: "H100"})
-	for i := range cfg.Quota.Nodes {
-		switch n := &cfg.Quota.Nodes[i]; n.Name {
-		case "prod-inference":
-			n.Quotas[0].Nominal, n.Quotas[0].LendingLimit = 16, quota.LimitOf(16)
-		case "research":
-			n.Quotas[0].Nominal = 0
-		}
-	}
+	cfg := oneLeaf(2, 16, quota.LimitOf(16))
 	s, err := fleet.New(cfg)
 	require.NoError(t, err)
 	w := gang.Workload{ID: "elastic", Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,

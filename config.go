@@ -16,6 +16,12 @@ import (
 // priority class name none: SIGTERM, then 120 s to checkpoint and exit.
 const DefaultGrace = 120 * time.Second
 
+// MaxGrace bounds every drain grace (a class's, a workload's, an idle
+// rule's, one RequestDrain asks for): a week, far beyond any checkpoint
+// contract. So every drain deadline falls within MaxGrace of its start,
+// and Restore refuses a snapshot whose drain does not.
+const MaxGrace = 7 * 24 * time.Hour
+
 // Config is everything New needs. It is plain data, validated whole.
 type Config struct {
 	Topology topology.Spec
@@ -31,6 +37,7 @@ type PriorityClass struct {
 	Name  string
 	Value int32
 	// Grace is the drain deadline of its victims; 0 means DefaultGrace.
+	// At most MaxGrace.
 	Grace time.Duration
 	// MinRuntime protects just-started work from flapping: a workload of
 	// this class is not a victim before it ran this long.

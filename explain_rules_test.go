@@ -10,25 +10,15 @@ import (
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/quota"
-	"github.com/fleetsched/fleet/topology"
 )
 
 // A queue left with Kueue's default rules (reclaimWithinCohort and
 // withinClusterQueue Never) waits behind the work that borrowed its
 // quota; Explain names the rule and the setting that would let it in.
 func TestExplainNamesTheRuleThatKeepsAQueueWaiting(t *testing.T) {
-	cfg := fleet.ReferenceConfig()
-	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 2},
-		GPUsPerNode: 8, Flavor: "H100"})
+	cfg := oneLeaf(2, 16, quota.Limit{})
 	for i := range cfg.Quota.Nodes {
-		n := &cfg.Quota.Nodes[i]
-		switch n.Name {
-		case "prod-inference":
-			n.Quotas[0].Nominal, n.Quotas[0].LendingLimit = 16, quota.Limit{}
-		case "research":
-			n.Quotas[0].Nominal = 0
-		}
-		n.Preemption = quota.Rules{} // Kueue's defaults: Never
+		cfg.Quota.Nodes[i].Preemption = quota.Rules{} // Kueue's defaults: Never
 	}
 	s, err := fleet.New(cfg)
 	require.NoError(t, err)

@@ -154,6 +154,9 @@ func New(cfg Config) (*Scheduler, error) {
 		if c.Grace < 0 || c.MinRuntime < 0 {
 			return nil, refuse("new", "", ErrInvalidConfig, "priority class %q has a negative duration", c.Name)
 		}
+		if c.Grace > MaxGrace {
+			return nil, refuse("new", "", ErrInvalidConfig, "priority class %q: grace %s beyond MaxGrace %s", c.Name, c.Grace, MaxGrace)
+		}
 		classes[c.Name] = c
 	}
 	if cfg.Policy.RestartOverhead < 0 || cfg.Policy.HotSwapWait < 0 || cfg.Policy.OverflowAfter < 0 || cfg.Policy.DefragBudget < 0 {
@@ -278,6 +281,9 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	}
 	if _, dup := s.work[w.ID]; dup {
 		return nil, refuse(op, w.ID, ErrDuplicate, "already known")
+	}
+	if w.Drain.GracePeriod > MaxGrace {
+		return nil, refuse(op, w.ID, ErrInvalid, "drain.gracePeriod %s beyond MaxGrace %s", w.Drain.GracePeriod, MaxGrace)
 	}
 	q, ok := s.tree.Node(w.Queue)
 	if !ok || !s.tree.IsQueue(q) {
@@ -508,7 +514,7 @@ func (s *Scheduler) Checkpointed(now time.Time, id string, at time.Time) error {
 // contract), after which every cycle asks for a kill. Nobody is nominated
 // for its GPUs: they return to the pool when it exits. A workload already
 // draining keeps its deadline. It is refused for an unknown workload, one
-// not running, or a negative grace.
+// not running, or a grace outside 0 to MaxGrace.
 func (s *Scheduler) RequestDrain(now time.Time, id string, grace time.Duration) (Drain, error) {
 	if err := s.tick("drain", now); err != nil {
 		return Drain{}, err
@@ -520,8 +526,8 @@ func (s *Scheduler) RequestDrain(now time.Time, id string, grace time.Duration) 
 	if !e.state().HoldsGPUs() {
 		return Drain{}, refuse("drain", id, ErrBadState, "workload is %s, not running", e.state())
 	}
-	if grace < 0 {
-		return Drain{}, refuse("drain", id, ErrInvalid, "negative grace %s", grace)
+	if grace < 0 || grace > MaxGrace {
+		return Drain{}, refuse("drain", id, ErrInvalid, "grace %s outside 0 to MaxGrace (%s)", grace, MaxGrace)
 	}
 	if grace == 0 {
 		grace = e.grace()

@@ -116,6 +116,12 @@ func (c *Calendar) rebuild(op string, rec Booking) (*Booking, error) {
 	if b.Grace < 0 {
 		return bad(ErrInvalidRequest, "grace %s", b.Grace)
 	}
+	if !b.End.After(b.Start) || !inRFC3339(b.Start) || !inRFC3339(b.End) {
+		return bad(ErrBadDuration, "window %s to %s", b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339))
+	}
+	if b.GPUs < 0 || b.GPUs > b.Held {
+		return bad(ErrTooLarge, "gpus %d, its blocks hold %d", b.GPUs, b.Held)
+	}
 	return &b, nil
 }
 
