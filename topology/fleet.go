@@ -126,6 +126,7 @@ type Fleet struct {
 	byFreeNodes [][]*btree.BTreeG[uint64]
 	byFreeGPUs  [][]*btree.BTreeG[uint64]
 	nodesByFree []*btree.BTreeG[uint64]
+	batch       *batch // Batch's state; nil until the first batch
 
 	// Per GPU (see gpu.go): node n's GPUs are gbase[n]..gbase[n+1]-1.
 	gbase     []int32
@@ -454,6 +455,7 @@ func (f *Fleet) histBase(d DomainID, s int) int { return (int(d)*f.slots + s) * 
 // cloned copy-on-write, so a clone costs O(nodes) copies and no rebuild.
 func (f *Fleet) Clone() *Fleet {
 	c := *f
+	c.batch = nil
 	c.nalloc = slices.Clone(f.nalloc)
 	c.nhealth = slices.Clone(f.nhealth)
 	c.agg = slices.Clone(f.agg)
