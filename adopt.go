@@ -102,8 +102,8 @@ type AdoptedDrain struct {
 
 // ShrinkingPod is one pod an elastic workload gives up, draining.
 type ShrinkingPod struct {
-	Pod   PodAssignment
-	Drain AdoptedDrain
+	Pod   PodAssignment // the pod, as the workload numbers it
+	Drain AdoptedDrain  // the drain the host was told of
 }
 
 // Adopt records a workload as the host sees it: one that runs (started

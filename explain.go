@@ -46,6 +46,7 @@ const (
 	WaitVictimsTaken
 )
 
+// String names the reason, as Explanation.Message uses it.
 func (w WaitReason) String() string {
 	switch w {
 	case WaitUnscheduled:
@@ -90,8 +91,8 @@ type waitVerdict struct {
 // is what the last cycle decided, not a new decision: Explain and
 // Schedule never disagree.
 type Explanation struct {
-	ID    string
-	State gang.State
+	ID    string     // the workload explained
+	State gang.State // its lifecycle state now
 	// Waiting is why the last cycle (at Cycle) left it pending.
 	Waiting WaitReason
 	Cycle   time.Time
@@ -123,6 +124,7 @@ type Explanation struct {
 	Message string
 }
 
+// String is the rendered sentence, Message.
 func (x Explanation) String() string { return x.Message }
 
 // Explain says why workload id is where it is: for a pending one, what the

@@ -29,10 +29,17 @@ import (
 // entry whose ID is not its spec's, a spec's queue or class changed under
 // running work, an instant after the snapshot's Time, a drain deadline
 // before its start or more than MaxGrace after it, an unknown split
-// parent or event kind) is a *SnapshotError naming it.
+// parent or event kind) is a *SnapshotError naming it. A zero Snapshot is
+// refused too, and so is a cfg whose quota differs from the Config the
+// snapshot was taken under (the snapshot's quota in force, live edits
+// included, would silently replace the change: restore with the earlier
+// Config, then SetQueue the change).
 func Restore(cfg Config, snap Snapshot) (*Scheduler, error) {
 	s, err := New(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.restorable(snap); err != nil {
 		return nil, err
 	}
 	if err := s.restore(snap); err != nil {

@@ -13,11 +13,12 @@ import (
 // the workload it belongs to ("" for none) and what is wrong with it. It
 // wraps ErrInvalid.
 type SnapshotError struct {
-	Field    string
-	Workload string
-	Detail   string
+	Field    string // its path in the Snapshot, e.g. "Running[3].Drain.Deadline"
+	Workload string // the workload it belongs to, "" for none
+	Detail   string // what is wrong with it
 }
 
+// Error names the field, its workload and what is wrong.
 func (e *SnapshotError) Error() string {
 	msg := fmt.Sprintf("%v: restore: %s", ErrInvalid, e.Field)
 	if e.Workload != "" {

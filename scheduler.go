@@ -94,6 +94,10 @@ type Scheduler struct {
 	unreclaimable map[string]bool
 	// nodeMax is the most of each resource one node has, per group.
 	nodeMax nodeMax
+
+	// configQuota is cfg.Quota as the tree reads it, before any live edit:
+	// a Snapshot carries it so that Restore can tell a changed Config.
+	configQuota *quota.Tree
 }
 
 // entry is the scheduler's record of one workload: the spec and the
@@ -173,8 +177,12 @@ func New(cfg Config) (*Scheduler, error) {
 	// Gangs that span leaves spread over the leaves' uplinks: the ledger
 	// counts the gangs crossing each leaf.
 	uplinks := books.Crossings()
+	configQuota, err := quota.New(cfg.Quota)
+	if err != nil {
+		panic("fleet: a quota spec accepted once is refused: " + err.Error())
+	}
 	return &Scheduler{
-		cfg: cfg, fleet: f, tree: t, classes: classes, books: books, cal: cal, warm: warm, nodeMax: newNodeMax(f),
+		cfg: cfg, configQuota: configQuota, fleet: f, tree: t, classes: classes, books: books, cal: cal, warm: warm, nodeMax: newNodeMax(f),
 		held: holds{waiting: map[string]bool{}}, overflowing: map[quota.NodeID]bool{},
 		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks, Terse: true}),
 		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true, Warm: warm, Uplinks: uplinks}),
@@ -467,7 +475,18 @@ func (s *Scheduler) Exited(now time.Time, id string, how gang.ExitReason) error 
 		return refuse("exited", id, ErrInvalid, "unknown exit reason %d", how)
 	}
 	if !gang.CanTransition(e.state(), how.State()) {
-		return refuse("exited", id, ErrBadState, "a %s workload cannot end %s", e.state(), how)
+		var can []string
+		for r := gang.ExitFinished; r.Valid(); r++ {
+			if gang.CanTransition(e.state(), r.State()) {
+				can = append(can, r.String())
+			}
+		}
+		why := ""
+		if how == gang.ExitDrained || how == gang.ExitKilled {
+			why = " (no drain was asked of it)"
+		}
+		return refuse("exited", id, ErrBadState, "workload is %s: it cannot end %s%s; report how it ended: %s",
+			e.state(), how, why, strings.Join(can, ", "))
 	}
 	s.advance(now)
 	ev := s.event(EventExited, now, e)

@@ -39,6 +39,7 @@ const (
 	CauseInvalid
 )
 
+// String is the cause's name, as NoFit.Error prints it.
 func (c Cause) String() string {
 	switch c {
 	case CauseCapacity:
@@ -55,7 +56,7 @@ func (c Cause) String() string {
 
 // LevelTry records one level the search tried.
 type LevelTry struct {
-	Level string
+	Level string // the level's name
 	// Largest is the most pods of the workload's largest pod size that any
 	// one domain of the level could hold, and Domain that domain's name.
 	// Filled only when Options.Explain is set (it scans the level).
@@ -66,14 +67,14 @@ type LevelTry struct {
 // NoFit is the structured reason a workload does not fit: data a
 // scheduler can show a person or act on.
 type NoFit struct {
-	Workload  string
-	Cause     Cause
+	Workload  string // the workload's ID
+	Cause     Cause  // why it does not fit
 	Required  string // required level, "" for the whole fleet
-	Preferred string
-	Pods      int // pods of the workload
-	NeedGPUs  int // GPUs it needs
-	FreeGPUs  int // free GPUs on eligible healthy nodes (best group)
-	FreeNodes int // fully free eligible nodes (best group)
+	Preferred string // preferred level, "" for none
+	Pods      int    // pods of the workload
+	NeedGPUs  int    // GPUs it needs
+	FreeGPUs  int    // free GPUs on eligible healthy nodes (best group)
+	FreeNodes int    // fully free eligible nodes (best group)
 	// NeedMilliGPUs is what the workload asks of GPUs in thousandths,
 	// shares included; MIGPods its pods that ask for a MIG slice (whose
 	// charge is known once placed). FreeMilliGPUs is the best group's
@@ -89,14 +90,15 @@ type NoFit struct {
 	// group is short of something; "" when the cause is another.
 	Short                string
 	ShortNeed, ShortFree int64
-	Tried                []LevelTry
-	Detail               string
+	Tried                []LevelTry // the levels tried, lowest first
+	Detail               string     // what more there is to say, in words
 	// Err is the specific kind of an invalid request (ErrBadShare,
 	// ErrUnknownProfile, ErrUnknownResource, ErrBadAmount,
 	// ErrBadRequest), or nil.
 	Err error
 }
 
+// Error says what did not fit, why, and what the fleet has free.
 func (e *NoFit) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "placement: workload %q does not fit (%s): needs %s in %d pods", e.Workload, e.Cause, e.need(), e.Pods)

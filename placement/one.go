@@ -10,8 +10,8 @@ import (
 // Option is one way to place a one-pod workload: a node, and the GPU the
 // pod would take there for a share or a MIG slice.
 type Option struct {
-	Node  topology.NodeID
-	Group topology.GroupID
+	Node  topology.NodeID  // the node
+	Group topology.GroupID // the (flavor, pool) partition the node is in
 	// GPU is the GPU a share or slice would take; -1 for whole-GPU and
 	// CPU-only pods (whole GPUs are the node's lowest whole-free ones).
 	GPU int

@@ -80,9 +80,11 @@ func (f *Fleet) Group(flavor, pool string) (GroupID, bool) {
 	return 0, false
 }
 
-// GroupFlavor and GroupPool describe group g.
+// GroupFlavor is group g's flavor, its GPU model.
 func (f *Fleet) GroupFlavor(g GroupID) string { return f.groups[g].flavor }
-func (f *Fleet) GroupPool(g GroupID) string   { return f.groups[g].pool }
+
+// GroupPool is group g's pool name ("" for the default pool).
+func (f *Fleet) GroupPool(g GroupID) string { return f.groups[g].pool }
 
 // MaxGPUsPerNode is the largest node's GPU count.
 func (f *Fleet) MaxGPUsPerNode() int { return f.maxGPUs }
@@ -158,10 +160,10 @@ func (f *Fleet) Span(nodes []NodeID) Level {
 // Stats are a domain's figures for one group or for all groups.
 type Stats struct {
 	Nodes        int // every node, whatever its health
-	HealthyNodes int
+	HealthyNodes int // nodes neither cordoned, down nor absent
 	FreeNodes    int // healthy and with every GPU free: usable by whole-node gangs
 	GPUs         int // capacity of every node
-	HealthyGPUs  int
+	HealthyGPUs  int // capacity of healthy nodes
 	FreeGPUs     int // free GPUs on healthy nodes
 	Allocated    int // GPUs held on nodes of any health
 	Stranded     int // free GPUs on healthy, partly used nodes
