@@ -20,8 +20,10 @@ import (
 // The library owns no clock, no goroutines, no global randomness and no
 // package-level state: the host supplies `now`, serialises calls and passes
 // seeded generators in. TestPurity keeps it so by scanning the non-test
-// sources of every package under the repository root except examples/ and
-// testdata/, the modules of importer/ and metrics/prom included.
+// sources of every package under the repository root except examples/,
+// testdata/ and hosts/ (the hosts run on real systems: they read the
+// clock and run goroutines), the modules of importer/ and metrics/prom
+// included.
 //
 // The scan is syntactic (go/parser and go/ast, no type checking), so it is
 // fast and needs no build. Package names are resolved through each file's
@@ -203,7 +205,8 @@ func packageDirs(t *testing.T, root string) []string {
 		}
 		name := d.Name()
 		if path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") ||
-			name == "testdata" || name == "vendor" || name == "examples") {
+			name == "testdata" || name == "vendor" || name == "examples" ||
+			path == filepath.Join(root, "hosts")) {
 			return filepath.SkipDir
 		}
 		dirs = append(dirs, path)

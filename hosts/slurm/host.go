@@ -1,0 +1,827 @@
+package slurm
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Clock is where the host reads the time: the wall clock in production,
+// a virtual one in tests.
+type Clock interface{ Now() time.Time }
+
+// WallClock reads time.Now.
+type WallClock struct{}
+
+// Now returns the wall-clock time.
+func (WallClock) Now() time.Time { return time.Now() }
+
+// Options are what a Host is built from besides its Config.
+type Options struct {
+	Slurm Slurm
+	// Quota is the quota tree (a Kueue file through importer/kueue, or a
+	// fleet quota spec): Slurm has none to import.
+	Quota  quota.Spec
+	Policy fleet.Policy
+	// Clock defaults to WallClock.
+	Clock  Clock
+	Logger *slog.Logger
+	// Observe, when set, sees every cycle's decisions (metrics, tests).
+	Observe func(fleet.Decisions)
+}
+
+// tracked is what the host knows of one job it gave the scheduler.
+type tracked struct {
+	spec    gang.Workload
+	requeue bool
+	// running: admitted (or adopted); seen: Slurm showed it on its nodes
+	// since.
+	running, seen bool
+	killed        bool
+	// admitted is when the host released it; started when the scheduler
+	// counts it started.
+	admitted, started time.Time
+	// comment is the Comment last written.
+	comment string
+}
+
+// Host carries fleet's decisions out on a Slurm cluster. Each cycle reads
+// the nodes and jobs of the managed partitions, brings the scheduler in
+// line (health, submissions, exits), runs Schedule, persists its state,
+// then acts: kills, drains (requeuehold or SIGTERM), admissions
+// (ReqNodeList, then release), and pending reasons in Comment.
+type Host struct {
+	cfg     Config
+	sl      Slurm
+	clock   Clock
+	log     *slog.Logger
+	quota   quota.Spec
+	policy  fleet.Policy
+	observe func(fleet.Decisions)
+
+	mu       sync.Mutex // guards s for Scheduler; cycles run one at a time
+	s        *fleet.Scheduler
+	fleetKey string
+	health   map[string]topology.Health
+	work     map[string]*tracked
+	// bad holds, per job refused, the fingerprint of the job refused:
+	// it is not tried again until the job changes.
+	bad   map[string]string
+	state State
+	// cycles counts the cycles run.
+	cycles int
+}
+
+// New builds a host; it reads its state file, if any. Nothing runs
+// until Cycle or Run.
+func New(cfg Config, o Options) (*Host, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Slurm == nil {
+		return nil, fmt.Errorf("%w: no Slurm backend", ErrConfig)
+	}
+	st, err := LoadState(cfg.StateFile)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{cfg: cfg, sl: o.Slurm, clock: o.Clock, log: o.Logger, quota: o.Quota, policy: o.Policy,
+		observe: o.Observe, work: map[string]*tracked{}, bad: map[string]string{}, state: st}
+	if h.clock == nil {
+		h.clock = WallClock{}
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	return h, nil
+}
+
+// Run runs a cycle every period until ctx ends. A failed cycle (Slurm
+// unreachable) is logged and tried again at the next period.
+func (h *Host) Run(ctx context.Context) error {
+	t := time.NewTicker(h.cfg.period())
+	defer t.Stop()
+	for {
+		if _, err := h.Cycle(ctx); err != nil && ctx.Err() == nil {
+			h.log.Error("cycle", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Scheduler gives f the scheduler (for metrics and tests); f must not
+// keep it.
+func (h *Host) Scheduler(f func(*fleet.Scheduler)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.s != nil {
+		f(h.s)
+	}
+}
+
+// Cycles is the number of cycles run.
+func (h *Host) Cycles() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cycles
+}
+
+// Cycle runs one cycle and returns its decisions.
+func (h *Host) Cycle(ctx context.Context) (fleet.Decisions, error) {
+	nodes, err := h.sl.Nodes(ctx, h.cfg.Partitions)
+	if err != nil {
+		return fleet.Decisions{}, err
+	}
+	jobs, err := h.sl.Jobs(ctx, h.cfg.Partitions)
+	if err != nil {
+		return fleet.Decisions{}, err
+	}
+	topo, err := h.sl.Topology(ctx)
+	if err != nil {
+		return fleet.Decisions{}, err
+	}
+	spec, health, err := h.cfg.Fleet(nodes, topo)
+	if err != nil {
+		return fleet.Decisions{}, err
+	}
+	slices.SortFunc(jobs, func(a, b Job) int { return cmpID(a.ID, b.ID) })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.clock.Now()
+	var acts []action
+	if key := fleetKey(spec); h.s == nil || key != h.fleetKey {
+		if acts, err = h.rebuild(now, spec, health, jobs); err != nil {
+			return fleet.Decisions{}, err
+		}
+		h.fleetKey = key
+	} else {
+		h.syncHealth(now, health)
+	}
+	acts = append(acts, h.syncJobs(now, jobs)...)
+	d := h.s.Schedule(now)
+	h.cycles++
+	if h.observe != nil {
+		h.observe(d)
+	}
+	acts = append(acts, h.decide(now, d)...)
+	if err := SaveState(h.cfg.StateFile, &h.state); err != nil {
+		// Acting without the state saved would lose drains on a restart.
+		return d, fmt.Errorf("slurm: state file: %w", err)
+	}
+	acts = append(acts, h.pending()...)
+	h.carryOut(ctx, now, acts)
+	return d, nil
+}
+
+func fleetKey(spec topology.Spec) string {
+	var b strings.Builder
+	fmt.Fprint(&b, spec.Levels)
+	for _, n := range spec.Nodes {
+		fmt.Fprint(&b, n.Name, n.Path, n.GPUs, n.Flavor, n.Resources)
+	}
+	return b.String()
+}
+
+// cmpID orders job IDs numerically ("9" before "10"), then as text.
+func cmpID(a, b string) int {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA == nil && errB == nil {
+		return cmp.Compare(x, y)
+	}
+	return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
+}
+
+// syncHealth reports node health changes; the jobs the scheduler ends
+// on a lost node are Slurm's to end or requeue (the host re-holds what
+// comes back pending).
+func (h *Host) syncHealth(now time.Time, health map[string]topology.Health) {
+	for _, node := range slices.Sorted(maps.Keys(health)) {
+		hv := health[node]
+		if old, ok := h.health[node]; !ok || old == hv {
+			continue
+		}
+		lost, err := h.s.SetNodeHealth(now, node, hv)
+		if err != nil {
+			h.log.Warn("node health", "node", node, "err", err)
+			continue
+		}
+		h.health[node] = hv
+		h.log.Info("node health", "node", node, "health", hv.String(), "ended", lost)
+		for _, id := range lost {
+			delete(h.work, id)
+			delete(h.state.Drains, id)
+		}
+	}
+}
+
+// fingerprint is what a refusal depends on: a job refused is tried again
+// when one of these changes.
+func fingerprint(j *Job) string {
+	return fmt.Sprint(j.Partition, j.Account, j.QOS, j.Nodes, j.GPUsPerNode, j.GPUType, j.CPUsPerNode, j.MemoryMB, j.Switches, j.Requeue)
+}
+
+// syncJobs brings the scheduler in line with the jobs: exits, cancels,
+// new submissions, holds.
+func (h *Host) syncJobs(now time.Time, jobs []Job) []action {
+	var acts []action
+	seen := map[string]bool{}
+	for i := range jobs {
+		j := &jobs[i]
+		if !h.cfg.Managed(j) {
+			continue
+		}
+		seen[j.ID] = true
+		t := h.work[j.ID]
+		if t != nil && t.running {
+			if j.OnNodes() {
+				t.seen = true
+				continue
+			}
+			if !t.seen && j.State == StatePending && !j.Held() && now.Sub(t.admitted) < h.cfg.startTimeout() {
+				continue // released, not started yet
+			}
+			how := h.exitOf(t, j)
+			if err := h.s.Exited(now, j.ID, how); err != nil {
+				h.log.Warn("exit", "job", j.ID, "err", err)
+			}
+			h.forget(j.ID)
+			t = nil
+			if j.State != StatePending {
+				continue
+			}
+		}
+		if t != nil {
+			switch {
+			case j.Ended():
+				_ = h.s.Cancel(now, j.ID)
+				h.forget(j.ID)
+			case j.OnNodes():
+				// Started by someone else: take it as it runs.
+				_ = h.s.Cancel(now, j.ID)
+				h.forget(j.ID)
+				acts = append(acts, h.adoptRunning(now, j, nil)...)
+			case !j.Held():
+				acts = append(acts, action{kind: actHold, job: j.ID})
+			}
+			continue
+		}
+		switch {
+		case j.Ended():
+			continue
+		case j.OnNodes():
+			acts = append(acts, h.adoptRunning(now, j, nil)...)
+			continue
+		case j.State != StatePending:
+			continue
+		}
+		if !j.Held() {
+			acts = append(acts, action{kind: actHold, job: j.ID})
+		}
+		fp := fingerprint(j)
+		if h.bad[j.ID] == fp {
+			continue
+		}
+		w, err := h.cfg.Workload(j)
+		if err == nil {
+			err = h.s.Submit(now, w)
+		}
+		if err != nil {
+			h.bad[j.ID] = fp
+			acts = append(acts, h.refused(j, err))
+			continue
+		}
+		delete(h.bad, j.ID)
+		h.state.Seq++
+		h.order()[j.ID] = h.state.Seq
+		h.work[j.ID] = &tracked{spec: w, requeue: j.Requeue, comment: j.Comment}
+	}
+	for _, id := range slices.Sorted(maps.Keys(h.work)) {
+		if seen[id] {
+			continue
+		}
+		// Gone from squeue (ended long ago, or purged).
+		t := h.work[id]
+		if t.running {
+			_ = h.s.Exited(now, id, h.exitOf(t, &Job{State: StateCompleted}))
+		} else {
+			_ = h.s.Cancel(now, id)
+		}
+		h.forget(id)
+	}
+	for id := range h.bad {
+		if !seen[id] {
+			delete(h.bad, id)
+		}
+	}
+	return acts
+}
+
+func (h *Host) order() map[string]uint64 {
+	if h.state.Order == nil {
+		h.state.Order = map[string]uint64{}
+	}
+	return h.state.Order
+}
+
+func (h *Host) forget(id string) {
+	delete(h.work, id)
+	delete(h.state.Drains, id)
+	delete(h.state.Nominated, id)
+	delete(h.state.Order, id)
+}
+
+// refused is the Comment of a job fleet cannot take.
+func (h *Host) refused(j *Job, err error) action {
+	msg := err.Error()
+	var je *JobError
+	if errors.As(err, &je) {
+		msg = je.Message
+	}
+	h.log.Info("job refused", "job", j.ID, "why", msg)
+	return action{kind: actComment, job: j.ID, text: "fleet: refused: " + msg}
+}
+
+// exitOf is how a job that left its nodes ended, for the scheduler.
+func (h *Host) exitOf(t *tracked, j *Job) gang.ExitReason {
+	_, draining := h.state.Drains[j.ID]
+	switch {
+	case t.killed:
+		return gang.ExitKilled
+	case draining:
+		return gang.ExitDrained
+	case j.State == StateCompleted:
+		return gang.ExitFinished
+	case j.State == StateCancelled:
+		return gang.ExitCancelled
+	case j.State == StateNodeFail:
+		return gang.ExitNodeLost
+	}
+	return gang.ExitFailed
+}
+
+// adoptRunning gives the scheduler a job Slurm runs, draining when note
+// is set.
+func (h *Host) adoptRunning(now time.Time, j *Job, d *fleet.AdoptedDrain) []action {
+	w, err := h.cfg.Workload(j)
+	if err != nil {
+		h.log.Warn("running job not adopted", "job", j.ID, "err", err)
+		return nil
+	}
+	started := j.Start
+	if n, ok := h.state.Drains[j.ID]; ok && d != nil && !n.Started.IsZero() {
+		started = n.Started
+	}
+	if started.IsZero() || started.After(now) {
+		started = now
+	}
+	submitted := j.Submit
+	if submitted.After(started) {
+		submitted = started
+	}
+	pods := make([]fleet.PodAssignment, len(j.NodeList))
+	for i, n := range j.NodeList {
+		pods[i] = fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: n, GPUs: j.GPUsPerNode}
+	}
+	a := fleet.Adoption{Workload: w, Submitted: submitted, Seq: h.state.Order[j.ID], Started: started, Pods: pods, Drain: d}
+	if err := h.s.Adopt(now, a); err != nil {
+		if d == nil {
+			h.log.Warn("running job not adopted", "job", j.ID, "err", err)
+			return nil
+		}
+		h.log.Warn("drain not adopted; adopting the job as it runs", "job", j.ID, "err", err)
+		a.Drain = nil
+		delete(h.state.Drains, j.ID)
+		if err := h.s.Adopt(now, a); err != nil {
+			h.log.Warn("running job not adopted", "job", j.ID, "err", err)
+			return nil
+		}
+	}
+	h.work[j.ID] = &tracked{spec: w, requeue: j.Requeue, running: true, seen: true, comment: j.Comment, started: started}
+	return nil
+}
+
+// rebuild makes a new scheduler from Slurm's jobs and nodes and the
+// state file: running jobs adopted (draining ones with their drain),
+// pending ones adopted in submission order with their nominations, then
+// node health.
+func (h *Host) rebuild(now time.Time, spec topology.Spec, health map[string]topology.Health, jobs []Job) ([]action, error) {
+	q := h.quota
+	if h.s != nil {
+		q = h.s.Quota()
+	}
+	s, err := fleet.New(fleet.Config{Topology: spec, Quota: q, Classes: h.cfg.classes(), Policy: h.policy})
+	if err != nil {
+		return nil, fmt.Errorf("slurm: the cluster's fleet: %w", err)
+	}
+	h.s, h.work, h.bad = s, map[string]*tracked{}, map[string]string{}
+	live := map[string]bool{}
+	for i := range jobs {
+		if h.cfg.Managed(&jobs[i]) && !jobs[i].Ended() {
+			live[jobs[i].ID] = true
+		}
+	}
+	var running, pending []*Job
+	for i := range jobs {
+		j := &jobs[i]
+		switch {
+		case !h.cfg.Managed(j) || j.Ended():
+		case j.OnNodes():
+			running = append(running, j)
+		case j.State == StatePending:
+			pending = append(pending, j)
+		}
+	}
+	slices.SortStableFunc(running, func(a, b *Job) int { return a.Start.Compare(b.Start) })
+	var acts []action
+	for _, j := range running {
+		var d *fleet.AdoptedDrain
+		if n, ok := h.state.Drains[j.ID]; ok {
+			d = &fleet.AdoptedDrain{Since: n.Since, Deadline: n.Deadline, Reason: n.Reason,
+				Beneficiaries: n.Beneficiaries, KillAsked: n.KillAsked}
+			for _, b := range n.Beneficiaries {
+				if live[b] {
+					d.Live = append(d.Live, b)
+				}
+			}
+			if n.Requeue && j.State == StateRunning {
+				// Decided and saved, perhaps not carried out: carry it out.
+				acts = append(acts, action{kind: actRequeue, job: j.ID})
+			}
+		}
+		acts = append(acts, h.adoptRunning(now, j, d)...)
+	}
+	seq := func(j *Job) uint64 {
+		if s, ok := h.state.Order[j.ID]; ok {
+			return s
+		}
+		return 1 << 62
+	}
+	slices.SortStableFunc(pending, func(a, b *Job) int { return cmp.Compare(seq(a), seq(b)) })
+	for _, j := range pending {
+		if !j.Held() {
+			acts = append(acts, action{kind: actHold, job: j.ID})
+		}
+		w, err := h.cfg.Workload(j)
+		if err != nil {
+			h.bad[j.ID] = fingerprint(j)
+			acts = append(acts, h.refused(j, err))
+			continue
+		}
+		if _, ok := h.state.Order[j.ID]; !ok {
+			h.state.Seq++
+			h.order()[j.ID] = h.state.Seq
+		}
+		submitted := j.Submit
+		if submitted.After(now) || submitted.IsZero() {
+			submitted = now
+		}
+		a := fleet.Adoption{Workload: w, Submitted: submitted, Seq: h.state.Order[j.ID]}
+		for i, n := range h.state.Nominated[j.ID] {
+			a.Nominated = append(a.Nominated, fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: n, GPUs: j.GPUsPerNode})
+		}
+		err = s.Adopt(now, a)
+		if err != nil && len(a.Nominated) > 0 {
+			h.log.Warn("nomination not adopted", "job", j.ID, "err", err)
+			delete(h.state.Nominated, j.ID)
+			a.Nominated = nil
+			err = s.Adopt(now, a)
+		}
+		if err != nil {
+			h.bad[j.ID] = fingerprint(j)
+			acts = append(acts, h.refused(j, err))
+			continue
+		}
+		h.work[j.ID] = &tracked{spec: w, requeue: j.Requeue, comment: j.Comment}
+	}
+	for id := range h.state.Drains {
+		if h.work[id] == nil || !h.work[id].running {
+			delete(h.state.Drains, id)
+		}
+	}
+	for id := range h.state.Nominated {
+		if h.work[id] == nil || h.work[id].running {
+			delete(h.state.Nominated, id)
+		}
+	}
+	for id := range h.state.Order {
+		if h.work[id] == nil {
+			delete(h.state.Order, id)
+		}
+	}
+	h.health = map[string]topology.Health{}
+	for _, node := range slices.Sorted(maps.Keys(health)) {
+		hv := health[node]
+		h.health[node] = hv
+		if hv == topology.Healthy {
+			continue
+		}
+		lost, err := s.SetNodeHealth(now, node, hv)
+		if err != nil {
+			h.log.Warn("node health", "node", node, "err", err)
+		}
+		for _, id := range lost {
+			h.forget(id)
+		}
+	}
+	h.log.Info("rebuilt from Slurm", "nodes", len(spec.Nodes), "running", len(running), "pending", len(pending),
+		"drains", len(h.state.Drains), "nominations", len(h.state.Nominated))
+	return acts, nil
+}
+
+// decide turns a cycle's decisions into actions, in the order Decisions
+// asks, and records drains and nominations in the state.
+func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
+	var acts []action
+	for _, k := range d.Kill {
+		t := h.work[k.ID]
+		if k.Of != "" || t == nil || t.killed {
+			continue
+		}
+		t.killed = true
+		n := h.state.Drains[k.ID]
+		if n.KillAsked.IsZero() {
+			n.KillAsked = now
+		}
+		h.state.Drains[k.ID] = n
+		if n.Requeue {
+			acts = append(acts, action{kind: actSignal, job: k.ID, text: "KILL"})
+		} else {
+			acts = append(acts, action{kind: actCancel, job: k.ID})
+		}
+	}
+	for _, dr := range d.Drain {
+		t := h.work[dr.ID]
+		if dr.Of != "" || t == nil {
+			continue // elastic shrinks: Slurm jobs are not elastic here
+		}
+		if h.state.Drains == nil {
+			h.state.Drains = map[string]DrainNote{}
+		}
+		h.state.Drains[dr.ID] = DrainNote{Since: now, Deadline: dr.Deadline, Reason: dr.Reason,
+			Beneficiaries: dr.Beneficiaries, Requeue: t.requeue, Started: t.started}
+		msg := fmt.Sprintf("fleet: drained (%s) for %s: checkpoint and exit by %s", dr.Reason,
+			strings.Join(dr.Beneficiaries, ","), dr.Deadline.UTC().Format(time.RFC3339))
+		acts = append(acts, action{kind: actComment, job: dr.ID, text: msg})
+		t.comment = msg
+		if t.requeue {
+			acts = append(acts, action{kind: actRequeue, job: dr.ID})
+		} else {
+			acts = append(acts, action{kind: actSignal, job: dr.ID, text: "TERM"})
+		}
+	}
+	for _, id := range d.Failed {
+		acts = append(acts, action{kind: actCancel, job: id})
+	}
+	for _, a := range d.Admit {
+		t := h.work[a.ID]
+		if t == nil {
+			continue
+		}
+		t.running, t.seen, t.admitted, t.started = true, false, now, now
+		delete(h.state.Nominated, a.ID)
+		nodes := make([]string, len(a.Pods))
+		for i, p := range a.Pods {
+			nodes[i] = p.Node
+		}
+		if t.comment != "" {
+			acts = append(acts, action{kind: actComment, job: a.ID, text: ""})
+			t.comment = ""
+		}
+		acts = append(acts, action{kind: actAdmit, job: a.ID, nodes: nodes})
+	}
+	for _, n := range d.Nominate {
+		if h.state.Nominated == nil {
+			h.state.Nominated = map[string][]string{}
+		}
+		nodes := make([]string, len(n.Pods))
+		for _, p := range n.Pods {
+			if p.Index < len(nodes) {
+				nodes[p.Index] = p.Node
+			}
+		}
+		h.state.Nominated[n.ID] = nodes
+	}
+	for _, ev := range d.Events {
+		if ev.Kind == fleet.EventNominationDissolved {
+			delete(h.state.Nominated, ev.Workload)
+		}
+	}
+	return acts
+}
+
+// pending writes, for at most CommentsPerCycle waiting jobs, the reason
+// each waits when it changed.
+func (h *Host) pending() []action {
+	limit := h.cfg.CommentsPerCycle
+	if limit <= 0 {
+		limit = 64
+	}
+	var acts []action
+	ids := slices.SortedFunc(maps.Keys(h.work), cmpID)
+	for _, id := range ids {
+		t := h.work[id]
+		if t.running {
+			continue
+		}
+		x, err := h.s.Explain(id)
+		if err != nil || x.Waiting == fleet.WaitUnscheduled {
+			continue
+		}
+		msg := "fleet: " + Sentence(x)
+		if msg == t.comment {
+			continue
+		}
+		if len(acts) == limit {
+			break
+		}
+		t.comment = msg
+		acts = append(acts, action{kind: actComment, job: id, text: msg})
+	}
+	return acts
+}
+
+// Sentence is Explain's sentence without the time of the cycle, so that
+// the Comment changes only when the reason does.
+func Sentence(x fleet.Explanation) string {
+	msg := x.Message
+	if i := strings.LastIndex(msg, "; as of the cycle at "); i >= 0 {
+		msg = msg[:i]
+	} else if i := strings.LastIndex(msg, "as of the cycle at "); i >= 0 {
+		msg = strings.TrimRight(msg[:i], "; :")
+	}
+	return msg
+}
+
+type actKind uint8
+
+const (
+	actHold actKind = iota + 1
+	actAdmit
+	actRequeue
+	actSignal
+	actCancel
+	actComment
+)
+
+// action is one Slurm command to run after the cycle.
+type action struct {
+	kind  actKind
+	job   string
+	nodes []string
+	text  string
+}
+
+// carryOut runs the actions: first every action but admissions and
+// pending reasons (holds, kills, drains), then the admissions (every
+// ReqNodeList, then the releases in lists), then the pending reasons.
+// Actions of one job keep their order; different jobs' run Workers at
+// a time. A failed admission is reported to the scheduler as a failed
+// start; the job, still held, is submitted again at the next cycle.
+func (h *Host) carryOut(ctx context.Context, now time.Time, acts []action) {
+	var first, admits, last []action
+	for _, a := range acts {
+		switch {
+		case a.kind == actAdmit:
+			admits = append(admits, a)
+		case a.kind == actComment && len(admits) > 0 && a.text != "":
+			last = append(last, a)
+		default:
+			first = append(first, a)
+		}
+	}
+	h.parallel(ctx, first)
+	failed := make([]bool, len(admits))
+	forEach(h.cfg.workers(), len(admits), func(i int) {
+		a := admits[i]
+		if err := h.sl.SetNodes(ctx, a.job, a.nodes); err != nil {
+			h.log.Error("admit", "job", a.job, "nodes", a.nodes, "err", err)
+			failed[i] = true
+		}
+	})
+	var ids []string
+	for i, a := range admits {
+		if !failed[i] {
+			ids = append(ids, a.job)
+		}
+	}
+	const chunk = 100
+	chunks := (len(ids) + chunk - 1) / chunk
+	forEach(h.cfg.workers(), chunks, func(c int) {
+		part := ids[c*chunk : min(len(ids), (c+1)*chunk)]
+		if err := h.sl.Release(ctx, part...); err != nil {
+			// One at a time, to find the ones that failed.
+			for _, id := range part {
+				if err := h.sl.Release(ctx, id); err != nil {
+					h.log.Error("release", "job", id, "err", err)
+					for i := range admits {
+						if admits[i].job == id {
+							failed[i] = true
+						}
+					}
+				}
+			}
+		}
+	})
+	for i, a := range admits {
+		if failed[i] {
+			if err := h.s.Exited(now, a.job, gang.ExitFailed); err == nil {
+				h.forget(a.job)
+			}
+		}
+	}
+	h.parallel(ctx, last)
+}
+
+// parallel runs actions, those of one job in order.
+func (h *Host) parallel(ctx context.Context, acts []action) {
+	var jobs []string
+	byJob := map[string][]action{}
+	for _, a := range acts {
+		if _, ok := byJob[a.job]; !ok {
+			jobs = append(jobs, a.job)
+		}
+		byJob[a.job] = append(byJob[a.job], a)
+	}
+	forEach(h.cfg.workers(), len(jobs), func(i int) {
+		for _, a := range byJob[jobs[i]] {
+			var err error
+			switch a.kind {
+			case actHold:
+				err = h.sl.Hold(ctx, a.job)
+			case actRequeue:
+				err = h.sl.RequeueHold(ctx, a.job)
+			case actSignal:
+				err = h.sl.Signal(ctx, a.job, a.text)
+			case actCancel:
+				err = h.sl.Cancel(ctx, a.job)
+			case actComment:
+				err = h.sl.SetComment(ctx, a.job, a.text)
+			}
+			if err != nil {
+				h.log.Warn("slurm", "job", a.job, "action", a.kind.String(), "err", err)
+			}
+		}
+	})
+}
+
+// forEach calls f(0) to f(n-1), at most workers at a time.
+func forEach(workers, n int, f func(int)) {
+	if workers <= 1 || n <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+func (k actKind) String() string {
+	switch k {
+	case actHold:
+		return "hold"
+	case actAdmit:
+		return "admit"
+	case actRequeue:
+		return "requeuehold"
+	case actSignal:
+		return "signal"
+	case actCancel:
+		return "cancel"
+	case actComment:
+		return "comment"
+	}
+	return fmt.Sprintf("actKind(%d)", uint8(k))
+}
