@@ -1,0 +1,902 @@
+package kube
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/importer/kueue"
+	"github.com/fleetsched/fleet/metrics/prom"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Clock is where the controller reads the time: the wall clock in
+// production, a virtual one in tests.
+type Clock interface{ Now() time.Time }
+
+// WallClock reads time.Now.
+type WallClock struct{}
+
+// Now returns the wall-clock time.
+func (WallClock) Now() time.Time { return time.Now() }
+
+// Queue keys besides the workload keys ("w:" + namespace/name).
+const (
+	keyCycle = "cycle"
+	keyNodes = "nodes"
+	keyWork  = "w:"
+)
+
+// Index names of the pod informer.
+const (
+	indexWorkload = "fleet-workload"
+	indexForeign  = "foreign-node"
+)
+
+// Options are what a Controller is built from besides its Config.
+type Options struct {
+	Client kubernetes.Interface
+	// Quota is the Kueue file's parsed objects.
+	Quota *kueue.Result
+	// Clock defaults to WallClock.
+	Clock  Clock
+	Logger *slog.Logger
+	// Metrics, when set, receives the scheduler's events and snapshots.
+	Metrics *prom.Exporter
+	// Policy is fleet's policy (zero: the defaults).
+	Policy fleet.Policy
+}
+
+// tracked is what the controller knows of one workload it gave the
+// scheduler.
+type tracked struct {
+	spec gang.Workload
+	// pods is the pod names the workload was submitted or adopted with.
+	pods    []string
+	running bool
+	// slots is, for a running workload, the node of every pod index.
+	slots []string
+	// slotPod names the pod bound to each slot ("" while none is).
+	slotPod []string
+	drain   *DrainNote
+	// deadline of its drain.
+	deadline   time.Time
+	killed     bool
+	checkpoint time.Time
+	// message is the PodScheduled=False message last written.
+	message string
+	// nominated is the nominatedNodeName last written per pod index.
+	nominated []string
+}
+
+// Controller schedules the pods whose schedulerName is the configured
+// one: informers fill listers, handlers enqueue keys, and one worker
+// reconciles them with the Scheduler and writes the API.
+type Controller struct {
+	cfg     Config
+	client  kubernetes.Interface
+	clock   Clock
+	log     *slog.Logger
+	metrics *prom.Exporter
+	tr      *Translator
+	policy  fleet.Policy
+	quota   quota.Spec
+	classes []fleet.PriorityClass
+
+	factory informers.SharedInformerFactory
+	podInf  cache.SharedIndexInformer
+	pods    corelisters.PodLister
+	nodes   corelisters.NodeLister
+	queue   workqueue.TypedRateLimitingInterface[string]
+
+	mu sync.Mutex // guards what follows; never held across an API call
+	s  *fleet.Scheduler
+	// fleetKey fingerprints the topology the scheduler was built with.
+	fleetKey string
+	health   map[string]topology.Health
+	work     map[string]*tracked
+	// ended holds workloads the scheduler ended (node lost, failed hot
+	// swap) whose pods are still being removed: they are not resubmitted
+	// until every pod is gone.
+	ended map[string]bool
+	// bad holds the last refusal written per workload key.
+	bad    map[string]string
+	leader bool
+	cycles int
+}
+
+// New builds a controller. Nothing runs until Run.
+func New(cfg Config, o Options) (*Controller, error) {
+	if o.Client == nil {
+		return nil, fmt.Errorf("%w: no client", ErrConfig)
+	}
+	if o.Quota == nil {
+		return nil, fmt.Errorf("%w: no quota (Kueue objects)", ErrConfig)
+	}
+	tr, err := NewTranslator(&cfg, o.Quota)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		cfg: cfg, client: o.Client, clock: o.Clock, log: o.Logger, metrics: o.Metrics, tr: tr,
+		policy: o.Policy, quota: o.Quota.Spec,
+		health: map[string]topology.Health{}, work: map[string]*tracked{},
+		ended: map[string]bool{}, bad: map[string]string{},
+	}
+	if c.clock == nil {
+		c.clock = WallClock{}
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	for _, k := range cfg.Classes {
+		c.classes = append(c.classes, fleet.PriorityClass{Name: k.Name, Value: k.Value, Grace: k.Grace, MinRuntime: k.MinRuntime})
+	}
+	if len(c.classes) == 0 {
+		for _, pc := range o.Quota.PriorityClasses {
+			c.classes = append(c.classes, fleet.PriorityClass{Name: pc.Name, Value: pc.Value})
+		}
+	}
+	c.factory = informers.NewSharedInformerFactory(o.Client, 0)
+	c.podInf = c.factory.Core().V1().Pods().Informer()
+	name := cfg.SchedulerName
+	if err := c.podInf.AddIndexers(cache.Indexers{
+		indexWorkload: func(obj any) ([]string, error) {
+			p, ok := obj.(*corev1.Pod)
+			if !ok || p.Spec.SchedulerName != name {
+				return nil, nil
+			}
+			return []string{WorkloadKey(p)}, nil
+		},
+		indexForeign: func(obj any) ([]string, error) {
+			p, ok := obj.(*corev1.Pod)
+			if !ok || p.Spec.SchedulerName == name || p.Spec.NodeName == "" || Terminal(p) {
+				return nil, nil
+			}
+			return []string{p.Spec.NodeName}, nil
+		},
+	}); err != nil {
+		return nil, err
+	}
+	c.pods = c.factory.Core().V1().Pods().Lister()
+	c.nodes = c.factory.Core().V1().Nodes().Lister()
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "fleet"})
+	_, err = c.podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.podChanged,
+		UpdateFunc: func(old, cur any) { c.podChanged(cur) },
+		DeleteFunc: c.podChanged,
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, err = c.factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.queue.Add(keyNodes) },
+		UpdateFunc: func(any, any) { c.queue.Add(keyNodes) },
+		DeleteFunc: func(any) { c.queue.Add(keyNodes) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// podChanged only enqueues: the key of a pod fleet schedules, or the
+// nodes for a pod that takes capacity fleet does not manage.
+func (c *Controller) podChanged(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if c.tr.Ours(p) {
+		c.queue.Add(keyWork + WorkloadKey(p))
+		return
+	}
+	if p.Spec.NodeName != "" && ForeignGPUs(p) > 0 {
+		c.queue.Add(keyNodes)
+	}
+}
+
+// StartInformers starts the informers and waits for their caches.
+func (c *Controller) StartInformers(ctx context.Context) error {
+	c.factory.Start(ctx.Done())
+	for typ, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("kube: cache of %v did not sync", typ)
+		}
+	}
+	return nil
+}
+
+// Lead runs the scheduling loop until ctx ends: it rebuilds the state
+// from the cluster, then reconciles keys. The informers must be started.
+func (c *Controller) Lead(ctx context.Context) error {
+	c.mu.Lock()
+	err := c.rebuild(c.clock.Now())
+	c.leader = err == nil
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	c.queue.Add(keyCycle)
+	go func() {
+		t := time.NewTicker(c.cfg.Period)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				c.queue.ShutDown()
+				return
+			case <-t.C:
+				c.queue.Add(keyCycle)
+			}
+		}
+	}()
+	for c.next(ctx) {
+	}
+	c.mu.Lock()
+	c.leader = false
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+// Leading reports whether the loop runs and has rebuilt its state.
+func (c *Controller) Leading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leader
+}
+
+// Kick asks for a scheduling cycle now (tests move their clock, then
+// kick).
+func (c *Controller) Kick() { c.queue.Add(keyCycle) }
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if ctx.Err() != nil {
+		return false
+	}
+	var acts []action
+	var err error
+	switch {
+	case key == keyCycle:
+		acts = c.cycle()
+	case key == keyNodes:
+		acts, err = c.syncNodes()
+	default:
+		var changed bool
+		acts, changed = c.syncWorkload(key[len(keyWork):])
+		if changed {
+			c.queue.Add(keyCycle)
+		}
+	}
+	if err != nil {
+		c.log.Error("reconcile", "key", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	c.carryOut(ctx, acts)
+	return true
+}
+
+// Scheduler gives f the scheduler under the controller's lock (for
+// metrics and tests); f must not keep it.
+func (c *Controller) Scheduler(f func(*fleet.Scheduler)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s != nil {
+		f(c.s)
+	}
+}
+
+// workloadPods lists the pods fleet schedules under one workload key.
+func (c *Controller) workloadPods(key string) []*corev1.Pod {
+	objs, err := c.podInf.GetIndexer().ByIndex(indexWorkload, key)
+	if err != nil {
+		return nil
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		pods = append(pods, o.(*corev1.Pod))
+	}
+	return pods
+}
+
+// foreignGPUs sums, per node, the GPUs pods fleet does not schedule hold.
+func (c *Controller) foreignGPUs() map[string]int {
+	used := map[string]int{}
+	idx := c.podInf.GetIndexer()
+	for _, node := range idx.ListIndexFuncValues(indexForeign) {
+		objs, _ := idx.ByIndex(indexForeign, node)
+		for _, o := range objs {
+			used[node] += ForeignGPUs(o.(*corev1.Pod))
+		}
+	}
+	return used
+}
+
+// fleetSpec builds the topology from the node lister.
+func (c *Controller) fleetSpec() (topology.Spec, string, map[string]topology.Health, error) {
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return topology.Spec{}, "", nil, err
+	}
+	res, err := c.tr.Nodes(nodes, c.foreignGPUs())
+	if err != nil {
+		return topology.Spec{}, "", nil, err
+	}
+	health := map[string]topology.Health{}
+	for _, n := range nodes {
+		health[n.Name] = Health(n)
+	}
+	key := fmt.Sprintf("%v|%v", res.Spec.Levels, res.Spec.Nodes)
+	return res.Spec, key, health, nil
+}
+
+// syncNodes rebuilds the scheduler when the fleet's shape changed (nodes
+// added, removed, relabelled, capacity taken by others) and reports
+// health changes otherwise.
+func (c *Controller) syncNodes() ([]action, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s == nil {
+		return nil, nil
+	}
+	_, key, health, err := c.fleetSpec()
+	if err != nil {
+		return nil, err
+	}
+	now := c.clock.Now()
+	if key != c.fleetKey {
+		c.log.Info("fleet changed: rebuilding from the cluster")
+		if err := c.rebuild(now); err != nil {
+			return nil, err
+		}
+		c.queue.Add(keyCycle)
+		return nil, nil
+	}
+	var acts []action
+	for node, h := range health {
+		if c.health[node] == h {
+			continue
+		}
+		if _, ok := c.health[node]; !ok {
+			continue
+		}
+		lost, err := c.s.SetNodeHealth(now, node, h)
+		if err != nil {
+			c.log.Warn("node health", "node", node, "err", err)
+			continue
+		}
+		c.health[node] = h
+		c.log.Info("node health", "node", node, "health", h.String(), "ended", lost)
+		for _, id := range lost {
+			acts = append(acts, c.endWorkload(id, "its node "+node+" is down")...)
+		}
+		if h == topology.Down {
+			acts = append(acts, c.deletePodsOn(node)...)
+		}
+	}
+	c.queue.Add(keyCycle)
+	return acts, nil
+}
+
+// deletePodsOn deletes, at once, the pods of running workloads left on a
+// down node: their replacements are bound where the scheduler says.
+func (c *Controller) deletePodsOn(node string) []action {
+	var acts []action
+	for _, t := range c.work {
+		for i, n := range t.slots {
+			if n == node && t.slotPod[i] != "" {
+				acts = append(acts, deletePod(podRef{t.spec.ID, t.slotPod[i]}, 0, "NodeLost",
+					"node "+node+" is down; the rank restarts on a replacement node"))
+				t.slotPod[i] = ""
+			}
+		}
+	}
+	return acts
+}
+
+// endWorkload forgets a workload the scheduler ended and deletes its pods.
+func (c *Controller) endWorkload(id, why string) []action {
+	t := c.work[id]
+	delete(c.work, id)
+	c.ended[id] = true
+	var acts []action
+	if t == nil {
+		return nil
+	}
+	for _, p := range c.workloadPods(id) {
+		if p.DeletionTimestamp == nil {
+			acts = append(acts, deletePod(podRef{id, p.Name}, 0, "Failed", why))
+		}
+	}
+	return acts
+}
+
+// rebuild makes a new scheduler from what the cluster shows: the nodes,
+// the pods bound (adopted), the pods terminating under a drain, and the
+// pods waiting (submitted in creation order). c.mu is held.
+func (c *Controller) rebuild(now time.Time) error {
+	spec, key, health, err := c.fleetSpec()
+	if err != nil {
+		return err
+	}
+	q := c.quota
+	if c.s != nil {
+		q = c.s.Quota()
+	}
+	s, err := fleet.New(fleet.Config{Topology: spec, Quota: q, Classes: c.classes, Policy: c.policy})
+	if err != nil {
+		return fmt.Errorf("kube: the cluster's fleet: %w", err)
+	}
+	for node, h := range health {
+		if h == topology.Cordoned {
+			if _, err := s.SetNodeHealth(now, node, h); err != nil && !errors.Is(err, fleet.ErrUnknownNode) {
+				return err
+			}
+		}
+	}
+	work := map[string]*tracked{}
+	type group struct {
+		key     string
+		pods    []*corev1.Pod
+		created time.Time
+	}
+	var groups []group
+	idx := c.podInf.GetIndexer()
+	for _, key := range idx.ListIndexFuncValues(indexWorkload) {
+		g := group{key: key}
+		for _, p := range c.workloadPods(key) {
+			if Terminal(p) {
+				continue
+			}
+			g.pods = append(g.pods, p)
+			if t := p.CreationTimestamp.Time; g.created.IsZero() || t.Before(g.created) {
+				g.created = t
+			}
+		}
+		if len(g.pods) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	slices.SortFunc(groups, func(a, b group) int {
+		return cmp.Or(a.created.Compare(b.created), cmp.Compare(a.key, b.key))
+	})
+	for _, g := range groups {
+		w, ordered, err := c.tr.Workload(g.key, g.pods)
+		if err != nil {
+			continue // written as a condition by the workload's sync
+		}
+		bound := 0
+		for _, p := range ordered {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		t := &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
+		switch {
+		case bound == 0:
+			if Complete(w, ordered) != nil {
+				continue
+			}
+			if err := s.Submit(now, w); err != nil {
+				continue
+			}
+		case bound == len(ordered) && len(ordered) == w.PodSets[0].Count:
+			started := g.created
+			pods := make([]fleet.PodAssignment, len(ordered))
+			t.slots = make([]string, len(ordered))
+			t.slotPod = make([]string, len(ordered))
+			for i, p := range ordered {
+				pods[i] = fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: p.Spec.NodeName, GPUs: w.PodSets[0].GPUsPerPod}
+				t.slots[i], t.slotPod[i] = p.Spec.NodeName, p.Name
+				if p.Status.StartTime != nil && p.Status.StartTime.Time.Before(started) {
+					started = p.Status.StartTime.Time
+				}
+			}
+			if started.After(now) {
+				started = now
+			}
+			if err := s.Adopt(now, w, started, pods); err != nil {
+				c.log.Warn("adopt", "workload", g.key, "err", err)
+				continue
+			}
+			t.running = true
+			if note, deadline, ok := drainOf(ordered); ok {
+				grace := deadline.Sub(now)
+				if grace <= 0 {
+					grace = time.Nanosecond
+				}
+				if _, err := s.RequestDrain(now, w.ID, grace); err != nil {
+					c.log.Warn("drain in progress", "workload", g.key, "err", err)
+				}
+				t.drain, t.deadline = &note, deadline
+			}
+		default:
+			c.log.Warn("partly bound workload left as it is", "workload", g.key, "bound", bound, "pods", len(ordered))
+			continue
+		}
+		work[w.ID] = t
+	}
+	for node, h := range health {
+		if h == topology.Down {
+			if _, err := s.SetNodeHealth(now, node, h); err != nil && !errors.Is(err, fleet.ErrUnknownNode) {
+				return err
+			}
+		}
+	}
+	for id, t := range c.work {
+		if nt, ok := work[id]; ok {
+			nt.message, nt.nominated = t.message, t.nominated
+		}
+	}
+	c.s, c.fleetKey, c.health, c.work = s, key, health, work
+	return nil
+}
+
+// drainOf reads the drain of a workload whose pods terminate: the note
+// the scheduler wrote, and the deadline (the note's, else the earliest
+// deletionTimestamp).
+func drainOf(pods []*corev1.Pod) (DrainNote, time.Time, bool) {
+	var note DrainNote
+	var deadline time.Time
+	found := false
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			continue
+		}
+		found = true
+		if n, ok := DecodeDrain(p.Annotations[AnnotationDrain]); ok {
+			note = n
+			if !n.Deadline.IsZero() {
+				deadline = n.Deadline
+			}
+		}
+		if deadline.IsZero() || p.DeletionTimestamp.Time.Before(deadline) && note.Deadline.IsZero() {
+			deadline = p.DeletionTimestamp.Time
+		}
+	}
+	return note, deadline, found
+}
+
+func names(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// syncWorkload brings the scheduler's view of one workload in line with
+// its pods: submit, cancel, exit, checkpoint, or a refusal to write.
+// changed says whether a cycle may now decide something new.
+func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s == nil {
+		return nil, false
+	}
+	now := c.clock.Now()
+	all := c.workloadPods(key)
+	var live []*corev1.Pod
+	failed, succeeded := 0, 0
+	for _, p := range all {
+		switch {
+		case p.Status.Phase == corev1.PodFailed:
+			failed++
+		case p.Status.Phase == corev1.PodSucceeded:
+			succeeded++
+		case p.DeletionTimestamp == nil || p.Spec.NodeName != "":
+			live = append(live, p)
+		}
+	}
+	if c.ended[key] {
+		if len(all) == 0 {
+			delete(c.ended, key)
+		}
+		return nil, false
+	}
+	t := c.work[key]
+	if t != nil && t.running {
+		if len(live) == 0 {
+			how := gang.ExitCancelled
+			switch {
+			case t.killed:
+				how = gang.ExitKilled
+			case t.drain != nil:
+				how = gang.ExitDrained
+			case failed > 0:
+				how = gang.ExitFailed
+			case succeeded > 0:
+				how = gang.ExitFinished
+			}
+			if err := c.s.Exited(now, key, how); err != nil {
+				c.log.Warn("exit", "workload", key, "err", err)
+			}
+			delete(c.work, key)
+			c.ended[key] = len(all) > 0
+			if len(all) == 0 {
+				delete(c.ended, key)
+			}
+			return nil, true
+		}
+		if failed > 0 && t.drain == nil {
+			// A rank failed on its own: the gang fails whole, and what is
+			// left of it is stopped, as Kueue's pod groups do.
+			if err := c.s.Exited(now, key, gang.ExitFailed); err != nil {
+				c.log.Warn("exit", "workload", key, "err", err)
+			}
+			return c.endWorkload(key, "a pod of the group failed"), true
+		}
+		if at, err := LastCheckpoint(live); err == nil && at.After(t.checkpoint) && !at.After(now) {
+			if err := c.s.Checkpointed(now, key, at); err == nil {
+				t.checkpoint = at
+				changed = true
+			}
+		}
+		return c.fillSlots(t, live), changed
+	}
+	if len(live) == 0 {
+		if t != nil {
+			_ = c.s.Cancel(now, key)
+			delete(c.work, key)
+			return nil, true
+		}
+		delete(c.bad, key)
+		return nil, false
+	}
+	w, ordered, err := c.tr.Workload(key, live)
+	if err == nil {
+		err = Complete(w, ordered)
+	}
+	if t != nil {
+		if err == nil && slices.Equal(t.pods, names(ordered)) {
+			return nil, false
+		}
+		// The pods changed under a waiting workload: withdraw it and
+		// submit what the pods say now.
+		_ = c.s.Cancel(now, key)
+		delete(c.work, key)
+		changed = true
+	}
+	if err == nil {
+		if err = c.s.Submit(now, w); err == nil {
+			delete(c.bad, key)
+			c.work[key] = &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
+			return nil, true
+		}
+	}
+	msg := err.Error()
+	var pe *PodError
+	if errors.As(err, &pe) {
+		msg = pe.Message
+	}
+	if c.bad[key] == msg {
+		return nil, changed
+	}
+	c.bad[key] = msg
+	for _, p := range ordered {
+		acts = append(acts, condition(podRef{key, p.Name}, msg, "FailedScheduling"))
+	}
+	return acts, changed
+}
+
+// fillSlots binds unbound pods of a running workload (a pod recreated
+// after a failed binding or a lost node) to the slots left without one.
+func (c *Controller) fillSlots(t *tracked, live []*corev1.Pod) []action {
+	present := map[string]bool{}
+	var unbound []*corev1.Pod
+	for _, p := range live {
+		present[p.Name] = true
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+			unbound = append(unbound, p)
+		}
+	}
+	slices.SortFunc(unbound, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+	var acts []action
+	for i := range t.slots {
+		if t.slotPod[i] != "" && present[t.slotPod[i]] {
+			continue
+		}
+		t.slotPod[i] = ""
+		if len(unbound) == 0 || t.slots[i] == "" {
+			continue
+		}
+		p := unbound[0]
+		unbound = unbound[1:]
+		t.slotPod[i] = p.Name
+		acts = append(acts, bind(podRef{t.spec.ID, p.Name}, t.slots[i]))
+	}
+	return acts
+}
+
+// cycle runs one scheduling cycle and turns its decisions into API
+// writes, carried out after the lock is released.
+func (c *Controller) cycle() []action {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s == nil {
+		return nil
+	}
+	now := c.clock.Now()
+	d := c.s.Schedule(now)
+	c.cycles++
+	if c.metrics != nil {
+		c.metrics.RecordAll(d.Events)
+	}
+	var acts []action
+	for _, k := range d.Kill {
+		t := c.work[k.ID]
+		if k.Of != "" || t == nil || t.killed {
+			continue
+		}
+		t.killed = true
+		for _, p := range c.workloadPods(k.ID) {
+			acts = append(acts, deletePod(podRef{k.ID, p.Name}, 0, "Killed",
+				fmt.Sprintf("killed: its drain deadline %s passed %s ago", k.Deadline.Format(time.RFC3339), k.Overdue.Round(time.Second))))
+		}
+	}
+	for _, dr := range d.Drain {
+		if dr.Of != "" {
+			continue // elastic shrinks are not carried out by this host
+		}
+		t := c.work[dr.ID]
+		if t == nil {
+			continue
+		}
+		note := DrainNote{Reason: dr.Reason.String(), Since: now, Deadline: dr.Deadline, Beneficiaries: dr.Beneficiaries}
+		t.drain, t.deadline = &note, dr.Deadline
+		grace := graceSeconds(dr.Deadline.Sub(now))
+		msg := fmt.Sprintf("drained (%s) for %v: checkpoint and exit within %ds", dr.Reason, dr.Beneficiaries, grace)
+		for _, name := range t.slotPod {
+			if name != "" {
+				acts = append(acts, drainPod(podRef{dr.ID, name}, note, grace, msg))
+			}
+		}
+	}
+	for _, id := range d.Failed {
+		acts = append(acts, c.endWorkload(id, "no replacement node was found in time")...)
+	}
+	for _, r := range d.Replace {
+		t := c.work[r.ID]
+		if t == nil || r.Index >= len(t.slots) {
+			continue
+		}
+		t.slots[r.Index] = r.NewNode
+		if name := t.slotPod[r.Index]; name != "" {
+			acts = append(acts, deletePod(podRef{r.ID, name}, 0, "NodeLost", "its node "+r.OldNode+" is down"))
+			t.slotPod[r.Index] = ""
+		}
+		acts = append(acts, c.fillSlots(t, c.workloadPods(r.ID))...)
+	}
+	for _, a := range d.Admit {
+		t := c.work[a.ID]
+		if t == nil {
+			continue
+		}
+		t.running = true
+		t.slots = make([]string, len(t.pods))
+		t.slotPod = slices.Clone(t.pods)
+		for _, pa := range a.Pods {
+			if pa.Index < len(t.slots) {
+				t.slots[pa.Index] = pa.Node
+			}
+		}
+		for i, name := range t.pods {
+			acts = append(acts, bind(podRef{a.ID, name}, t.slots[i]))
+		}
+	}
+	acts = append(acts, c.pending(len(d.Drain) > 0)...)
+	return acts
+}
+
+// pending writes, for every waiting workload, its nominations and the
+// reason it waits, when they changed.
+func (c *Controller) pending(drained bool) []action {
+	var acts []action
+	noms := map[string][]string{}
+	if drained || c.anyNominated() {
+		snap := c.s.Snapshot()
+		for _, p := range snap.Pending {
+			if p.Nomination == nil {
+				continue
+			}
+			nodes := make([]string, p.Spec.PodSets[0].Count)
+			for _, pa := range p.Nomination.Pods {
+				if pa.Index < len(nodes) {
+					nodes[pa.Index] = pa.Node
+				}
+			}
+			noms[p.ID] = nodes
+		}
+	}
+	ids := make([]string, 0, len(c.work))
+	for id, t := range c.work {
+		if !t.running {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		t := c.work[id]
+		if nodes, ok := noms[id]; ok && !slices.Equal(nodes, t.nominated) {
+			t.nominated = nodes
+			for i, name := range t.pods {
+				if i < len(nodes) {
+					acts = append(acts, nominate(podRef{id, name}, nodes[i]))
+				}
+			}
+		} else if !ok && t.nominated != nil {
+			t.nominated = nil
+			for _, name := range t.pods {
+				acts = append(acts, nominate(podRef{id, name}, ""))
+			}
+		}
+		x, err := c.s.Explain(id)
+		if err != nil || x.Waiting == fleet.WaitUnscheduled || x.Message == t.message {
+			continue
+		}
+		t.message = x.Message
+		for _, name := range t.pods {
+			acts = append(acts, condition(podRef{id, name}, x.Message, "FailedScheduling"))
+		}
+	}
+	return acts
+}
+
+func (c *Controller) anyNominated() bool {
+	for _, t := range c.work {
+		if t.nominated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// graceSeconds is a drain's time left as the pod deletion's grace period:
+// whole seconds, rounded down so that the kubelet's kill comes no later
+// than the deadline, and at least 1 (0 would be a kill).
+func graceSeconds(left time.Duration) int64 {
+	s := int64(left / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
+
+// Cycles is the number of scheduling cycles run so far.
+func (c *Controller) Cycles() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cycles
+}
+
+// isGone reports an API error that means the pod is not there any more.
+func isGone(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsConflict(err) }
