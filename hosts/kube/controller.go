@@ -120,6 +120,9 @@ type Controller struct {
 	bad    map[string]string
 	leader bool
 	cycles int
+	// observe, when set (tests), sees every cycle's decisions under the
+	// lock.
+	observe func(fleet.Decisions)
 }
 
 // New builds a controller. Nothing runs until Run.
@@ -748,6 +751,9 @@ func (c *Controller) cycle() []action {
 	now := c.clock.Now()
 	d := c.s.Schedule(now)
 	c.cycles++
+	if c.observe != nil {
+		c.observe(d)
+	}
 	if c.metrics != nil {
 		c.metrics.RecordAll(d.Events)
 	}
