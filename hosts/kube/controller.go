@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -235,12 +236,22 @@ func (c *Controller) StartInformers(ctx context.Context) error {
 // Lead runs the scheduling loop until ctx ends: it rebuilds the state
 // from the cluster, then reconciles keys. The informers must be started.
 func (c *Controller) Lead(ctx context.Context) error {
-	c.mu.Lock()
-	err := c.rebuild(c.clock.Now())
-	c.leader = err == nil
-	c.mu.Unlock()
-	if err != nil {
-		return err
+	// A fleet the quotas do not fit (nodes not registered yet) is retried
+	// every period until it does.
+	for {
+		c.mu.Lock()
+		err := c.rebuild(c.clock.Now())
+		c.leader = err == nil
+		c.mu.Unlock()
+		if err == nil {
+			break
+		}
+		c.log.Error("rebuild from the cluster", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(c.cfg.Period):
+		}
 	}
 	c.queue.Add(keyCycle)
 	go func() {
@@ -560,6 +571,7 @@ func (c *Controller) rebuild(now time.Time) error {
 			nt.message, nt.nominated = t.message, t.nominated
 		}
 	}
+	c.log.Info("rebuilt from the cluster", "nodes", len(spec.Nodes), "workloads", len(work))
 	c.s, c.fleetKey, c.health, c.work = s, key, health, work
 	return nil
 }
@@ -690,7 +702,9 @@ func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
 		changed = true
 	}
 	if err == nil {
-		if err = c.s.Submit(now, w); err == nil {
+		err = c.s.Submit(now, w)
+		c.log.Debug("submit", "workload", key, "err", err)
+		if err == nil {
 			delete(c.bad, key)
 			c.work[key] = &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
 			return nil, true
@@ -701,14 +715,8 @@ func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
 	if errors.As(err, &pe) {
 		msg = pe.Message
 	}
-	if c.bad[key] == msg {
-		return nil, changed
-	}
 	c.bad[key] = msg
-	for _, p := range ordered {
-		acts = append(acts, condition(podRef{key, p.Name}, msg, "FailedScheduling"))
-	}
-	return acts, changed
+	return c.conditions(key, ordered, msg), changed
 }
 
 // fillSlots binds unbound pods of a running workload (a pod recreated
@@ -751,6 +759,7 @@ func (c *Controller) cycle() []action {
 	now := c.clock.Now()
 	d := c.s.Schedule(now)
 	c.cycles++
+	c.log.Debug("cycle", "admit", len(d.Admit), "drain", len(d.Drain), "kill", len(d.Kill), "work", len(c.work))
 	if c.observe != nil {
 		c.observe(d)
 	}
@@ -866,15 +875,57 @@ func (c *Controller) pending(drained bool) []action {
 			}
 		}
 		x, err := c.s.Explain(id)
-		if err != nil || x.Waiting == fleet.WaitUnscheduled || x.Message == t.message {
+		if err != nil || x.Waiting == fleet.WaitUnscheduled {
 			continue
 		}
-		t.message = x.Message
-		for _, name := range t.pods {
-			acts = append(acts, condition(podRef{id, name}, x.Message, "FailedScheduling"))
+		msg := Sentence(x)
+		if msg == t.message {
+			continue
 		}
+		t.message = msg
+		acts = append(acts, c.conditions(id, c.workloadPods(id), msg)...)
 	}
 	return acts
+}
+
+// Sentence is Explain's sentence as a pod condition says it: without the
+// time of the cycle, which the condition's lastTransitionTime carries, so
+// that the condition changes only when the reason does.
+func Sentence(x fleet.Explanation) string {
+	msg := x.Message
+	if i := strings.LastIndex(msg, "; as of the cycle at "); i >= 0 {
+		msg = msg[:i]
+	} else if i := strings.LastIndex(msg, "as of the cycle at "); i >= 0 {
+		msg = strings.TrimRight(msg[:i], "; :")
+	}
+	return msg
+}
+
+// conditions writes the PodScheduled=False condition, and an Event, on
+// the pods whose condition does not say msg already: a pod's own status is
+// the record, so a new leader does not write it again.
+func (c *Controller) conditions(key string, pods []*corev1.Pod, msg string) []action {
+	var acts []action
+	for _, p := range pods {
+		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		if cur, ok := scheduledFalse(p); ok && cur == msg {
+			continue
+		}
+		acts = append(acts, condition(podRef{key, p.Name}, msg, "FailedScheduling"))
+	}
+	return acts
+}
+
+// scheduledFalse is the message of a pod's PodScheduled=False condition.
+func scheduledFalse(p *corev1.Pod) (string, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c.Message, true
+		}
+	}
+	return "", false
 }
 
 func (c *Controller) anyNominated() bool {

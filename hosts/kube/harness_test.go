@@ -151,7 +151,7 @@ func startCluster(t testing.TB) *cluster {
 		"--token-auth-file", tokenFile, "--authorization-mode", "RBAC",
 		"--service-account-key-file", saFile, "--service-account-signing-key-file", saFile,
 		"--service-account-issuer", "https://kubernetes.default.svc",
-		"--service-cluster-ip-range", "10.0.0.0/24",
+		"--service-cluster-ip-range", "10.0.0.0/24", "--endpoint-reconciler-type", "none",
 		"--disable-admission-plugins", "ServiceAccount",
 		"--max-requests-inflight", "2000", "--max-mutating-requests-inflight", "1000",
 		"--enable-priority-and-fairness=false")
@@ -439,7 +439,7 @@ func startScheduler(t testing.TB, cl *cluster, clock *testClock, identity string
 	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
 	client, err := kubernetes.NewForConfig(rc)
 	require.NoError(t, err)
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("replica", identity)
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("replica", identity)
 	c, err := New(cfg, Options{Client: client, Quota: q, Clock: clock, Logger: log})
 	require.NoError(t, err)
 	c.observe = observe

@@ -284,8 +284,8 @@ func (t *Translator) Workload(key string, pods []*corev1.Pod) (w gang.Workload, 
 func Complete(w gang.Workload, pods []*corev1.Pod) error {
 	if n := w.PodSets[0].Count; len(pods) < n {
 		return &PodError{Workload: w.ID, Field: AnnotationGroupTotal, Message: fmt.Sprintf(
-			"pod group has %d of its %d pods; it waits for the rest (create them, or lower %s)",
-			len(pods), n, AnnotationGroupTotal)}
+			"pod group has fewer pods than its %d; it waits for the rest (create them, or lower %s)",
+			n, AnnotationGroupTotal)}
 	}
 	if n := w.PodSets[0].Count; len(pods) > n {
 		return &PodError{Workload: w.ID, Field: AnnotationGroupTotal, Message: fmt.Sprintf(
