@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -41,6 +42,12 @@ func TestDefragRefusesBadRequestsWhole(t *testing.T) {
 		{"only higher-priority work", func() error { _, err := s.PlanDefrag(now, "leaf", "H100", 0, 0); return err }, []error{fleet.ErrNeverFits}},
 		{"time reversed", func() error { _, err := s.PlanDefrag(t0, "leaf", "H100", 0, 1000); return err }, []error{fleet.ErrTimeReversed}},
 		{"a move PlanDefrag did not make", func() error { _, err := s.Defragment(now, elsewhere); return err }, []error{fleet.ErrInvalid}},
+		{"a move listed twice", func() error {
+			p := plan
+			p.Moves = append(append([]fleet.Move(nil), plan.Moves...), plan.Moves[0])
+			_, err := s.Defragment(now, p)
+			return err
+		}, []error{fleet.ErrInvalid}},
 		{"a move of unknown work", func() error {
 			p := plan
 			p.Moves = []fleet.Move{{ID: "nobody"}}
@@ -60,6 +67,26 @@ func TestDefragRefusesBadRequestsWhole(t *testing.T) {
 			assert.Equal(t, before, s.Snapshot(), "state unchanged")
 		})
 	}
+}
+
+// A plan that moves a workload twice is refused whole, before any mover
+// drains: the journal writes no line for it, and a replay of the journal
+// gives the state the scheduler has.
+func TestDefragmentWithAMoveListedTwiceIsRefusedWhole(t *testing.T) {
+	s := scattered(t, 0)
+	now := t0.Add(time.Hour)
+	plan, err := s.PlanDefrag(now, "spine", "H100", 0, 1000)
+	require.NoError(t, err)
+	require.NotEmpty(t, plan.Moves)
+	plan.Moves = append(plan.Moves, plan.Moves[0])
+	var log bytes.Buffer
+	j := fleet.NewJournal(s, &log)
+	before := s.Snapshot()
+	_, err = j.Defragment(now, plan)
+	assert.ErrorIs(t, err, fleet.ErrInvalid)
+	assert.ErrorContains(t, err, plan.Moves[0].ID)
+	assert.Equal(t, before, s.Snapshot(), "no mover drains")
+	assert.Empty(t, log.String(), "no journal line")
 }
 
 // A negative defragmentation budget or hot-swap wait is a bad config.
@@ -100,7 +127,7 @@ func TestSubmitRefusesBadRankGroupsWhole(t *testing.T) {
 		for i := range 8 {
 			pods = append(pods, fleet.PodAssignment{PodSet: "workers", Index: i, Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8})
 		}
-		assert.Error(t, s.Adopt(t0, w, t0, pods), tt.name)
+		assert.Error(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: pods}), tt.name)
 		assert.Equal(t, before, s.Snapshot(), tt.name)
 	}
 }

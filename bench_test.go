@@ -383,7 +383,7 @@ func benchDefragment(b *testing.B, gpus, want int) {
 		w := gang.Workload{ID: fmt.Sprintf("small-%d", i), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
 			Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: g}},
 			Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
-		if err := s.Adopt(now, w, now.Add(-time.Duration(r.IntN(60))*time.Minute), []fleet.PodAssignment{{PodSet: "p", Node: n.Name, GPUs: g}}); err != nil {
+		if err := s.Adopt(now, fleet.Adoption{Workload: w, Started: now.Add(-time.Duration(r.IntN(60)) * time.Minute), Pods: []fleet.PodAssignment{{PodSet: "p", Node: n.Name, GPUs: g}}}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -63,6 +63,10 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	s.advance(now)
 	now = s.now
 	s.cycles++
+	if s.adoptedDrains {
+		s.books.DropUnknownLive()
+		s.adoptedDrains = false
+	}
 	s.applySchedule(now)
 	var d Decisions
 	s.kills(now, &d)
@@ -189,6 +193,12 @@ func (s *Scheduler) hotSwaps(now time.Time, d *Decisions) {
 		wait = DefaultHotSwapWait
 	}
 	for _, r := range s.books.Degraded() {
+		if r.State == gang.Draining {
+			// It is being stopped (and may be killed in this very cycle):
+			// a replacement would start a pod of work that ends, and its
+			// lost pods hold nothing the drain must give back.
+			continue
+		}
 		e := s.work[r.W.ID]
 		for _, lp := range slices.Clone(r.Lost) {
 			n, ok := s.replacementNode(now, e, lp.Pod)
@@ -238,12 +248,25 @@ func (s *Scheduler) replacementNode(now time.Time, e *entry, pod placement.Pod) 
 }
 
 // admitReady starts every beneficiary whose own victims are gone: the
-// GPUs of its target are already its own.
+// GPUs of its target are already its own. They start in queue order
+// (queueLess), which a host that rebuilds the scheduler by adoption
+// restores, rather than in the order their nominations were accepted.
 func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
 	if s.books.NumNominations() == 0 {
 		return
 	}
-	for _, b := range s.books.Ready() {
+	ready := s.books.Ready()
+	slices.SortFunc(ready, func(a, b string) int {
+		x, y := s.work[a], s.work[b]
+		switch {
+		case queueLess(x, y):
+			return -1
+		case queueLess(y, x):
+			return 1
+		}
+		return 0
+	})
+	for _, b := range ready {
 		// A target planned before a booked block began to close may lie
 		// in it now: starting there would break the booking's promise.
 		if n, ok := s.books.Nomination(b); ok && s.touches(n.Target, s.holdsAgainst(now, s.work[b])) {

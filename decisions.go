@@ -35,6 +35,13 @@ type Decisions struct {
 	// Admit lists workloads to start now, with the node and GPUs of every
 	// pod. The GPUs are already accounted to them.
 	Admit []Admission
+	// Nominate lists the workloads nominated in this cycle: victims drain
+	// for them (Drain) and the GPUs of every pod are held for them until
+	// a later cycle admits them there. Nothing is to start yet; the host
+	// may show where each will run (Kubernetes: status.nominatedNodeName)
+	// and keeps it to adopt the workload after a restart
+	// (Adoption.Nominated).
+	Nominate []Nomination
 	// Overflow lists the guaranteed inference queues that cannot get
 	// their capacity back within Policy.OverflowAfter, even by preemption
 	// and the calendar: the host may send that much traffic to an external
@@ -85,6 +92,13 @@ type PodAssignment struct {
 	Slice int    `json:",omitempty"`
 }
 
+// Nomination is where a pending workload will run once its victims exit.
+type Nomination struct {
+	ID string
+	// Pods lists the node and GPUs of every pod, as its Admission will.
+	Pods []PodAssignment
+}
+
 // Drain asks the host to stop a victim gracefully.
 type Drain struct {
 	ID       string
@@ -105,7 +119,10 @@ type Drain struct {
 	// MoveTo, for a defragmentation move, is where it restarts: these
 	// GPUs are reserved for it now, and once it has exited (drained or
 	// killed) the next cycle admits it there, to resume from its last
-	// checkpoint; the host need not resubmit it.
+	// checkpoint; the host need not resubmit it. Should a node of that
+	// place leave service first, the place is given back (an event
+	// EventNominationDissolved says so) and the mover, once it has exited,
+	// is pending again and placed wherever it fits.
 	MoveTo []NodeGPUs
 }
 

@@ -99,15 +99,49 @@ func (s *Scheduler) PlanDefrag(now time.Time, level, flavor string, gpus int, pr
 // Defragment carries out a plan: its moves drain now, with their grace,
 // reason defrag, and each mover's new place is reserved for it
 // (Drain.MoveTo), so that it restarts there once it has exited. It is
-// refused, changing nothing, when a mover no longer runs where the plan
-// saw it or a new place is no longer free.
+// refused whole, changing nothing, when a mover no longer runs where the
+// plan saw it, a new place is no longer free, or the plan is not one
+// PlanDefrag makes (a workload moved twice, pods that do not add up).
 func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) {
+	to, err := s.checkDefrag(now, plan)
+	if err != nil {
+		return nil, err
+	}
+	s.advance(now)
+	var out []Drain
+	for i, m := range plan.Moves {
+		e := s.work[m.ID]
+		r, err := s.books.DrainFor(m.ID, now, now.Add(e.grace()), gang.DrainDefrag)
+		if err != nil {
+			panic("fleet: draining a checked mover: " + err.Error())
+		}
+		if err := s.books.ReserveMove(m.ID, to[i]); err != nil {
+			panic("fleet: reserving a checked move: " + err.Error())
+		}
+		d := Drain{ID: m.ID, Deadline: r.Drain.Deadline, Reason: gang.DrainDefrag, LostGPUSeconds: m.LostGPUSeconds,
+			MoveTo: slices.Clone(m.To)}
+		out = append(out, d)
+		ev := s.event(EventDrainStarted, now, e)
+		ev.Reason, ev.Deadline, ev.LostGPUSeconds = d.Reason.String(), d.Deadline, d.LostGPUSeconds
+		s.emit(ev)
+	}
+	return out, nil
+}
+
+// checkDefrag checks a plan whole against the present state and returns
+// each mover's new place, changing nothing.
+func (s *Scheduler) checkDefrag(now time.Time, plan DefragPlan) ([]placement.Assignment, error) {
 	if err := s.tick("defragment", now); err != nil {
 		return nil, err
 	}
 	want := map[topology.NodeID]int{}
 	to := make([]placement.Assignment, len(plan.Moves))
+	seen := make(map[string]bool, len(plan.Moves))
 	for i, m := range plan.Moves {
+		if seen[m.ID] {
+			return nil, refuse("defragment", m.ID, ErrInvalid, "moves[%d] moves it a second time", i)
+		}
+		seen[m.ID] = true
 		e, ok := s.work[m.ID]
 		if !ok || e.state() != gang.Admitted || !slices.Equal(s.nodeViews(e.rec.Nodes), m.From) {
 			return nil, refuse("defragment", m.ID, ErrBadState, "no longer runs where the plan saw it")
@@ -129,25 +163,7 @@ func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) 
 			return nil, refuse("defragment", "", ErrBadState, "node %s no longer has the %d free GPUs the plan moves to", s.fleet.NodeName(n), g)
 		}
 	}
-	s.advance(now)
-	var out []Drain
-	for i, m := range plan.Moves {
-		e := s.work[m.ID]
-		r, err := s.books.DrainFor(m.ID, now, now.Add(e.grace()), gang.DrainDefrag)
-		if err != nil {
-			panic("fleet: draining a checked mover: " + err.Error())
-		}
-		if err := s.books.ReserveMove(m.ID, to[i]); err != nil {
-			panic("fleet: reserving a checked move: " + err.Error())
-		}
-		d := Drain{ID: m.ID, Deadline: r.Drain.Deadline, Reason: gang.DrainDefrag, LostGPUSeconds: m.LostGPUSeconds,
-			MoveTo: slices.Clone(m.To)}
-		out = append(out, d)
-		ev := s.event(EventDrainStarted, now, e)
-		ev.Reason, ev.Deadline, ev.LostGPUSeconds = d.Reason.String(), d.Deadline, d.LostGPUSeconds
-		s.emit(ev)
-	}
-	return out, nil
+	return to, nil
 }
 
 // groupOfFlavor is the first fleet group of a flavor.
@@ -667,6 +683,7 @@ func (s *Scheduler) defragFor(now time.Time, e *entry, d *Decisions) bool {
 		}
 	}
 	s.reportDrains(now, got, cost, d)
+	s.reportNominations(lp.Targets, d)
 	s.defragSpent = append(s.defragSpent, defragCost{at: now, gpuSeconds: plan.LostGPUSeconds})
 	e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
 	return true

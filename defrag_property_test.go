@@ -38,7 +38,7 @@ func TestPlanDefragEqualsPlanningEveryDomain(t *testing.T) {
 				Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
 			started := t0.Add(-time.Duration(rapid.IntRange(0, 120).Draw(t, "page")) * time.Minute)
 			pods := []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: a, GPUs: g}, {PodSet: "p", Index: 1, Node: b, GPUs: g}}
-			require.NoError(t, s.Adopt(t0, w, started, pods))
+			require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: started, Pods: pods}))
 			used[a] += g
 			used[b] += g
 		}
@@ -58,7 +58,7 @@ func TestPlanDefragEqualsPlanningEveryDomain(t *testing.T) {
 					}
 					started := t0.Add(-time.Duration(rapid.IntRange(0, 120).Draw(t, "age")) * time.Minute)
 					pods := []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: g}}
-					require.NoError(t, s.Adopt(t0, w, started, pods))
+					require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: started, Pods: pods}))
 				}
 			}
 		}
@@ -98,7 +98,7 @@ func TestPlanDefragReadsPastUnmovableCheapNodes(t *testing.T) {
 					started = t0.Add(-time.Duration(30+sp*10+nd) * time.Minute)
 				}
 				pods := []fleet.PodAssignment{{PodSet: "p", Node: fmt.Sprintf("node-%d-%d-%d", sp, lf, nd), GPUs: 1}}
-				require.NoError(t, s.Adopt(t0, w, started, pods))
+				require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: started, Pods: pods}))
 			}
 		}
 	}

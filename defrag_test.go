@@ -27,7 +27,7 @@ func scattered(t *testing.T, budget float64) *fleet.Scheduler {
 				Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 2}},
 				Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
 			pods := []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: fmt.Sprintf("node-%d-%d-0", sp, lf), GPUs: 2}}
-			require.NoError(t, s.Adopt(t0, w, t0, pods))
+			require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: pods}))
 		}
 	}
 	return s
@@ -75,11 +75,11 @@ func TestDefragmentationOpensALeafForABlockedGang(t *testing.T) {
 	require.NoError(t, s.Exited(now, mv.ID, gang.ExitDrained))
 	d = s.Schedule(now)
 	require.Len(t, d.Admit, 2, "the gang, and the mover at its new place")
-	assert.Equal(t, "g", d.Admit[0].ID)
-	assert.Equal(t, "leaf", d.Admit[0].Span)
-	assert.Equal(t, mv.ID, d.Admit[1].ID)
-	assert.Equal(t, mv.MoveTo[0].Node, d.Admit[1].Pods[0].Node)
-	assert.Zero(t, d.Admit[1].Wait, "a restart does not wait in the queue")
+	// Both start in queue order: the mover keeps its place in the queue.
+	assert.Equal(t, []string{mv.ID, "g"}, []string{d.Admit[0].ID, d.Admit[1].ID})
+	assert.Equal(t, "leaf", d.Admit[1].Span)
+	assert.Equal(t, mv.MoveTo[0].Node, d.Admit[0].Pods[0].Node)
+	assert.Zero(t, d.Admit[0].Wait, "a restart does not wait in the queue")
 	require.NoError(t, s.CheckInvariants())
 
 	// The budget is spent for this hour: a second blocked gang waits.
@@ -133,7 +133,7 @@ func TestDefragPrefersMovingLowerPriorityWork(t *testing.T) {
 		w := gang.Workload{ID: id, Queue: queue, PriorityClass: class, Shape: gang.Batch,
 			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: gpus}},
 			Drain:   gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
-		require.NoError(t, s.Adopt(t0.Add(time.Hour), w, t0.Add(time.Hour-age), []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: gpus}}))
+		require.NoError(t, s.Adopt(t0.Add(time.Hour), fleet.Adoption{Workload: w, Started: t0.Add(time.Hour - age), Pods: []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: gpus}}}))
 	}
 	// One small job on the first node of every leaf; the research one
 	// costs 2 x 20 min, the batch one 4 x 20 min, every other 8 x 20 min.
@@ -178,7 +178,7 @@ func TestDefragBoundsAPartialDomainByTheNodesItFills(t *testing.T) {
 	adopt := func(id, node string, gpus int, age time.Duration) {
 		w := gang.Workload{ID: id, Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
 			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: gpus}}, Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 2 * time.Hour}}
-		require.NoError(t, s.Adopt(now, w, now.Add(-age), []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: gpus}}))
+		require.NoError(t, s.Adopt(now, fleet.Adoption{Workload: w, Started: now.Add(-age), Pods: []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: gpus}}}))
 	}
 	adopt("cheap", "node-0-0", 1, 10*time.Minute) // 1 x 13 min
 	adopt("dear", "node-0-1", 4, time.Hour)       // 4 x 63 min

@@ -37,7 +37,7 @@
 //	err = s.Exited(now, id, gang.ExitDrained) // a workload ended (finished, failed, drained, killed)
 //	err = s.Checkpointed(now, id, at)        // it saved its state at at (<= now): lowers its cost
 //	lost, err := s.SetNodeHealth(now, node, topology.Down) // the gangs that lost a node
-//	err = s.Adopt(now, w, started, pods)     // rebuild state from what the host sees running
+//	err = s.Adopt(now, Adoption{Workload: w, Started: started, Pods: pods})     // rebuild state from what the host sees running
 //	err = s.ReportUsage(now, id, busy)       // idle or busy: Policy.IdleReclaim drains work idle too long
 //	err = s.SetQueue(now, node)              // live quota edit (quota.NodeSpec): nothing evicted by the edit itself
 //	err = s.RemoveNode(now, node)            // out of service (empty nodes); AddNode brings a declared node in

@@ -71,7 +71,7 @@ func TestAdoptRefusesPodsThatDoNotMatchTheSpec(t *testing.T) {
 	} {
 		s := newRef(t)
 		before := s.Snapshot()
-		err := s.Adopt(t0, w, t0, pods)
+		err := s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: pods})
 		assert.ErrorIs(t, err, fleet.ErrInvalid, name)
 		assert.Equal(t, before, s.Snapshot(), name)
 	}
@@ -101,7 +101,7 @@ func TestAdoptRefusesNodesOfAnotherFlavor(t *testing.T) {
 			break
 		}
 	}
-	err = s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "workers", Index: 0, Node: node, GPUs: 8}})
+	err = s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "workers", Index: 0, Node: node, GPUs: 8}}})
 	assert.ErrorIs(t, err, fleet.ErrInvalid)
 	assert.Equal(t, before, s.Snapshot())
 }

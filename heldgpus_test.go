@@ -27,7 +27,7 @@ func TestWorkFittingOnceDrainsEndStartsOnFreeGPUs(t *testing.T) {
 		for i, n := range nodes {
 			pods = append(pods, fleet.PodAssignment{PodSet: "p", Index: i, Node: n, GPUs: 8})
 		}
-		require.NoError(t, s.Adopt(t0, w, t0, pods))
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: pods}))
 	}
 	adopt("own", "research", fleet.ClassReservedResearch, false, "node-0-0-0", "node-0-0-1", "node-0-1-0")
 	adopt("filler", "batch", fleet.ClassPreemptibleBatch, true, "node-1-0-0", "node-1-0-1")

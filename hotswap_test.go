@@ -26,8 +26,8 @@ func swapLeaf(t *testing.T, last gang.Workload) *fleet.Scheduler {
 	for i := range 7 {
 		pods = append(pods, fleet.PodAssignment{PodSet: "workers", Index: i, Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8})
 	}
-	require.NoError(t, s.Adopt(t0, g, t0, pods))
-	require.NoError(t, s.Adopt(t0, last, t0, []fleet.PodAssignment{{PodSet: last.PodSets[0].Name, Node: "node-0-0-7", GPUs: 8}}))
+	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: g, Started: t0, Pods: pods}))
+	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: last, Started: t0, Pods: []fleet.PodAssignment{{PodSet: last.PodSets[0].Name, Node: "node-0-0-7", GPUs: 8}}}))
 	return s
 }
 
@@ -116,8 +116,8 @@ func restoreWithLostPods(t *testing.T, minCount int) {
 	w := training("gang", 2, fleet.ClassReservedResearch, "research")
 	w.Topology, w.Drain.SurvivesNodeLoss = gang.TopologyRequest{}, true
 	w.PodSets[0].MinCount = minCount
-	require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{
-		{PodSet: "workers", Index: 0, Node: "node-0-0-0", GPUs: 8}, {PodSet: "workers", Index: 1, Node: "node-0-0-1", GPUs: 8}}))
+	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{
+		{PodSet: "workers", Index: 0, Node: "node-0-0-0", GPUs: 8}, {PodSet: "workers", Index: 1, Node: "node-0-0-1", GPUs: 8}}}))
 	now := t0.Add(time.Minute)
 	affected, err := s.SetNodeHealth(now, "node-0-0-1", topology.Down)
 	require.NoError(t, err)
@@ -126,7 +126,7 @@ func restoreWithLostPods(t *testing.T, minCount int) {
 	require.NoError(t, err)
 	filler := training("filler", 1, fleet.ClassPreemptibleBatch, "batch")
 	filler.Topology = gang.TopologyRequest{}
-	require.NoError(t, s.Adopt(now, filler, now, []fleet.PodAssignment{{PodSet: "workers", Node: "node-0-0-1", GPUs: 8}}))
+	require.NoError(t, s.Adopt(now, fleet.Adoption{Workload: filler, Started: now, Pods: []fleet.PodAssignment{{PodSet: "workers", Node: "node-0-0-1", GPUs: 8}}}))
 
 	snap := s.Snapshot()
 	r, err := fleet.Restore(smallConfig(), snap)

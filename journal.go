@@ -48,6 +48,11 @@ type Call struct {
 	Models []string `json:"models,omitempty"`
 	// Plan is defragment's plan.
 	Plan *DefragPlan `json:"plan,omitempty"`
+	// Adoption is adopt's workload as the host saw it. Journals written
+	// before it existed give the workload, Started and Pods instead.
+	Adoption *Adoption `json:"adoption,omitempty"`
+	// Calendar is adopt-calendar's calendar.
+	Calendar *calendar.State `json:"calendar,omitempty"`
 }
 
 // Journal wraps a Scheduler and records every call, before making it, as a
@@ -163,9 +168,14 @@ func (j *Journal) SetNodeHealth(now time.Time, node string, h topology.Health) (
 }
 
 // Adopt records and forwards Scheduler.Adopt.
-func (j *Journal) Adopt(now time.Time, w gang.Workload, started time.Time, pods []PodAssignment) error {
-	c := w.Clone()
-	return j.call(Call{Op: "adopt", Time: now, Workload: &c, Started: started, Pods: pods})
+func (j *Journal) Adopt(now time.Time, a Adoption) error {
+	a.Workload = a.Workload.Clone()
+	return j.call(Call{Op: "adopt", Time: now, Adoption: &a})
+}
+
+// AdoptCalendar records and forwards Scheduler.AdoptCalendar.
+func (j *Journal) AdoptCalendar(now time.Time, st calendar.State) error {
+	return j.call(Call{Op: "adopt-calendar", Time: now, Calendar: &st})
 }
 
 // Schedule records and forwards Scheduler.Schedule.
@@ -199,13 +209,21 @@ func encodeError(op string, err error) error {
 func apply(s *Scheduler, c Call) (*Decisions, error) {
 	switch c.Op {
 	case "submit", "adopt":
+		if c.Op == "adopt" && c.Adoption != nil {
+			return nil, s.Adopt(c.Time, *c.Adoption)
+		}
 		if c.Workload == nil {
 			return nil, fmt.Errorf("%w: %s without workload", ErrInvalid, c.Op)
 		}
 		if c.Op == "submit" {
 			return nil, s.Submit(c.Time, *c.Workload)
 		}
-		return nil, s.Adopt(c.Time, *c.Workload, c.Started, c.Pods)
+		return nil, s.Adopt(c.Time, Adoption{Workload: *c.Workload, Started: c.Started, Pods: c.Pods})
+	case "adopt-calendar":
+		if c.Calendar == nil {
+			return nil, fmt.Errorf("%w: adopt-calendar without calendar", ErrInvalid)
+		}
+		return nil, s.AdoptCalendar(c.Time, *c.Calendar)
 	case "cancel":
 		return nil, s.Cancel(c.Time, c.ID)
 	case "exited":
@@ -267,7 +285,7 @@ func knownOp(op string) bool {
 	switch op {
 	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule",
 		"propose", "approve", "reject", "cancel-booking", "shorten-booking", "relocate-booking",
-		"set-queue", "remove-node", "add-node", "usage", "quota-schedule", "warm", "defragment":
+		"set-queue", "remove-node", "add-node", "usage", "quota-schedule", "warm", "defragment", "adopt-calendar":
 		return true
 	}
 	return false

@@ -8,8 +8,11 @@ import (
 // Defragment records and forwards Scheduler.Defragment, with the plan
 // carried out: a replay carries out the same plan, pod by pod, whatever
 // PlanDefrag would find then. Planning changes nothing and is not
-// recorded.
+// recorded, and nor is a plan Defragment refuses.
 func (j *Journal) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) {
+	if _, err := j.s.checkDefrag(now, plan); err != nil {
+		return nil, err
+	}
 	if err := j.enc.Encode(Call{Op: "defragment", Time: now, Plan: &plan}); err != nil {
 		return nil, encodeError("defragment", err)
 	}

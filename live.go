@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetsched/fleet/calendar"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -109,9 +110,15 @@ func (s *Scheduler) capacity(except topology.NodeID) map[string]int64 {
 // pod lost with it waits for a replacement. Drain it first (cordon it with
 // SetNodeHealth, then RequestDrain what runs there, or let it end). It is
 // refused with ErrOverCapacity when the quota tree would then guarantee
-// more GPUs of the node's flavor than the nodes left in service have:
-// lower the guarantees first with SetQueue. An unknown node is
-// ErrUnknownNode, one already absent ErrBadState.
+// more GPUs of the node's flavor than the nodes left in service have, or
+// guarantees plus approved bookings would at some instant: lower the
+// guarantees first with SetQueue. Bookings are promises a planned removal
+// may not break (only a failure may, and gets the calendar's offer): a
+// node inside the block of an approved booking not yet ended is
+// ErrNodeBusy (wrapping calendar.ErrConflict, naming the booking) until
+// the booking ends or is shortened or cancelled; take it down with
+// SetNodeHealth if it has failed. An unknown node is ErrUnknownNode, one
+// already absent ErrBadState.
 func (s *Scheduler) RemoveNode(now time.Time, node string) error {
 	if err := s.tick("remove-node", now); err != nil {
 		return err
@@ -128,6 +135,14 @@ func (s *Scheduler) RemoveNode(now time.Time, node string) error {
 	}
 	if err := s.tree.ValidateCapacity(s.capacity(n)); err != nil {
 		return &Error{Op: "remove-node", Detail: fmt.Sprintf("node %q", node), Err: fmt.Errorf("%w: %w", ErrOverCapacity, err)}
+	}
+	// Approved bookings are promises a planned removal may not break.
+	if err := s.cal.RemoveNode(now, n); err != nil {
+		kind := ErrOverCapacity
+		if errors.Is(err, calendar.ErrConflict) {
+			kind = ErrNodeBusy
+		}
+		return &Error{Op: "remove-node", Detail: fmt.Sprintf("node %q", node), Err: fmt.Errorf("%w: %w", kind, err)}
 	}
 	if err := s.books.SetHealth(n, topology.Absent); err != nil {
 		panic("fleet: health of a known node refused: " + err.Error())
@@ -182,6 +197,7 @@ func (s *Scheduler) AddNode(now time.Time, node string) error {
 	if err := s.books.SetHealth(n, topology.Healthy); err != nil {
 		panic("fleet: health of a known node refused: " + err.Error())
 	}
+	s.cal.AddNode(n)
 	s.advance(now)
 	s.emit(Event{Kind: EventNodeAdded, Time: now, Node: node, Reason: topology.Healthy.String()})
 	return nil

@@ -20,7 +20,7 @@ func TestFailedVictimSearchIsRememberedForItsClass(t *testing.T) {
 	for i, node := range []string{"node-0-0-0", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
 		w := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
 			Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
-		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}))
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}}))
 	}
 	gangOf := func(id string, sets ...int) gang.Workload {
 		w := gang.Workload{ID: id, Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,

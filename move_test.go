@@ -55,24 +55,34 @@ func TestDefragmentReservesEachMoversNewPlace(t *testing.T) {
 	}
 }
 
-// A mover's new place that leaves service before it has drained is given
-// back; the mover then ends as any drained workload.
-func TestAMoveToANodeGoneDownIsDropped(t *testing.T) {
+// A mover whose reserved new place leaves service before it has left is
+// not forgotten: its reservation is given back, and once it has exited
+// drained it is pending again (Explain knows it), and the next cycle
+// places it elsewhere, so the host need not resubmit it.
+func TestMoverWhoseNewNodeFailsIsRequeued(t *testing.T) {
 	s := scattered(t, 0)
 	now := t0.Add(time.Hour)
-	plan, err := s.PlanDefrag(now, "spine", "H100", 0, 1000)
+	plan, err := s.PlanDefrag(now, "leaf", "H100", 0, 1000)
 	require.NoError(t, err)
 	drains, err := s.Defragment(now, plan)
 	require.NoError(t, err)
-	to := drains[0].MoveTo[0]
-	_, err = s.SetNodeHealth(now, to.Node, topology.Down)
+	mover, to := drains[0].ID, drains[0].MoveTo[0]
+	_, err = s.SetNodeHealth(now.Add(30*time.Second), to.Node, topology.Down)
 	require.NoError(t, err)
 	require.NoError(t, s.CheckInvariants())
-	require.NoError(t, s.Exited(now, drains[0].ID, gang.ExitDrained))
-	d := s.Schedule(now)
-	assert.Empty(t, d.Admit)
-	_, err = s.Explain(drains[0].ID)
-	assert.ErrorIs(t, err, fleet.ErrUnknownID, "it ended; the host resubmits it")
+	require.NoError(t, s.Exited(now.Add(time.Minute), mover, gang.ExitDrained))
+	x, err := s.Explain(mover)
+	require.NoError(t, err, "the mover is pending again")
+	assert.Equal(t, gang.Pending, x.State)
+	d := s.Schedule(now.Add(time.Minute))
+	var placed []string
+	for _, a := range d.Admit {
+		placed = append(placed, a.ID)
+		for _, p := range a.Pods {
+			assert.NotEqual(t, to.Node, p.Node, "not on the node that went down")
+		}
+	}
+	assert.Contains(t, placed, mover, "placed elsewhere")
 	require.NoError(t, s.CheckInvariants())
 }
 
@@ -90,7 +100,7 @@ func TestJournalReplaysADefragmentation(t *testing.T) {
 				Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 2}},
 				Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
 			pods := []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: fmt.Sprintf("node-%d-%d-0", sp, lf), GPUs: 2}}
-			require.NoError(t, j.Adopt(t0, w, t0, pods))
+			require.NoError(t, j.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: pods}))
 		}
 	}
 	now := t0.Add(time.Hour)

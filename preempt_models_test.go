@@ -134,7 +134,7 @@ func batchOnEveryModel(t *testing.T, blocked []string) *fleet.Scheduler {
 		w := gang.Workload{ID: "batch-" + n.node, Queue: "team", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
 			Flavor: n.model, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}},
 			Drain: gang.DrainContract{Preemptible: !contains(blocked, n.node)}}
-		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Node: n.node, GPUs: 8}}))
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Node: n.node, GPUs: 8}}}))
 	}
 	return s
 }

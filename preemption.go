@@ -436,6 +436,7 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, avoid []topology.Dom
 		}
 	}
 	s.reportDrains(now, got, lost, d)
+	s.reportNominations(lp.Targets, d)
 	for _, x := range run {
 		x.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
 	}
@@ -455,6 +456,15 @@ func noPlanOf(err error) *preempt.NoPlan {
 		return np
 	}
 	return nil
+}
+
+// reportNominations tells the host where the beneficiaries of a plan
+// just accepted will run.
+func (s *Scheduler) reportNominations(targets []ledger.Target, d *Decisions) {
+	for _, t := range targets {
+		e := s.work[t.Beneficiary]
+		d.Nominate = append(d.Nominate, Nomination{ID: t.Beneficiary, Pods: s.podViews(e, t.Assign)})
+	}
 }
 
 // reportDrains hands the victims a nomination newly drained to the host

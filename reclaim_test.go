@@ -226,7 +226,7 @@ func TestHeldDomainDoesNotStarveWorkThatFitsElsewhere(t *testing.T) {
 	adopt := func(id string, gpus int, node string) {
 		w := gang.Workload{ID: id, Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
 			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: gpus}}}
-		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: gpus}}))
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: gpus}}}))
 	}
 	adopt("r0", 7, "node-0-0-0")
 	adopt("r1", 8, "node-0-0-1")
@@ -269,7 +269,7 @@ func TestReplicaFitsQuotaOnceNominatedVictimsAreGone(t *testing.T) {
 	require.NoError(t, err)
 	adopt := func(w gang.Workload, node string, gpus int) {
 		t.Helper()
-		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: w.PodSets[0].Name, Node: node, GPUs: gpus}}))
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: w.PodSets[0].Name, Node: node, GPUs: gpus}}}))
 	}
 	adopt(replica("inf-a", 8), "node-0-0-0", 8)
 	adopt(replica("inf-b", 8), "node-0-0-1", 8)
@@ -318,7 +318,7 @@ func TestDissolvedNominationWaitsForItsVictimsLikeARestoredOne(t *testing.T) {
 	for _, node := range nodes {
 		w := training("batch-"+node, 1, fleet.ClassPreemptibleBatch, "batch")
 		w.Topology = gang.TopologyRequest{}
-		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "workers", Node: node, GPUs: 8}}))
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "workers", Node: node, GPUs: 8}}}))
 	}
 	now := t0.Add(time.Hour)
 	big := gang.Workload{ID: "big", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,

@@ -23,7 +23,7 @@ func TestTwoPodGangHoldsItsDomain(t *testing.T) {
 		for i, node := range []string{"node-0-0-0", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
 			w := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
 				Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
-			require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}))
+			require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}}))
 		}
 		pair := gang.Workload{ID: "pair", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
 			PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: level}}
@@ -61,7 +61,7 @@ func TestHigherPriorityWorkGoesAroundAHoldWhenItCan(t *testing.T) {
 	for i, node := range []string{"node-0-0-0", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
 		w := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
 			Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
-		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}))
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}}))
 	}
 	pair := gang.Workload{ID: "pair", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
 		PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "leaf"}}
@@ -87,7 +87,7 @@ func TestHeldDomainCountsOnlyWorkTheGangCanEvict(t *testing.T) {
 	adopt := func(id, queue, class, node string, gpus int, preemptible bool) {
 		w := gang.Workload{ID: id, Queue: queue, PriorityClass: class, Shape: gang.Batch,
 			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: gpus}}, Drain: gang.DrainContract{Preemptible: preemptible}}
-		require.NoError(t, s.Adopt(t0, w, t0, []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: gpus}}))
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: gpus}}}))
 	}
 	for _, node := range []string{"node-0-0-0", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
 		adopt("r-"+node, "research", fleet.ClassReservedResearch, node, 1, false)

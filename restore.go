@@ -48,6 +48,11 @@ func (s *Scheduler) restore(snap Snapshot) error {
 	if err := s.restoreWarm(snap); err != nil {
 		return err
 	}
+	if snap.QuotaSchedule != nil {
+		if err := s.checkScheduleNames("restore", snap.QuotaSchedule); err != nil {
+			return err
+		}
+	}
 	cal, err := calendar.Restore(calendar.Config{Fleet: s.fleet, Quota: s.tree, Schedule: snap.QuotaSchedule}, snap.Calendar)
 	if err != nil {
 		return &Error{Op: "restore", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalid, err)}

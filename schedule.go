@@ -22,20 +22,20 @@ import (
 //
 // It is refused whole, changing nothing, when the schedule's guarantees
 // exceed the nodes in service at some instant (ErrOverCapacity), when it
-// would break an approved booking, or when it names a queue or flavor the
-// quota tree lacks (ErrInvalidQuota).
+// would break an approved booking, when it (its base included) names a
+// cohort or queue the quota tree lacks (ErrInvalidQuota wrapping
+// quota.ErrUnknownNode, naming it), or when it is not one
+// quota.NewSchedule made (ErrInvalidQuota).
 func (s *Scheduler) SetQuotaSchedule(now time.Time, sched *quota.Schedule) error {
 	if err := s.tick("quota-schedule", now); err != nil {
 		return err
 	}
 	if sched != nil {
+		if err := s.checkScheduleNames("quota-schedule", sched); err != nil {
+			return err
+		}
 		if err := sched.ValidateCapacity(s.capacity(-1), now); err != nil {
 			return &Error{Op: "quota-schedule", Err: fmt.Errorf("%w: %w", ErrOverCapacity, err)}
-		}
-		for _, nq := range sched.At(now) {
-			if _, ok := s.nodeSpec(nq.Node); !ok {
-				return &Error{Op: "quota-schedule", Detail: fmt.Sprintf("node %q", nq.Node), Err: ErrInvalidQuota}
-			}
 		}
 	}
 	if err := s.cal.SetSchedule(now, sched); err != nil {
@@ -44,6 +44,22 @@ func (s *Scheduler) SetQuotaSchedule(now time.Time, sched *quota.Schedule) error
 	s.advance(now)
 	s.sched, s.nextQuota = sched, now
 	s.applySchedule(now)
+	return nil
+}
+
+// checkScheduleNames refuses a schedule NewSchedule did not make and one
+// whose base names a cohort or queue the tree in force lacks (its rules
+// name only nodes of its base), with ErrInvalidQuota naming it.
+func (s *Scheduler) checkScheduleNames(op string, sched *quota.Schedule) error {
+	if err := sched.Validate(); err != nil {
+		return &Error{Op: op, Detail: "quota schedule", Err: fmt.Errorf("%w: %w", ErrInvalidQuota, err)}
+	}
+	for _, n := range sched.Base().Nodes {
+		if _, ok := s.tree.Node(n.Name); !ok {
+			return &Error{Op: op, Detail: fmt.Sprintf("quota schedule: base node %q", n.Name),
+				Err: fmt.Errorf("%w: %w: the quota tree has no node %q", ErrInvalidQuota, quota.ErrUnknownNode, n.Name)}
+		}
+	}
 	return nil
 }
 

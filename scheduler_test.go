@@ -162,13 +162,13 @@ func TestAdoptRebuildsState(t *testing.T) {
 	// A restarted host adopts what runs.
 	r := newRef(t)
 	w := training("job", 2, fleet.ClassReservedResearch, "research")
-	require.NoError(t, r.Adopt(t0.Add(time.Minute), w, t0, d.Admit[0].Pods))
+	require.NoError(t, r.Adopt(t0.Add(time.Minute), fleet.Adoption{Workload: w, Started: t0, Pods: d.Admit[0].Pods}))
 	a, b := s.Snapshot(), r.Snapshot()
 	assert.Equal(t, a.Fleet, b.Fleet)
 	assert.Equal(t, a.Queues, b.Queues)
-	assert.ErrorIs(t, r.Adopt(t0.Add(time.Minute), w, t0, d.Admit[0].Pods), fleet.ErrDuplicate)
+	assert.ErrorIs(t, r.Adopt(t0.Add(time.Minute), fleet.Adoption{Workload: w, Started: t0, Pods: d.Admit[0].Pods}), fleet.ErrDuplicate)
 	w.ID = "other"
-	err := r.Adopt(t0.Add(time.Minute), w, t0, d.Admit[0].Pods)
+	err := r.Adopt(t0.Add(time.Minute), fleet.Adoption{Workload: w, Started: t0, Pods: d.Admit[0].Pods})
 	assert.Error(t, err, "nodes are full")
 	assert.Equal(t, b, r.Snapshot())
 }
@@ -341,6 +341,6 @@ func TestAdoptTakesRunningWorkBeyondItsQueuesReach(t *testing.T) {
 	fresh := w
 	fresh.ID = "sweep-2"
 	require.ErrorIs(t, r.Submit(t0, fresh), fleet.ErrNeverFits)
-	require.NoError(t, r.Adopt(t0.Add(time.Minute), w, t0, d.Admit[0].Pods))
+	require.NoError(t, r.Adopt(t0.Add(time.Minute), fleet.Adoption{Workload: w, Started: t0, Pods: d.Admit[0].Pods}))
 	assert.Equal(t, 48, r.Snapshot().Fleet.AllocatedGPUs)
 }

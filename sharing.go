@@ -46,7 +46,8 @@ func (s *Scheduler) checkSharing(op string, e *entry) error {
 	// Shares and resources add up: more than the queue could ever reach
 	// never fits.
 	if !accepted(op) && len(w.Flavors) < 2 {
-		if need := (w.MilliGPUs() + gang.MilliGPU - 1) / gang.MilliGPU; need > s.tree.Potential(e.queue, e.flavor) {
+		if _, milli := minimum(w); int64(ceilGPUs(milli)) > s.tree.Potential(e.queue, e.flavor) {
+			need := ceilGPUs(milli)
 			return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
 				Detail: fmt.Sprintf("needs %d GPUs of shares, queue %q can reach at most %d", need, w.Queue, s.tree.Potential(e.queue, e.flavor))}
 		}

@@ -299,7 +299,7 @@ func TestSharedWorkSurvivesRestart(t *testing.T) {
 	a, err := fleet.New(shareConfig())
 	require.NoError(t, err)
 	for i, w := range work[:3] {
-		require.NoError(t, a.Adopt(t0.Add(time.Minute), w, t0.Add(time.Duration(i)*time.Second), admitted[i].Pods))
+		require.NoError(t, a.Adopt(t0.Add(time.Minute), fleet.Adoption{Workload: w, Started: t0.Add(time.Duration(i) * time.Second), Pods: admitted[i].Pods}))
 	}
 	require.NoError(t, a.CheckInvariants())
 	for _, res := range []string{"", "cpu"} {
@@ -314,7 +314,7 @@ func TestSharedWorkSurvivesRestart(t *testing.T) {
 	bad := admitted[1].Pods
 	bad[0].MIG = "1g.10gb"
 	b, _ := fleet.New(shareConfig())
-	assert.ErrorIs(t, b.Adopt(t0, work[1], t0, bad), fleet.ErrInvalid)
+	assert.ErrorIs(t, b.Adopt(t0, fleet.Adoption{Workload: work[1], Started: t0, Pods: bad}), fleet.ErrInvalid)
 
 	replayed, err := fleet.Replay(shareConfig(), bytes.NewReader(journal.Bytes()), nil)
 	require.NoError(t, err)

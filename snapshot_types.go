@@ -36,7 +36,8 @@ type Snapshot struct {
 	Quota quota.Spec
 	// QuotaSchedule is the schedule quotas follow (nil: none; it is
 	// immutable, so it is shared, not copied), and NextQuotaChange its next
-	// boundary.
+	// boundary. In JSON it is its base, location name and rules
+	// (quota.Schedule.MarshalJSON).
 	QuotaSchedule   *quota.Schedule
 	NextQuotaChange time.Time
 	// Warm is what SetWarm reported: models with weights per node.

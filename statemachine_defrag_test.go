@@ -23,7 +23,9 @@ func (m *machine) Scatter(t *rapid.T) {
 		PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: g}},
 		Drain:   gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
 	pods := []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: g}}
-	if _, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Adopt(m.now, w, m.now, pods) }); err != nil {
+	if _, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) {
+		return struct{}{}, s.Adopt(m.now, fleet.Adoption{Workload: w, Started: m.now, Pods: pods})
+	}); err != nil {
 		return // no room there, or the node is out of service
 	}
 	m.h.specs[w.ID] = w

@@ -47,7 +47,7 @@ func TestCrossLeafGangsSpreadOverUplinks(t *testing.T) {
 	s, err := fleet.New(cfg)
 	require.NoError(t, err)
 	adopt := func(id string, l, i int) {
-		require.NoError(t, s.Adopt(t0, nodeJob(id, 1), t0, []fleet.PodAssignment{{PodSet: "w", Node: node(l, i), GPUs: 8}}))
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: nodeJob(id, 1), Started: t0, Pods: []fleet.PodAssignment{{PodSet: "w", Node: node(l, i), GPUs: 8}}}))
 	}
 	// Free nodes per leaf: 4, 3, 2, 2.
 	adopt("f1", 1, 3)

@@ -123,9 +123,14 @@ func New(now time.Time, cfg Config) (*Calendar, error) {
 		capacity:  make([]int64, cfg.Quota.NumFlavors()),
 		now:       now,
 	}
-	for g := range topology.GroupID(c.fleet.NumGroups()) {
-		if f, ok := c.tree.Flavor(c.fleet.GroupFlavor(g)); ok {
-			c.capacity[f] += int64(c.fleet.Stats(topology.Root, g).GPUs)
+	// The nodes in service: one absent (declared so, or removed before a
+	// restore) promises nothing.
+	for n := range topology.NodeID(c.fleet.NumNodes()) {
+		if c.fleet.Health(n) == topology.Absent {
+			continue
+		}
+		if f, ok := c.tree.Flavor(c.fleet.GroupFlavor(c.fleet.NodeGroup(n))); ok {
+			c.capacity[f] += int64(c.fleet.Capacity(n))
 		}
 	}
 	if s := cfg.Schedule; s != nil {
@@ -139,15 +144,21 @@ func New(now time.Time, cfg Config) (*Calendar, error) {
 	return c, nil
 }
 
-// checkSchedule refuses a schedule whose base does not name the tree's
-// nodes and flavors.
+// checkSchedule refuses a schedule whose base does not name exactly the
+// tree's nodes and flavors.
 func (c *Calendar) checkSchedule(s *quota.Schedule) error {
+	if err := s.Validate(); err != nil {
+		return &Error{Op: "schedule", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
+	}
 	base := s.Base()
 	if !slices.Equal(base.Flavors, c.tree.Flavors()) {
 		return refuse("schedule", "", ErrInvalidConfig, "the schedule's flavors %v are not the tree's %v", base.Flavors, c.tree.Flavors())
 	}
 	names := map[string]bool{}
 	for _, n := range base.Nodes {
+		if _, ok := c.tree.Node(n.Name); !ok {
+			return refuse("schedule", "", ErrInvalidConfig, "the schedule's base names node %q, which the tree lacks", n.Name)
+		}
 		names[n.Name] = true
 	}
 	for n := range quota.NodeID(c.tree.NumNodes()) {

@@ -39,6 +39,8 @@ func (c *Calendar) resolve(op string, now time.Time, req Request) (resolved, err
 		return bad(ErrBadDuration, "duration %s", req.Duration)
 	case req.Grace < 0:
 		return bad(ErrInvalidRequest, "grace %s", req.Grace)
+	case !inRFC3339(req.Start) || !inRFC3339(req.End()):
+		return bad(ErrBadDuration, "window %s + %s ends past what RFC 3339 holds (years 0000-9999)", req.Start.Format(time.RFC3339), req.Duration)
 	}
 	l, ok := c.fleet.Level(req.Level)
 	if !ok {
@@ -340,4 +342,13 @@ func fitPods(free []int, podSets []gang.PodSet) bool {
 		}
 	}
 	return true
+}
+
+// inRFC3339 reports whether t is an instant RFC 3339 can write, a year
+// from 0000 to 9999 both in its own location and in UTC: what
+// encoding/json marshals. A booking must start and end inside it, or a
+// snapshot holding it could not be persisted.
+func inRFC3339(t time.Time) bool {
+	y, u := t.Year(), t.UTC().Year()
+	return y >= 0 && y <= 9999 && u >= 0 && u <= 9999
 }

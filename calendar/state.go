@@ -33,8 +33,9 @@ func (c *Calendar) Snapshot() State {
 
 // Restore builds a Calendar from cfg and a snapshot. It checks the state
 // as Approve would have, except for the start (bookings may be under way):
-// every booking resolves against the fleet and tree, no two conflict, the
-// promise holds from st.Time on, the log's sequence is in order, and each
+// every booking resolves against the fleet and tree, no two conflict from
+// st.Time on (a relocation may have moved one into a block another held
+// before), the promise holds from st.Time on, the log's sequence is in order, and each
 // proposal's options still name domains of its level. A refused state
 // returns an *Error wrapping the rule broken (or a *ConflictError or
 // *OverCommitError) and no Calendar.
@@ -51,8 +52,12 @@ func Restore(cfg Config, st State) (*Calendar, error) {
 		if c.bookings[b.ID] != nil {
 			return nil, refuse("restore", b.ID, ErrDuplicateID, "")
 		}
-		if cs := c.conflicts(b.domains, b.Start, b.End, ""); len(cs) > 0 {
-			return nil, &ConflictError{Booking: b.ID, Conflicts: cs}
+		// Only the rest of the window is checked: a booking relocated into
+		// a block another held in the past shares it at instants over.
+		if start := rest(b, st.Time); start.Before(b.End) {
+			if cs := c.conflicts(b.domains, start, b.End, ""); len(cs) > 0 {
+				return nil, &ConflictError{Booking: b.ID, Conflicts: cs}
+			}
 		}
 		c.insert(b)
 	}

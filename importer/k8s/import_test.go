@@ -224,6 +224,9 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte(res), "gke", false)
 	f.Add([]byte(res), "gke", true)
 	f.Add([]byte("[{name: a, gpus: 8, allocatable: {cpu: 96, memory: 512Gi}}, {name: b, allocatable: {cpu: 1e20}}]"), "gke", false)
+	// Quantities with a huge exponent, refused before any exact arithmetic.
+	f.Add([]byte(node+"---\nkind: List\nitems:\n- metadata: {name: b}\n  status: {capacity: {nvidia.com/gpu: 1e9999999}}\n"), "gke", false)
+	f.Add([]byte("[{name: a, gpus: 8, allocatable: {cpu: 1e9999999, memory: 1e-9999999}}]"), "gke", false)
 	f.Fuzz(func(t *testing.T, data []byte, preset string, strict bool) {
 		if len(data) > 1<<16 {
 			return

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetsched/fleet/importer/internal/quantity"
@@ -207,7 +206,7 @@ func gpuQuantity(raw json.RawMessage) (int, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		s = string(raw)
 	}
-	q, err := resource.ParseQuantity(s)
+	q, err := quantity.Parse(s)
 	if err != nil {
 		return 0, fmt.Errorf("quantity %q: %v", s, err)
 	}

@@ -14,7 +14,7 @@ import (
 // under a misleading warning. It is refused, naming the node and the
 // quantity as written.
 func TestAllocatableBeyondInt64IsRefused(t *testing.T) {
-	for _, q := range []string{`"1e19"`, "1e19", `"100E"`, `"9223372036854775808"`, `"18446744073709551617"`, `"8Ei"`, `"2Mi"`} {
+	for _, q := range []string{`"1e19"`, "1e19", `"100E"`, `"9223372036854775808"`, `"18446744073709551617"`, `"8Ei"`, `"2Mi"`, "1e9999999", `"1e99999999"`} {
 		t.Run(q, func(t *testing.T) {
 			y := "kind: List\nitems:\n- metadata: {name: ok}\n  status: {allocatable: {nvidia.com/gpu: 8}}\n" +
 				"- metadata: {name: huge}\n  status: {allocatable: {nvidia.com/gpu: " + q + "}}\n"

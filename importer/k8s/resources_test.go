@@ -85,6 +85,7 @@ func TestImportResourcesRefused(t *testing.T) {
 	}{
 		{"negative cpu", node("\"-1\""), k8s.CPUAndMemory(), k8s.ErrBadResource},
 		{"cpu beyond the bound", node("1e19"), k8s.CPUAndMemory(), k8s.ErrBadResource},
+		{"cpu with a huge exponent", node("1e9999999"), k8s.CPUAndMemory(), k8s.ErrBadResource},
 		{"not a quantity", node("lots"), k8s.CPUAndMemory(), k8s.ErrBadResource},
 		{"a bad quantity not asked for is not read", node("lots"), []string{"memory"}, nil},
 		{"empty name", node("\"1\""), []string{""}, k8s.ErrInvalidOptions},

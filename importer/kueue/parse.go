@@ -170,7 +170,7 @@ func (p *parser) quantity(v any, path string) (resource.Quantity, bool) {
 		p.fail(path, ErrQuantity, "want a quantity, got %v", v)
 		return resource.Quantity{}, false
 	}
-	q, err := resource.ParseQuantity(s)
+	q, err := quantity.Parse(s)
 	if err != nil {
 		p.fail(path, ErrQuantity, "%q: %v", s, err)
 		return resource.Quantity{}, false

@@ -139,7 +139,7 @@ spec:
 		}
 		assert.Equal(t, tt.rounded, rounded, tt.q)
 	}
-	for _, bad := range []string{"1K", "-1", "abc", "[1]"} {
+	for _, bad := range []string{"1K", "-1", "abc", "[1]", "1e9999999", `"1e-9999999"`} {
 		_, err := kueue.Parse([]byte(doc(bad)), kueue.Options{})
 		require.ErrorIs(t, err, kueue.ErrQuantity, bad)
 	}
@@ -252,6 +252,10 @@ func FuzzParse(f *testing.F) {
 		f.Add(b, true)
 	}
 	f.Add([]byte(multiResource), true)
+	// A quantity with a huge exponent, refused before any exact arithmetic.
+	f.Add([]byte("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q}\nspec:\n  resourceGroups:\n"+
+		"  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: f\n      resources:\n"+
+		"      - {name: nvidia.com/gpu, nominalQuota: 1e9999999}\n"), false)
 	f.Fuzz(func(t *testing.T, data []byte, resources bool) {
 		if len(data) > 1<<16 {
 			return

@@ -79,14 +79,24 @@ func (l *Ledger) MovesOn(n topology.NodeID) []string {
 	return out
 }
 
-// Requeue ends a moving holder's run (it exited drained or killed): its
-// old GPUs and quota are released as Exit releases them, it is pending
-// again, and its reserved GPUs become its nomination, ready at now: the
-// next cycle starts it there. It is refused, changing nothing, for work
-// that holds no GPUs or does not move.
-func (l *Ledger) Requeue(id string, now time.Time) error {
+// Moving reports whether holder id drains to restart elsewhere: it has
+// a reserved place, or it drains for defragmentation and its place was
+// given back (DropMove) when the place's node left service.
+func (l *Ledger) Moving(id string) bool {
 	r, ok := l.recs[id]
-	if !ok || !r.State.HoldsGPUs() || len(r.MoveTo.Pods) == 0 {
+	return ok && r.State.HoldsGPUs() && (len(r.MoveTo.Pods) > 0 || r.Drain != nil && r.Drain.Reason == gang.DrainDefrag)
+}
+
+// Requeue ends a moving holder's run (it exited drained or killed): its
+// old GPUs and quota are released as Exit releases them and it is pending
+// again. Its reserved GPUs, if it still has them, become its nomination,
+// ready at now: the next cycle starts it there. A mover whose place was
+// given back is pending with no nomination, at its spec's size: the next
+// cycle places it wherever it fits. It is refused, changing nothing, for
+// work that is not Moving.
+func (l *Ledger) Requeue(id string, now time.Time) error {
+	r := l.recs[id]
+	if !l.Moving(id) {
 		return fmt.Errorf("ledger: requeue %q: not a moving holder", id)
 	}
 	if _, ok := l.noms[id]; ok {
@@ -98,6 +108,12 @@ func (l *Ledger) Requeue(id string, now time.Time) error {
 	}
 	r.Drain = nil
 	l.move(r, gang.Pending)
+	if len(r.MoveTo.Pods) == 0 {
+		r.servedBy = false
+		r.Assign, r.Nodes, r.Lost = placement.Assignment{}, nil, nil
+		l.setSize(r, nil)
+		return nil
+	}
 	if err := l.tree.AddUsage(r.Queue, r.Flavor, int64(r.GPUs())); err != nil {
 		panic(fmt.Sprintf("ledger: charging the quota %q just gave back: %v", id, err))
 	}

@@ -115,3 +115,108 @@ func (l *Ledger) RestoreBorrowing(id string, borrowing bool) {
 		r.Borrowing = borrowing
 	}
 }
+
+// AdoptNomination reopens a beneficiary's nomination from what a host
+// sees after a restart without a snapshot: its target, and the victims
+// draining for it (restored first, each listing it among its live
+// beneficiaries). The GPUs each target node needs come first from those
+// victims there, in ID order, up to what no other nomination claims of
+// them; the rest must be free, and is reserved for it now. It waits on
+// the victims whose GPUs it claims, and is ready by the latest of their
+// deadlines (now when it claims none). It is refused, changing nothing,
+// when b is not pending without a nomination, the target is not a size its
+// pod sets allow, or its GPUs cannot be covered.
+func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now time.Time) error {
+	r, ok := l.recs[b]
+	if !ok || r.State != gang.Pending || l.noms[b] != nil {
+		return fmt.Errorf("ledger: adopt nomination of %q: not a pending workload without one", b)
+	}
+	if _, ok := SizeOf(r.W, target.Pods); !ok {
+		return fmt.Errorf("ledger: adopt nomination of %q: target of %d pods, not a size its pod sets allow", b, len(target.Pods))
+	}
+	type victimClaim struct {
+		victim *Record
+		claim  claim
+	}
+	var claims []victimClaim
+	var reserved []placement.NodeGPUs
+	var waitOn []string
+	readyBy := now
+	for _, x := range target.NodeGPUs() {
+		need := x.GPUs
+		for _, id := range l.onNode[x.Node] {
+			v := l.draining[id]
+			if need == 0 {
+				break
+			}
+			if v == nil || !slices.Contains(v.Drain.Live, b) {
+				continue
+			}
+			if g := min(need, v.unclaimedOn(x.Node)); g > 0 {
+				claims = append(claims, victimClaim{v, claim{b, x.Node, g}})
+				need -= g
+				if !slices.Contains(waitOn, id) {
+					waitOn = append(waitOn, id)
+					if v.Drain.Deadline.After(readyBy) {
+						readyBy = v.Drain.Deadline
+					}
+				}
+			}
+		}
+		if need > 0 {
+			if x.Node < 0 || int(x.Node) >= l.fleet.NumNodes() || l.fleet.Health(x.Node) != topology.Healthy || l.fleet.Free(x.Node) < need {
+				return fmt.Errorf("ledger: adopt nomination of %q: %d GPUs neither free nor draining for it on node %d", b, need, x.Node)
+			}
+			reserved = append(reserved, placement.NodeGPUs{Node: x.Node, GPUs: need})
+		}
+	}
+	for _, c := range claims {
+		c.victim.Drain.claims = append(c.victim.Drain.claims, c.claim)
+	}
+	l.nomSeq++
+	if err := l.RestoreNomination(b, target, reserved, waitOn, readyBy, l.nomSeq); err != nil {
+		l.nomSeq--
+		for _, c := range slices.Backward(claims) {
+			c.victim.Drain.claims = c.victim.Drain.claims[:len(c.victim.Drain.claims)-1]
+		}
+		return fmt.Errorf("ledger: adopt nomination of %q: %w", b, err)
+	}
+	return nil
+}
+
+// AdoptServed marks a workload adopted after a restart (pending, or a
+// beneficiary that started while victims freeing its quota still drain)
+// as served when a draining victim lists it among its live beneficiaries,
+// as a nomination or reclaim would have: its end then releases them.
+func (l *Ledger) AdoptServed(b string) {
+	r, ok := l.recs[b]
+	if !ok {
+		return
+	}
+	for _, v := range l.draining {
+		if slices.Contains(v.Drain.Live, b) {
+			r.servedBy = true
+			return
+		}
+	}
+}
+
+// DropUnknownLive forgets, on every drain, the live beneficiaries the
+// books do not track: after a restart by adoption, a beneficiary the host
+// did not adopt again no longer counts on its victims, which become
+// ordinary draining candidates. A beneficiary that runs still counts on
+// the victims that free its quota, until it ends.
+func (l *Ledger) DropUnknownLive() {
+	var gone []string
+	for _, v := range l.draining {
+		for _, b := range v.Drain.Live {
+			if _, ok := l.recs[b]; !ok && !slices.Contains(gone, b) {
+				gone = append(gone, b)
+			}
+		}
+	}
+	slices.Sort(gone)
+	for _, b := range gone {
+		l.Unserve(b)
+	}
+}

@@ -55,7 +55,7 @@ func (r *Runner) adoptFill(kv map[string]string) (string, error) {
 			ps.Count, ps.GPUsPerPod = 1, c
 			pods = []fleet.PodAssignment{{PodSet: ps.Name, Node: nodes[i].Name, GPUs: c}}
 		}
-		if err := r.S.Adopt(r.Now, w, r.Now, pods); err != nil {
+		if err := r.S.Adopt(r.Now, fleet.Adoption{Workload: w, Started: r.Now, Pods: pods}); err != nil {
 			return "error: " + err.Error() + "\n", nil
 		}
 	}

@@ -21,7 +21,7 @@ func Amount(name string, q resource.Quantity) (int64, error) {
 		if q.Sign() < 0 {
 			return 0, ErrNegative
 		}
-		if q.Cmp(*resource.NewMilliQuantity(MaxAmount, resource.DecimalSI)) > 0 {
+		if huge(q) || q.Cmp(*resource.NewMilliQuantity(MaxAmount, resource.DecimalSI)) > 0 {
 			return 0, fmt.Errorf("%w: above %d millicores", ErrOutOfRange, int64(MaxAmount))
 		}
 		return q.MilliValue(), nil
@@ -30,10 +30,10 @@ func Amount(name string, q resource.Quantity) (int64, error) {
 	return n, err
 }
 
-// ParseAmount parses s as a Kubernetes quantity and converts it with
-// Amount.
+// ParseAmount parses s as a Kubernetes quantity (with Parse) and converts
+// it with Amount.
 func ParseAmount(name, s string) (int64, error) {
-	q, err := resource.ParseQuantity(s)
+	q, err := Parse(s)
 	if err != nil {
 		return 0, err
 	}
