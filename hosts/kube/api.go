@@ -37,7 +37,9 @@ type action struct {
 	message string
 }
 
-func bind(p podRef, node string) action { return action{pod: p, kind: "bind", node: node} }
+func bind(p podRef, node string, at time.Time) action {
+	return action{pod: p, kind: "bind", node: node, note: DrainNote{Since: at}}
+}
 
 func deletePod(p podRef, grace int64, reason, msg string) action {
 	return action{pod: p, kind: "delete", grace: grace, reason: reason, message: msg}
@@ -46,6 +48,8 @@ func deletePod(p podRef, grace int64, reason, msg string) action {
 func drainPod(p podRef, note DrainNote, grace int64, msg string) action {
 	return action{pod: p, kind: "drain", note: note, grace: grace, reason: "Preempted", message: msg}
 }
+
+func annotate(p podRef, note DrainNote) action { return action{pod: p, kind: "annotate", note: note} }
 
 func nominate(p podRef, node string) action { return action{pod: p, kind: "nominate", node: node} }
 
@@ -87,12 +91,23 @@ func (c *Controller) write(ctx context.Context, a action) error {
 	pods := c.client.CoreV1().Pods(ns)
 	switch a.kind {
 	case "bind":
+		// The binding's annotations are copied onto the pod: the
+		// admission time survives a restart.
 		err := pods.Bind(ctx, &corev1.Binding{
-			ObjectMeta: metav1.ObjectMeta{Name: a.pod.name, Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: a.pod.name, Namespace: ns, Annotations: map[string]string{
+				AnnotationAdmitted: a.note.Since.UTC().Format(time.RFC3339Nano)}},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: a.node},
 		}, metav1.CreateOptions{})
 		if err != nil && !isGone(err) {
 			c.event(ctx, a.pod, corev1.EventTypeWarning, "FailedBinding", fmt.Sprintf("binding to %s: %v", a.node, err))
+		}
+		return err
+	case "annotate":
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"annotations": map[string]string{AnnotationDrain: EncodeDrain(a.note)}}})
+		_, err := pods.Patch(ctx, a.pod.name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if isGone(err) {
+			return nil
 		}
 		return err
 	case "drain":

@@ -430,3 +430,132 @@ func TestClusterInferenceSpike(t *testing.T) {
 	t.Logf("%d victims drained with the contract's grace, %d replicas nominated, all 150 bound %s after the spike (test clock)",
 		len(victims), len(nominated), back.Round(time.Second))
 }
+
+// TestClusterLeaderFailoverMidDrain: the leader is killed, without
+// cleanup, while victims drain for the spike; the second replica takes
+// the Lease, rebuilds from the cluster, and drains no victim twice,
+// extends no deadline, picks no extra victim, and the replicas start.
+func TestClusterLeaderFailoverMidDrain(t *testing.T) {
+	cl := startCluster(t)
+	cl.addNodes(t, 256)
+	clock := &testClock{}
+	ctx := t.Context()
+	startKubelet(t, ctx, cl, clock)
+	a := startScheduler(t, cl, clock, "replica-a", nil)
+	eventually(t, 20*time.Second, "replica-a leads", a.c.Leading)
+	b := startScheduler(t, cl, clock, "replica-b", nil)
+	spikeSetup(t, cl, clock)
+	a.c.Kick()
+
+	type drained struct {
+		deadline time.Time
+		grace    int64
+	}
+	snapshot := func() (map[string]drained, map[string]string) {
+		victims, nominated := map[string]drained{}, map[string]string{}
+		for _, p := range cl.listPods(t) {
+			if p.DeletionTimestamp != nil {
+				victims[p.Name] = drained{p.DeletionTimestamp.Time, *p.DeletionGracePeriodSeconds}
+			}
+			if p.Status.NominatedNodeName != "" && p.Spec.NodeName == "" {
+				nominated[p.Name] = p.Status.NominatedNodeName
+			}
+		}
+		return victims, nominated
+	}
+	var before map[string]drained
+	var nomBefore map[string]string
+	eventually(t, 60*time.Second, "victims terminating and replicas nominated", func() bool {
+		before, nomBefore = snapshot()
+		return len(before) > 0 && len(nomBefore) > 0
+	})
+	time.Sleep(time.Second) // the last writes of the pass land
+	before, nomBefore = snapshot()
+	for _, p := range cl.listPods(t) {
+		if p.DeletionTimestamp != nil {
+			t.Logf("victim %s on %s: %s", p.Name, p.Spec.NodeName, p.Annotations[AnnotationDrain])
+			break
+		}
+	}
+	a.stop() // killed: no cleanup, the Lease expires on its own
+	killedAt := time.Now()
+	require.False(t, b.c.Leading())
+	eventually(t, 30*time.Second, "replica-b leads", b.c.Leading)
+	t.Logf("replica-b leads %s after replica-a was killed", time.Since(killedAt).Round(100*time.Millisecond))
+	// Several cycles of the new leader before the victims exit.
+	cycles := b.c.Cycles()
+	eventually(t, 20*time.Second, "three cycles of replica-b", func() bool { return b.c.Cycles() >= cycles+3 })
+	after, nomAfter := snapshot()
+	assert.Equal(t, before, after, "victims and their deadlines after the failover")
+	assert.Equal(t, nomBefore, nomAfter, "nominations after the failover")
+	for _, ev := range cl.listEvents(t, "Preempted") {
+		assert.Equal(t, "replica-a", ev.ReportingInstance, "a drain by the new leader: %s %s", ev.InvolvedObject.Name, ev.Message)
+	}
+	clock.Advance(121 * time.Second)
+	eventually(t, 60*time.Second, "every replica bound", func() bool {
+		b.c.Kick()
+		n := 0
+		for _, p := range cl.listPods(t) {
+			if strings.HasPrefix(p.Name, "serve-") && p.Spec.NodeName != "" {
+				n++
+			}
+		}
+		return n == 150
+	})
+	for _, p := range cl.listPods(t) {
+		if want, ok := nomBefore[p.Name]; ok {
+			assert.Equal(t, want, p.Spec.NodeName, "replica %s bound off its nomination", p.Name)
+		}
+	}
+	t.Logf("%d victim pods drained once with unchanged deadlines, %d replicas nominated by replica-a, bound by replica-b",
+		len(before), len(nomBefore))
+}
+
+// listEvents lists the test namespace's Events of one reason.
+func (c *cluster) listEvents(t testing.TB, reason string) []corev1.Event {
+	l, err := c.client.CoreV1().Events("team").List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + reason})
+	require.NoError(t, err)
+	return l.Items
+}
+
+// TestClusterNodeNotReadyHotSwap: a node under a gang that survives node
+// loss goes NotReady; its pod is deleted and the replacement pod the
+// owner creates is bound inside the gang's subblock.
+func TestClusterNodeNotReadyHotSwap(t *testing.T) {
+	cl := startCluster(t)
+	cl.addNodes(t, 256)
+	clock := &testClock{}
+	ctx := t.Context()
+	startKubelet(t, ctx, cl, clock)
+	startScheduler(t, cl, clock, "replica-a", nil)
+	// 7 pods in a subblock of 8 nodes: one node stays free for a swap.
+	cl.createGang(t, "swap", "research", "reserved-research", 7, 8,
+		map[string]string{AnnotationRequiredTopology: "cloud.google.com/gce-topology-subblock",
+			AnnotationSurvivesNodeLoss: "true", AnnotationPreemptible: "true", AnnotationCheckpointInterval: "10m"})
+	eventually(t, 30*time.Second, "the gang bound", func() bool { return cl.pod(t, "swap-6").Spec.NodeName != "" })
+	lostNode := cl.pod(t, "swap-3").Spec.NodeName
+	node, err := cl.client.CoreV1().Nodes().Get(ctx, lostNode, metav1.GetOptions{})
+	require.NoError(t, err)
+	subblock := node.Labels["cloud.google.com/gce-topology-subblock"]
+	// Fill the rest of the fleet, so that the swap must find its node in
+	// the gang's subblock.
+	cl.setReady(t, lostNode, false)
+	eventually(t, 30*time.Second, "the lost pod deleted", func() bool {
+		_, err := cl.client.CoreV1().Pods("team").Get(ctx, "swap-3", metav1.GetOptions{})
+		return err != nil
+	})
+	// The owner (a Job or JobSet controller) recreates the rank.
+	cl.createPod(t, podSpec{name: "swap-3", queue: "research", class: "reserved-research", group: "swap", total: 7, gpus: 8,
+		annotations: map[string]string{AnnotationRequiredTopology: "cloud.google.com/gce-topology-subblock",
+			AnnotationSurvivesNodeLoss: "true", AnnotationPreemptible: "true", AnnotationCheckpointInterval: "10m"}})
+	eventually(t, 30*time.Second, "the replacement bound", func() bool { return cl.pod(t, "swap-3").Spec.NodeName != "" })
+	newNode := cl.pod(t, "swap-3").Spec.NodeName
+	assert.NotEqual(t, lostNode, newNode)
+	n2, err := cl.client.CoreV1().Nodes().Get(ctx, newNode, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, subblock, n2.Labels["cloud.google.com/gce-topology-subblock"], "replacement outside the gang's subblock")
+	for i := range 7 {
+		assert.NotEmpty(t, cl.pod(t, fmt.Sprintf("swap-%d", i)).Spec.NodeName)
+	}
+	t.Logf("swap-3 lost with %s, rebound on %s in %s", lostNode, newNode, subblock)
+}

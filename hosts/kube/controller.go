@@ -413,28 +413,9 @@ func (c *Controller) syncNodes() ([]action, error) {
 		for _, id := range lost {
 			acts = append(acts, c.endWorkload(id, "its node "+node+" is down")...)
 		}
-		if h == topology.Down {
-			acts = append(acts, c.deletePodsOn(node)...)
-		}
 	}
 	c.queue.Add(keyCycle)
 	return acts, nil
-}
-
-// deletePodsOn deletes, at once, the pods of running workloads left on a
-// down node: their replacements are bound where the scheduler says.
-func (c *Controller) deletePodsOn(node string) []action {
-	var acts []action
-	for _, t := range c.work {
-		for i, n := range t.slots {
-			if n == node && t.slotPod[i] != "" {
-				acts = append(acts, deletePod(podRef{t.spec.ID, t.slotPod[i]}, 0, "NodeLost",
-					"node "+node+" is down; the rank restarts on a replacement node"))
-				t.slotPod[i] = ""
-			}
-		}
-	}
-	return acts
 }
 
 // endWorkload forgets a workload the scheduler ended and deletes its pods.
@@ -454,9 +435,12 @@ func (c *Controller) endWorkload(id, why string) []action {
 	return acts
 }
 
-// rebuild makes a new scheduler from what the cluster shows: the nodes,
-// the pods bound (adopted), the pods terminating under a drain, and the
-// pods waiting (submitted in creation order). c.mu is held.
+// rebuild makes a new scheduler from what the cluster shows, in the
+// order fleet.Adoption gives: running work (bound pods; terminating ones
+// under a drain, its deadline, reason and beneficiaries read back from
+// AnnotationDrain) in the order it started, then pending work (nominated
+// where status.nominatedNodeName says) in the order it was created, then
+// the health of cordoned and down nodes. c.mu is held.
 func (c *Controller) rebuild(now time.Time) error {
 	spec, key, health, err := c.fleetSpec()
 	if err != nil {
@@ -470,110 +454,204 @@ func (c *Controller) rebuild(now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("kube: the cluster's fleet: %w", err)
 	}
-	for node, h := range health {
-		if h == topology.Cordoned {
-			if _, err := s.SetNodeHealth(now, node, h); err != nil && !errors.Is(err, fleet.ErrUnknownNode) {
-				return err
-			}
-		}
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return err
 	}
-	work := map[string]*tracked{}
-	type group struct {
-		key     string
-		pods    []*corev1.Pod
-		created time.Time
-	}
-	var groups []group
-	idx := c.podInf.GetIndexer()
-	for _, key := range idx.ListIndexFuncValues(indexWorkload) {
-		g := group{key: key}
-		for _, p := range c.workloadPods(key) {
-			if Terminal(p) {
-				continue
-			}
-			g.pods = append(g.pods, p)
-			if t := p.CreationTimestamp.Time; g.created.IsZero() || t.Before(g.created) {
-				g.created = t
-			}
-		}
-		if len(g.pods) > 0 {
-			groups = append(groups, g)
-		}
-	}
-	slices.SortFunc(groups, func(a, b group) int {
-		return cmp.Or(a.created.Compare(b.created), cmp.Compare(a.key, b.key))
-	})
-	for _, g := range groups {
-		w, ordered, err := c.tr.Workload(g.key, g.pods)
-		if err != nil {
-			continue // written as a condition by the workload's sync
-		}
-		bound := 0
-		for _, p := range ordered {
-			if p.Spec.NodeName != "" {
-				bound++
-			}
-		}
-		t := &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
-		switch {
-		case bound == 0:
-			if Complete(w, ordered) != nil {
-				continue
-			}
-			if err := s.Submit(now, w); err != nil {
-				continue
-			}
-		case bound == len(ordered) && len(ordered) == w.PodSets[0].Count:
-			started := g.created
-			pods := make([]fleet.PodAssignment, len(ordered))
-			t.slots = make([]string, len(ordered))
-			t.slotPod = make([]string, len(ordered))
-			for i, p := range ordered {
-				pods[i] = fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: p.Spec.NodeName, GPUs: w.PodSets[0].GPUsPerPod}
-				t.slots[i], t.slotPod[i] = p.Spec.NodeName, p.Name
-				if p.Status.StartTime != nil && p.Status.StartTime.Time.Before(started) {
-					started = p.Status.StartTime.Time
-				}
-			}
-			if started.After(now) {
-				started = now
-			}
-			if err := s.Adopt(now, w, started, pods); err != nil {
-				c.log.Warn("adopt", "workload", g.key, "err", err)
-				continue
-			}
-			t.running = true
-			if note, deadline, ok := drainOf(ordered); ok {
-				grace := deadline.Sub(now)
-				if grace <= 0 {
-					grace = time.Nanosecond
-				}
-				if _, err := s.RequestDrain(now, w.ID, grace); err != nil {
-					c.log.Warn("drain in progress", "workload", g.key, "err", err)
-				}
-				t.drain, t.deadline = &note, deadline
-			}
-		default:
-			c.log.Warn("partly bound workload left as it is", "workload", g.key, "bound", bound, "pods", len(ordered))
+	downSince := map[string]time.Time{}
+	for _, n := range nodes {
+		if Health(n) != topology.Down {
 			continue
 		}
-		work[w.ID] = t
+		downSince[n.Name] = now
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && !cond.LastTransitionTime.IsZero() {
+				downSince[n.Name] = cond.LastTransitionTime.Time
+			}
+		}
+	}
+	groups := map[string][]*corev1.Pod{}
+	idx := c.podInf.GetIndexer()
+	for _, key := range idx.ListIndexFuncValues(indexWorkload) {
+		for _, p := range c.workloadPods(key) {
+			if !Terminal(p) {
+				groups[key] = append(groups[key], p)
+			}
+		}
+	}
+	exists := func(id string) bool { return len(groups[id]) > 0 }
+	type adopted struct {
+		a fleet.Adoption
+		t *tracked
+	}
+	var running, pending []adopted
+	for key, pods := range groups {
+		a, t, err := c.adoption(key, pods, now, downSince, exists)
+		if err != nil {
+			c.log.Debug("not adopted", "workload", key, "err", err)
+			continue
+		}
+		if a.Started.IsZero() {
+			pending = append(pending, adopted{a, t})
+		} else {
+			running = append(running, adopted{a, t})
+		}
+	}
+	slices.SortFunc(running, func(x, y adopted) int {
+		return cmp.Or(x.a.Started.Compare(y.a.Started), cmp.Compare(x.a.Workload.ID, y.a.Workload.ID))
+	})
+	slices.SortFunc(pending, func(x, y adopted) int {
+		return cmp.Or(x.a.Submitted.Compare(y.a.Submitted), cmp.Compare(x.a.Workload.ID, y.a.Workload.ID))
+	})
+	work := map[string]*tracked{}
+	for _, x := range slices.Concat(running, pending) {
+		err := s.Adopt(now, x.a)
+		if err != nil && len(x.a.Nominated) > 0 {
+			c.log.Warn("nomination not adopted", "workload", x.a.Workload.ID, "err", err)
+			// A nomination the fleet cannot hold any more (a node went
+			// away): the workload queues again without it.
+			x.a.Nominated = nil
+			err = s.Adopt(now, x.a)
+		}
+		if err != nil {
+			c.log.Warn("adopt", "workload", x.a.Workload.ID, "err", err)
+			continue
+		}
+		work[x.a.Workload.ID] = x.t
 	}
 	for node, h := range health {
-		if h == topology.Down {
-			if _, err := s.SetNodeHealth(now, node, h); err != nil && !errors.Is(err, fleet.ErrUnknownNode) {
-				return err
-			}
+		if h == topology.Healthy {
+			continue
+		}
+		if _, err := s.SetNodeHealth(now, node, h); err != nil && !errors.Is(err, fleet.ErrUnknownNode) {
+			return err
 		}
 	}
 	for id, t := range c.work {
 		if nt, ok := work[id]; ok {
-			nt.message, nt.nominated = t.message, t.nominated
+			nt.message = t.message
 		}
 	}
-	c.log.Info("rebuilt from the cluster", "nodes", len(spec.Nodes), "workloads", len(work))
+	c.log.Info("rebuilt from the cluster", "nodes", len(spec.Nodes), "running", len(running), "pending", len(pending))
 	c.s, c.fleetKey, c.health, c.work = s, key, health, work
 	return nil
+}
+
+// adoption reads one workload from its live pods: pending (no pod bound),
+// or running (every pod bound), with its drain and lost pods.
+func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
+	downSince map[string]time.Time, exists func(string) bool) (fleet.Adoption, *tracked, error) {
+	w, ordered, err := c.tr.Workload(key, pods)
+	if err != nil {
+		return fleet.Adoption{}, nil, err
+	}
+	a := fleet.Adoption{Workload: w}
+	for _, p := range ordered {
+		if t := p.CreationTimestamp.Time; a.Submitted.IsZero() || t.Before(a.Submitted) {
+			a.Submitted = t
+		}
+	}
+	if a.Submitted.After(now) {
+		a.Submitted = now
+	}
+	t := &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
+	bound := 0
+	for _, p := range ordered {
+		if p.Spec.NodeName != "" {
+			bound++
+		}
+	}
+	gpus := w.PodSets[0].GPUsPerPod
+	switch {
+	case bound == 0:
+		if err := Complete(w, ordered); err != nil {
+			return a, nil, err
+		}
+		var nom []fleet.PodAssignment
+		for i, p := range ordered {
+			if p.Status.NominatedNodeName != "" {
+				nom = append(nom, fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: p.Status.NominatedNodeName, GPUs: gpus})
+			}
+		}
+		if len(nom) == len(ordered) {
+			a.Nominated = nom
+			t.nominated = make([]string, len(nom))
+			for i, pa := range nom {
+				t.nominated[i] = pa.Node
+			}
+		}
+		return a, t, nil
+	case bound < len(ordered) || len(ordered) != w.PodSets[0].Count:
+		return a, nil, fmt.Errorf("%d of %d pods bound: left as it is", bound, len(ordered))
+	}
+	t.running = true
+	t.slots = make([]string, len(ordered))
+	t.slotPod = make([]string, len(ordered))
+	for i, p := range ordered {
+		pa := fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: p.Spec.NodeName, GPUs: gpus}
+		t.slots[i], t.slotPod[i] = p.Spec.NodeName, p.Name
+		if at := admitted(p); !at.IsZero() && (a.Started.IsZero() || at.Before(a.Started)) {
+			a.Started = at
+		}
+		if since, down := downSince[p.Spec.NodeName]; down && w.Drain.SurvivesNodeLoss {
+			a.Lost = append(a.Lost, fleet.LostPodView{Pod: pa, Since: since})
+			continue
+		}
+		a.Pods = append(a.Pods, pa)
+	}
+	if a.Started.IsZero() || a.Started.After(now) {
+		a.Started = now
+	}
+	if a.Submitted.After(a.Started) {
+		a.Submitted = a.Started
+	}
+	for i := range a.Lost {
+		a.Lost[i].Since = clamp(a.Lost[i].Since, a.Started, now)
+	}
+	if note, deadline, ok := drainOf(ordered); ok && note.Reason != "" {
+		var reason gang.DrainReason
+		if err := reason.UnmarshalText([]byte(note.Reason)); err == nil {
+			d := &fleet.AdoptedDrain{Since: clamp(note.Since, a.Started, now), Deadline: deadline, Reason: reason,
+				Beneficiaries: note.Beneficiaries, KillAsked: note.KillAsked}
+			for _, b := range note.Beneficiaries {
+				if exists(b) {
+					d.Live = append(d.Live, b)
+				}
+			}
+			if !d.Deadline.After(d.Since) {
+				d.Deadline = d.Since.Add(time.Nanosecond)
+			}
+			a.Drain = d
+			t.drain, t.deadline = &note, deadline
+		}
+	}
+	return a, t, nil
+}
+
+func clamp(t, lo, hi time.Time) time.Time {
+	if t.Before(lo) {
+		t = lo
+	}
+	if t.After(hi) {
+		t = hi
+	}
+	return t
+}
+
+// admitted is when the scheduler bound the pod (AnnotationAdmitted, which
+// the binding carries), else when its PodScheduled condition turned true.
+func admitted(p *corev1.Pod) time.Time {
+	if v := p.Annotations[AnnotationAdmitted]; v != "" {
+		if at, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return at
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 // drainOf reads the drain of a workload whose pods terminate: the note
@@ -687,6 +765,20 @@ func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
 		delete(c.bad, key)
 		return nil, false
 	}
+	if t == nil && slices.ContainsFunc(live, func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }) {
+		// Pods bound that the scheduler does not know (bound by an earlier
+		// leader after this one rebuilt): adopted as they run.
+		a, nt, err := c.adoption(key, live, now, nil, func(string) bool { return true })
+		if err == nil {
+			err = c.s.Adopt(now, a)
+		}
+		if err != nil {
+			c.log.Debug("not adopted", "workload", key, "err", err)
+			return nil, false
+		}
+		c.work[key] = nt
+		return nil, true
+	}
 	w, ordered, err := c.tr.Workload(key, live)
 	if err == nil {
 		err = Complete(w, ordered)
@@ -743,7 +835,7 @@ func (c *Controller) fillSlots(t *tracked, live []*corev1.Pod) []action {
 		p := unbound[0]
 		unbound = unbound[1:]
 		t.slotPod[i] = p.Name
-		acts = append(acts, bind(podRef{t.spec.ID, p.Name}, t.slots[i]))
+		acts = append(acts, bind(podRef{t.spec.ID, p.Name}, t.slots[i], c.clock.Now()))
 	}
 	return acts
 }
@@ -825,20 +917,25 @@ func (c *Controller) cycle() []action {
 			}
 		}
 		for i, name := range t.pods {
-			acts = append(acts, bind(podRef{a.ID, name}, t.slots[i]))
+			acts = append(acts, bind(podRef{a.ID, name}, t.slots[i], now))
 		}
 	}
-	acts = append(acts, c.pending(len(d.Drain) > 0)...)
+	var snap *fleet.Snapshot
+	if len(d.Drain) > 0 || c.anyNominated() || c.anyDraining() {
+		sn := c.s.Snapshot()
+		snap = &sn
+		acts = append(acts, c.beneficiaries(snap)...)
+	}
+	acts = append(acts, c.pending(snap)...)
 	return acts
 }
 
 // pending writes, for every waiting workload, its nominations and the
 // reason it waits, when they changed.
-func (c *Controller) pending(drained bool) []action {
+func (c *Controller) pending(snap *fleet.Snapshot) []action {
 	var acts []action
 	noms := map[string][]string{}
-	if drained || c.anyNominated() {
-		snap := c.s.Snapshot()
+	if snap != nil {
 		for _, p := range snap.Pending {
 			if p.Nomination == nil {
 				continue
@@ -926,6 +1023,52 @@ func scheduledFalse(p *corev1.Pod) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// beneficiaries keeps every draining victim's AnnotationDrain listing all
+// the workloads counting on it: those its Drain named and those whose
+// nominations claim its GPUs (in the same cycle or a later one), so that a
+// new leader can give each its nomination back.
+func (c *Controller) beneficiaries(snap *fleet.Snapshot) []action {
+	var acts []action
+	for _, r := range snap.Running {
+		t := c.work[r.ID]
+		if r.Drain == nil || t == nil || t.drain == nil {
+			continue
+		}
+		all := slices.Clone(r.Drain.Beneficiaries)
+		for _, cl := range r.Drain.Claims {
+			if !slices.Contains(all, cl.Beneficiary) {
+				all = append(all, cl.Beneficiary)
+			}
+		}
+		for _, b := range r.Drain.Live {
+			if !slices.Contains(all, b) {
+				all = append(all, b)
+			}
+		}
+		if slices.Equal(all, t.drain.Beneficiaries) {
+			continue
+		}
+		note := *t.drain
+		note.Beneficiaries = all
+		t.drain = &note
+		for _, name := range t.slotPod {
+			if name != "" {
+				acts = append(acts, annotate(podRef{r.ID, name}, note))
+			}
+		}
+	}
+	return acts
+}
+
+func (c *Controller) anyDraining() bool {
+	for _, t := range c.work {
+		if t.drain != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Controller) anyNominated() bool {

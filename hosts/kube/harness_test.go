@@ -73,11 +73,22 @@ type cluster struct {
 	client kubernetes.Interface
 }
 
+// freePort picks a free port below the usual ephemeral range, so that no
+// outgoing connection takes it before the server listens on it.
 func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 100 {
+		n, err := rand.Int(rand.Reader, big.NewInt(12000))
+		require.NoError(t, err)
+		port := 20000 + int(n.Int64())
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
+	}
+	require.FailNow(t, "no free port")
+	return 0
 }
 
 func writePEM(t testing.TB, path, typ string, der []byte) {

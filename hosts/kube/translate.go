@@ -40,6 +40,9 @@ const (
 	AnnotationGPUShare           = "fleetsched.io/gpu-share"
 	AnnotationMIG                = "fleetsched.io/mig-profile"
 	AnnotationMinCount           = "fleetsched.io/min-count"
+	// AnnotationAdmitted is the time the scheduler admitted the pod's
+	// workload (RFC 3339), written with the binding.
+	AnnotationAdmitted = "fleetsched.io/admitted"
 	// AnnotationDrain is written by the scheduler on a victim's pods just
 	// before it deletes them: the drain's reason, start and beneficiaries,
 	// which the pod's deletionTimestamp (the deadline) does not say.
