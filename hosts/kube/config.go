@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -44,19 +45,19 @@ type Config struct {
 	// once.
 	Binders int `json:"binders"`
 	// Period is the longest time between two scheduling cycles.
-	Period time.Duration `json:"period"`
+	Period metav1.Duration `json:"period"`
 	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
-	LeaseDuration time.Duration `json:"leaseDuration"`
-	RenewDeadline time.Duration `json:"renewDeadline"`
-	RetryPeriod   time.Duration `json:"retryPeriod"`
+	LeaseDuration metav1.Duration `json:"leaseDuration"`
+	RenewDeadline metav1.Duration `json:"renewDeadline"`
+	RetryPeriod   metav1.Duration `json:"retryPeriod"`
 }
 
 // ClassConfig is one fleet priority class.
 type ClassConfig struct {
 	Name       string        `json:"name"`
 	Value      int32         `json:"value"`
-	Grace      time.Duration `json:"grace,omitempty"`
-	MinRuntime time.Duration `json:"minRuntime,omitempty"`
+	Grace      metav1.Duration `json:"grace,omitzero"`
+	MinRuntime metav1.Duration `json:"minRuntime,omitzero"`
 }
 
 // DefaultConfig is the configuration flags start from.
@@ -69,10 +70,10 @@ func DefaultConfig() Config {
 		QPS:           200,
 		Burst:         400,
 		Binders:       16,
-		Period:        5 * time.Second,
-		LeaseDuration: 15 * time.Second,
-		RenewDeadline: 10 * time.Second,
-		RetryPeriod:   2 * time.Second,
+		Period:        metav1.Duration{Duration: 5 * time.Second},
+		LeaseDuration: metav1.Duration{Duration: 15 * time.Second},
+		RenewDeadline: metav1.Duration{Duration: 10 * time.Second},
+		RetryPeriod:   metav1.Duration{Duration: 2 * time.Second},
 	}
 }
 
@@ -95,7 +96,7 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	qps := fs.Float64("qps", 0, "client requests per second to the API server (200)")
 	fs.IntVar(&fromFlags.Burst, "burst", 0, "client burst (400)")
 	fs.IntVar(&fromFlags.Binders, "binders", 0, "API writes in flight at once (16)")
-	fs.DurationVar(&fromFlags.Period, "period", 0, "longest time between two cycles (5s)")
+	fs.DurationVar(&fromFlags.Period.Duration, "period", 0, "longest time between two cycles (5s)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
@@ -130,7 +131,7 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	if fromFlags.Binders > 0 {
 		cfg.Binders = fromFlags.Binders
 	}
-	if fromFlags.Period > 0 {
+	if fromFlags.Period.Duration > 0 {
 		cfg.Period = fromFlags.Period
 	}
 	if cfg.Identity == "" {
@@ -152,7 +153,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: give quotaFile or quotaConfigMap, not both", ErrConfig)
 	case c.Binders < 1:
 		return fmt.Errorf("%w: binders %d, want at least 1", ErrConfig, c.Binders)
-	case c.Period <= 0:
+	case c.Period.Duration <= 0:
 		return fmt.Errorf("%w: period %s, want more than 0", ErrConfig, c.Period)
 	}
 	return nil

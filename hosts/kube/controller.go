@@ -151,7 +151,8 @@ func New(cfg Config, o Options) (*Controller, error) {
 		c.log = slog.Default()
 	}
 	for _, k := range cfg.Classes {
-		c.classes = append(c.classes, fleet.PriorityClass{Name: k.Name, Value: k.Value, Grace: k.Grace, MinRuntime: k.MinRuntime})
+		c.classes = append(c.classes, fleet.PriorityClass{Name: k.Name, Value: k.Value,
+			Grace: k.Grace.Duration, MinRuntime: k.MinRuntime.Duration})
 	}
 	if len(c.classes) == 0 {
 		for _, pc := range o.Quota.PriorityClasses {
@@ -250,12 +251,12 @@ func (c *Controller) Lead(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(c.cfg.Period):
+		case <-time.After(c.cfg.Period.Duration):
 		}
 	}
 	c.queue.Add(keyCycle)
 	go func() {
-		t := time.NewTicker(c.cfg.Period)
+		t := time.NewTicker(c.cfg.Period.Duration)
 		defer t.Stop()
 		for {
 			select {
@@ -814,18 +815,27 @@ func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
 // fillSlots binds unbound pods of a running workload (a pod recreated
 // after a failed binding or a lost node) to the slots left without one.
 func (c *Controller) fillSlots(t *tracked, live []*corev1.Pod) []action {
-	present := map[string]bool{}
+	present := map[string]*corev1.Pod{}
 	var unbound []*corev1.Pod
+	taken := map[string]bool{}
+	for _, name := range t.slotPod {
+		taken[name] = name != ""
+	}
 	for _, p := range live {
-		present[p.Name] = true
-		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+		present[p.Name] = p
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && !taken[p.Name] {
 			unbound = append(unbound, p)
 		}
 	}
 	slices.SortFunc(unbound, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
 	var acts []action
 	for i := range t.slots {
-		if t.slotPod[i] != "" && present[t.slotPod[i]] {
+		if p := present[t.slotPod[i]]; t.slotPod[i] != "" && p != nil {
+			if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && t.slots[i] != "" {
+				// Its binding failed and it is still there: bind it again
+				// (a binding already done is refused as a conflict).
+				acts = append(acts, bind(podRef{t.spec.ID, p.Name}, t.slots[i], c.clock.Now()))
+			}
 			continue
 		}
 		t.slotPod[i] = ""

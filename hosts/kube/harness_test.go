@@ -426,12 +426,13 @@ func testConfig(identity string) Config {
 	cfg.Identity = identity
 	cfg.QuotaFile = "testdata/quota.yaml"
 	cfg.Listen = ""
-	cfg.Period = time.Second
-	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+	d := func(x time.Duration) metav1.Duration { return metav1.Duration{Duration: x} }
+	cfg.Period = d(time.Second)
+	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = d(3*time.Second), d(2*time.Second), d(500*time.Millisecond)
 	cfg.Classes = []ClassConfig{
 		{Name: "prod-inference", Value: 1000},
-		{Name: "reserved-research", Value: 500, Grace: 120 * time.Second, MinRuntime: 5 * time.Minute},
-		{Name: "preemptible-batch", Value: 100, Grace: 120 * time.Second, MinRuntime: time.Minute},
+		{Name: "reserved-research", Value: 500, Grace: d(120 * time.Second), MinRuntime: d(5 * time.Minute)},
+		{Name: "preemptible-batch", Value: 100, Grace: d(120 * time.Second), MinRuntime: d(time.Minute)},
 	}
 	cfg.Shapes = map[string]string{"prod-inference": "inference", "reserved-research": "training", "preemptible-batch": "batch"}
 	return cfg

@@ -94,9 +94,9 @@ func (c *Controller) Elect(ctx context.Context) error {
 	var leadErr error
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:          lock,
-		LeaseDuration: c.cfg.LeaseDuration,
-		RenewDeadline: c.cfg.RenewDeadline,
-		RetryPeriod:   c.cfg.RetryPeriod,
+		LeaseDuration: c.cfg.LeaseDuration.Duration,
+		RenewDeadline: c.cfg.RenewDeadline.Duration,
+		RetryPeriod:   c.cfg.RetryPeriod.Duration,
 		Name:          c.cfg.SchedulerName,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
