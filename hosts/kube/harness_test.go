@@ -451,7 +451,7 @@ func startScheduler(t testing.TB, cl *cluster, clock *testClock, identity string
 	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
 	client, err := kubernetes.NewForConfig(rc)
 	require.NoError(t, err)
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("replica", identity)
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("replica", identity)
 	c, err := New(cfg, Options{Client: client, Quota: q, Clock: clock, Logger: log})
 	require.NoError(t, err)
 	c.observe = observe

@@ -1,0 +1,205 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// benchQPS and benchBurst are the client limits both schedulers get.
+const benchQPS, benchBurst = 200, 400
+
+// bindClock records, per pod, when its creation returned and when a
+// watcher first saw it bound.
+type bindClock struct {
+	mu      sync.Mutex
+	created map[string]time.Time
+	bound   map[string]time.Time
+	nodes   map[string]string
+}
+
+func watchBindings(ctx context.Context, t testing.TB, client kubernetes.Interface) *bindClock {
+	bc := &bindClock{created: map[string]time.Time{}, bound: map[string]time.Time{}, nodes: map[string]string{}}
+	f := informers.NewSharedInformerFactory(client, 0)
+	inf := f.Core().V1().Pods().Informer()
+	seen := func(o any) {
+		p, ok := o.(*corev1.Pod)
+		if !ok || p.Spec.NodeName == "" {
+			return
+		}
+		bc.mu.Lock()
+		if _, ok := bc.bound[p.Name]; !ok {
+			bc.bound[p.Name] = time.Now()
+			bc.nodes[p.Name] = p.Spec.NodeName
+		}
+		bc.mu.Unlock()
+	}
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }})
+	require.NoError(t, err)
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return bc
+}
+
+// startKubeScheduler runs kube-scheduler v1.37 with its default profile.
+func startKubeScheduler(t testing.TB, cl *cluster) {
+	bin := binaries(t)
+	sched := filepath.Join(bin, "kube-scheduler")
+	if _, err := os.Stat(sched); err != nil {
+		cmd := exec.Command("bash", "hack/apiserver-binaries", "--scheduler")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "building kube-scheduler: %s", out)
+	}
+	dir := t.TempDir()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cl.cfg.Host, CertificateAuthorityData: cl.cfg.CAData}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cl.cfg.BearerToken}
+	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	kcFile := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, kcFile))
+	logf, err := os.Create(filepath.Join(dir, "kube-scheduler.log"))
+	require.NoError(t, err)
+	cmd := exec.Command(sched, "--kubeconfig", kcFile, "--authentication-kubeconfig", kcFile,
+		"--authorization-kubeconfig", kcFile, "--leader-elect=false",
+		"--kube-api-qps", fmt.Sprint(benchQPS), "--kube-api-burst", fmt.Sprint(benchBurst),
+		"--secure-port", fmt.Sprint(freePort(t)), "--bind-address", "127.0.0.1")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logf.Close() })
+}
+
+// benchPods creates the pods from 16 goroutines, recording each creation.
+func benchPods(t testing.TB, client kubernetes.Interface, bc *bindClock, schedulerName string, gangs, size, gpus int) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	work := make(chan *corev1.Pod)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				_, err := client.CoreV1().Pods("team").Create(ctx, p, metav1.CreateOptions{})
+				if err != nil {
+					t.Errorf("create %s: %v", p.Name, err)
+					continue
+				}
+				bc.mu.Lock()
+				bc.created[p.Name] = time.Now()
+				bc.mu.Unlock()
+			}
+		}()
+	}
+	for g := range gangs {
+		for i := range size {
+			p := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%04d-%d", g, i), Namespace: "team",
+					Labels: map[string]string{LabelQueue: "research"}, Annotations: map[string]string{}},
+				Spec: corev1.PodSpec{SchedulerName: schedulerName, PriorityClassName: "reserved-research",
+					Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/x", Resources: corev1.ResourceRequirements{
+						Limits: corev1.ResourceList{podGPUs: *resource.NewQuantity(int64(gpus), resource.DecimalSI)}}}}},
+			}
+			if size > 1 {
+				p.Labels[LabelPodGroup] = fmt.Sprintf("b-%04d", g)
+				p.Annotations[AnnotationGroupTotal] = fmt.Sprint(size)
+			}
+			work <- p
+		}
+	}
+	close(work)
+	wg.Wait()
+}
+
+// BenchmarkClusterBind compares fleet-scheduler with kube-scheduler
+// v1.37.2 (default profile) through one real API server each, on the same
+// 256 nodes of 8 GPUs with the same pods and the same client QPS and
+// burst: (a) 2,000 one-GPU pods, (b) 64 gangs of 8 pods of 8 GPUs
+// (kube-scheduler sees them as plain pods: it runs without the alpha
+// Workload API its gang scheduling needs). It reports pods bound per
+// second from the first creation to the last binding, and the p50 and p99
+// of creation-to-binding. Starting the cluster and the nodes is not timed.
+func BenchmarkClusterBind(b *testing.B) {
+	for _, shape := range []struct {
+		name              string
+		gangs, size, gpus int
+	}{{"pods-2000x1gpu", 2000, 1, 1}, {"gangs-64x8x8gpu", 64, 8, 8}} {
+		for _, who := range []string{"fleet", "kube-scheduler"} {
+			b.Run(shape.name+"/"+who, func(b *testing.B) {
+				for b.Loop() {
+					b.StopTimer()
+					cl := startCluster(b)
+					cl.addNodes(b, 256)
+					ctx, cancel := context.WithCancel(context.Background())
+					bc := watchBindings(ctx, b, cl.client)
+					name := "fleet"
+					if who == "fleet" {
+						clock := &testClock{}
+						s := startScheduler(b, cl, clock, "bench", nil)
+						eventually(b, 20*time.Second, "fleet leads", s.c.Leading)
+					} else {
+						name = corev1.DefaultSchedulerName
+						startKubeScheduler(b, cl)
+					}
+					rc := rest.CopyConfig(cl.cfg)
+					rc.QPS, rc.Burst = 2000, 4000
+					creator, err := kubernetes.NewForConfig(rc)
+					require.NoError(b, err)
+					total := shape.gangs * shape.size
+					b.StartTimer()
+					benchPods(b, creator, bc, name, shape.gangs, shape.size, shape.gpus)
+					deadline := time.Now().Add(5 * time.Minute)
+					for {
+						bc.mu.Lock()
+						n := len(bc.bound)
+						bc.mu.Unlock()
+						if n == total || time.Now().After(deadline) {
+							break
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+					b.StopTimer()
+					bc.mu.Lock()
+					var first, last time.Time
+					var lat []time.Duration
+					for p, c := range bc.created {
+						if first.IsZero() || c.Before(first) {
+							first = c
+						}
+						if at, ok := bc.bound[p]; ok {
+							lat = append(lat, max(at.Sub(c), 0))
+							if at.After(last) {
+								last = at
+							}
+						}
+					}
+					bound := len(bc.bound)
+					bc.mu.Unlock()
+					cancel()
+					require.Equal(b, total, bound, "pods bound within 5 minutes")
+					slices.Sort(lat)
+					q := func(f float64) float64 { return lat[int(f*float64(len(lat)-1))].Seconds() * 1000 }
+					b.ReportMetric(float64(bound)/last.Sub(first).Seconds(), "pods/s")
+					b.ReportMetric(q(0.5), "p50-ms")
+					b.ReportMetric(q(0.99), "p99-ms")
+				}
+			})
+		}
+	}
+}
