@@ -111,8 +111,8 @@ func benchPods(t testing.TB, client kubernetes.Interface, bc *bindClock, schedul
 		for i := range size {
 			p := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%04d-%d", g, i), Namespace: "team",
-					Labels: map[string]string{LabelQueue: "research"}, Annotations: map[string]string{}},
-				Spec: corev1.PodSpec{SchedulerName: schedulerName, PriorityClassName: "reserved-research",
+					Labels: map[string]string{LabelQueue: "inference"}, Annotations: map[string]string{}},
+				Spec: corev1.PodSpec{SchedulerName: schedulerName, PriorityClassName: "prod-inference",
 					Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/x", Resources: corev1.ResourceRequirements{
 						Limits: corev1.ResourceList{podGPUs: *resource.NewQuantity(int64(gpus), resource.DecimalSI)}}}}},
 			}
@@ -130,9 +130,11 @@ func benchPods(t testing.TB, client kubernetes.Interface, bc *bindClock, schedul
 // BenchmarkClusterBind compares fleet-scheduler with kube-scheduler
 // v1.37.2 (default profile) through one real API server each, on the same
 // 256 nodes of 8 GPUs with the same pods and the same client QPS and
-// burst: (a) 2,000 one-GPU pods, (b) 64 gangs of 8 pods of 8 GPUs
-// (kube-scheduler sees them as plain pods: it runs without the alpha
-// Workload API its gang scheduling needs). It reports pods bound per
+// burst: (a) 2,000 one-GPU pods, (b) 64 gangs of 8 pods of 8 GPUs, of
+// which the 2,048 GPUs hold 32 (kube-scheduler sees them as plain pods: it
+// runs without the alpha Workload API its gang scheduling needs, and
+// part-bound-gangs counts the gangs it left part bound). The pods are
+// inference's, whose queue reaches the whole fleet by borrowing. It reports pods bound per
 // second from the first creation to the last binding, and the p50 and p99
 // of creation-to-binding. Starting the cluster and the nodes is not timed.
 func BenchmarkClusterBind(b *testing.B) {
@@ -161,15 +163,17 @@ func BenchmarkClusterBind(b *testing.B) {
 					rc.QPS, rc.Burst = 2000, 4000
 					creator, err := kubernetes.NewForConfig(rc)
 					require.NoError(b, err)
-					total := shape.gangs * shape.size
+					// What the 2,048 GPUs hold: (b) asks twice that, so half the
+					// gangs wait.
+					total := min(shape.gangs*shape.size, 256*8/shape.gpus)
 					b.StartTimer()
 					benchPods(b, creator, bc, name, shape.gangs, shape.size, shape.gpus)
-					deadline := time.Now().Add(5 * time.Minute)
+					deadline := time.Now().Add(2 * time.Minute)
 					for {
 						bc.mu.Lock()
 						n := len(bc.bound)
 						bc.mu.Unlock()
-						if n == total || time.Now().After(deadline) {
+						if n >= total || time.Now().After(deadline) {
 							break
 						}
 						time.Sleep(20 * time.Millisecond)
@@ -190,14 +194,26 @@ func BenchmarkClusterBind(b *testing.B) {
 						}
 					}
 					bound := len(bc.bound)
+					perGang := map[string]int{}
+					for p := range bc.bound {
+						perGang[p[:len("b-0000")]]++
+					}
 					bc.mu.Unlock()
 					cancel()
-					require.Equal(b, total, bound, "pods bound within 5 minutes")
+					partial := 0
+					for _, n := range perGang {
+						if n < shape.size {
+							partial++
+						}
+					}
+					b.Logf("%s: %d of %d pods bound, %d gangs part bound", who, bound, shape.gangs*shape.size, partial)
+					require.Equal(b, total, bound, "pods bound within 2 minutes")
 					slices.Sort(lat)
 					q := func(f float64) float64 { return lat[int(f*float64(len(lat)-1))].Seconds() * 1000 }
 					b.ReportMetric(float64(bound)/last.Sub(first).Seconds(), "pods/s")
 					b.ReportMetric(q(0.5), "p50-ms")
 					b.ReportMetric(q(0.99), "p99-ms")
+					b.ReportMetric(float64(partial), "part-bound-gangs")
 				}
 			})
 		}
