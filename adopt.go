@@ -36,6 +36,12 @@ type Adoption struct {
 	// Submitted is when the workload was submitted (queue wait is counted
 	// from it); zero means Started for running work and now for pending.
 	Submitted time.Time
+	// Seq is its place in submission order, which breaks ties of equal
+	// priority in the queue (a restarted mover, a requeued workload): any
+	// increasing numbering the host keeps of the work it submitted, such
+	// as its own submission counter or Snapshot's Seq. Zero: after
+	// everything adopted or submitted before it.
+	Seq uint64
 	// Started is when it was admitted; zero means it is pending.
 	Started time.Time
 	// Pods lists, for running work, every pod that runs, each on its node
@@ -96,8 +102,8 @@ type AdoptedDrain struct {
 
 // ShrinkingPod is one pod an elastic workload gives up, draining.
 type ShrinkingPod struct {
-	Pod   PodAssignment
-	Drain AdoptedDrain
+	Pod   PodAssignment // the pod, as the workload numbers it
+	Drain AdoptedDrain  // the drain the host was told of
 }
 
 // Adopt records a workload as the host sees it: one that runs (started
@@ -196,8 +202,7 @@ func (s *Scheduler) Adopt(now time.Time, a Adoption) error {
 		}
 		return &Error{Op: "adopt", Workload: id, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 	}
-	s.seq++
-	e.rec, e.seq, e.submitted = rec, s.seq, submitted
+	e.rec, e.seq, e.submitted = rec, s.adoptSeq(a.Seq), submitted
 	s.work[id] = e
 	var splits []string
 	for _, sp := range a.Shrinking {
@@ -233,6 +238,18 @@ func (s *Scheduler) Adopt(now time.Time, a Adoption) error {
 	s.books.AdoptServed(id)
 	s.advance(now)
 	return nil
+}
+
+// adoptSeq is the submission counter of an adopted workload: the host's
+// own when it gives one (the scheduler's counter then continues above
+// it), else the next.
+func (s *Scheduler) adoptSeq(seq uint64) uint64 {
+	if seq == 0 {
+		s.seq++
+		return s.seq
+	}
+	s.seq = max(s.seq, seq)
+	return seq
 }
 
 // adoptShrinking splits one pod a running elastic workload gives up off
@@ -285,13 +302,14 @@ func (s *Scheduler) adoptPending(now time.Time, a Adoption) error {
 			return err
 		}
 	}
-	s.track(e, submitted)
+	seq := s.seq
+	s.trackAs(e, submitted, a.Seq)
 	if len(target.Pods) > 0 {
 		if err := s.books.AdoptNomination(id, target, now); err != nil {
 			s.dequeue(e)
 			s.books.Forget(id)
 			delete(s.work, id)
-			s.seq--
+			s.seq = seq
 			return &Error{Op: "adopt", Workload: id, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
 	}

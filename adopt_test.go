@@ -212,21 +212,29 @@ func TestAdoptRefusesWhatDoesNotAddUp(t *testing.T) {
 	}
 }
 
-// A victim drained only to free quota keeps counting it for a beneficiary
-// that already started, until it exits: a rebuild by adoption must not
-// hand that quota to anyone else meanwhile.
-func TestAdoptKeepsQuotaPromisedToAStartedBeneficiary(t *testing.T) {
+// oneLeaf is the reference config on one leaf of nodes 8-GPU nodes, with
+// prod-inference's nominal quota and lending limit as given and no quota
+// for research: batch can only borrow inference's.
+func oneLeaf(nodes int, inference int64, lending quota.Limit) fleet.Config {
 	cfg := fleet.ReferenceConfig()
-	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 3},
+	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, nodes},
 		GPUsPerNode: 8, Flavor: "H100"})
 	for i := range cfg.Quota.Nodes {
 		switch n := &cfg.Quota.Nodes[i]; n.Name {
 		case "prod-inference":
-			n.Quotas[0].Nominal, n.Quotas[0].LendingLimit = 8, quota.LimitOf(8)
+			n.Quotas[0].Nominal, n.Quotas[0].LendingLimit = inference, lending
 		case "research":
 			n.Quotas[0].Nominal = 0
 		}
 	}
+	return cfg
+}
+
+// A victim drained only to free quota keeps counting it for a beneficiary
+// that already started, until it exits: a rebuild by adoption must not
+// hand that quota to anyone else meanwhile.
+func TestAdoptKeepsQuotaPromisedToAStartedBeneficiary(t *testing.T) {
+	cfg := oneLeaf(3, 8, quota.LimitOf(8))
 	s, err := fleet.New(cfg)
 	require.NoError(t, err)
 	filler := gang.Workload{ID: "filler", Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
@@ -278,4 +286,25 @@ func TestAdoptKeepsQuotaPromisedToAStartedBeneficiary(t *testing.T) {
 	}
 	assert.Equal(t, why[0], why[1], "the rebuilt scheduler sees the filler as promised, as the one that never stopped")
 	assert.Contains(t, why[1], "1 draining or claimed")
+}
+
+// An elastic workload gives up its highest-indexed pods first, in
+// whatever order the host listed them when it adopted it.
+func TestShrinkGivesUpTheHighestIndexWhateverTheAdoptionOrder(t *testing.T) {
+	cfg := oneLeaf(2, 16, quota.LimitOf(16))
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	w := gang.Workload{ID: "elastic", Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
+		PodSets: []gang.PodSet{{Name: "p", Count: 4, MinCount: 1, GPUsPerPod: 4}}, Drain: gang.DrainContract{Preemptible: true}}
+	var pods []fleet.PodAssignment
+	for _, i := range []int{3, 1, 2, 0} {
+		pods = append(pods, fleet.PodAssignment{PodSet: "p", Index: i, Node: fmt.Sprintf("node-0-%d", i/2), GPUs: 4})
+	}
+	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: pods}))
+	now := t0.Add(time.Hour)
+	require.NoError(t, s.Submit(now, replica("r", 4)))
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 1, "one pod makes room for the replica")
+	assert.Equal(t, "elastic", d.Drain[0].Of)
+	assert.Equal(t, 3, d.Drain[0].Pod.Index, "the highest index goes first")
 }

@@ -33,7 +33,7 @@ func hostAdoptions(snap fleet.Snapshot, specs map[string]gang.Workload, pods fun
 		held := slices.DeleteFunc(slices.Clone(pods(r.ID)), func(p fleet.PodAssignment) bool {
 			return slices.ContainsFunc(r.Lost, func(lp fleet.LostPodView) bool { return lp.Pod == p })
 		})
-		out = append(out, fleet.Adoption{Workload: w, Submitted: r.Submitted, Started: r.Started,
+		out = append(out, fleet.Adoption{Workload: w, Submitted: r.Submitted, Seq: r.Seq, Started: r.Started,
 			Pods: held, Lost: r.Lost, Drain: drain(r.Drain), Borrowing: r.Borrowing, IdleSince: r.IdleSince})
 	}
 	for _, r := range snap.Running {
@@ -46,14 +46,14 @@ func hostAdoptions(snap fleet.Snapshot, specs map[string]gang.Workload, pods fun
 		}
 		w := specs[r.ID]
 		w.Drain.LastCheckpoint = r.LastCheckpoint
-		out = append(out, fleet.Adoption{Workload: w, Submitted: r.Submitted, Started: r.Started,
+		out = append(out, fleet.Adoption{Workload: w, Submitted: r.Submitted, Seq: r.Seq, Started: r.Started,
 			Pods: pods(r.ID), Drain: drain(r.Drain), Borrowing: r.Borrowing, SplitOf: r.SplitOf, SplitPod: r.SplitPod})
 	}
 	slices.SortStableFunc(out, func(a, b fleet.Adoption) int { return a.Started.Compare(b.Started) })
 	pending := slices.Clone(snap.Pending)
 	slices.SortFunc(pending, func(a, b fleet.PendingView) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, p := range pending {
-		a := fleet.Adoption{Workload: specs[p.ID], Submitted: p.Submitted}
+		a := fleet.Adoption{Workload: specs[p.ID], Submitted: p.Submitted, Seq: p.Seq}
 		if p.Nomination != nil {
 			a.Nominated = p.Nomination.Pods
 		}

@@ -32,8 +32,11 @@ func TestABookingEndingInYear10000IsRefused(t *testing.T) {
 		Start: start, Duration: 23 * time.Hour})
 	require.NoError(t, err, "the last day RFC 3339 holds is fine")
 
-	err = s.Submit(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), training("late", 1, fleet.ClassReservedResearch, "research"))
+	late := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	err = s.Submit(late, training("late", 1, fleet.ClassReservedResearch, "research"))
 	assert.ErrorIs(t, err, fleet.ErrInvalid)
+	s.Schedule(late)
+	assert.Equal(t, t0, s.Snapshot().Time, "Schedule treats it as the scheduler's now")
 	_, err = json.Marshal(s.Snapshot())
 	assert.NoError(t, err)
 }

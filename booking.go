@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -73,7 +74,7 @@ func (s *Scheduler) Approve(now time.Time, id string, option int, who string) (c
 	}
 	b, err := s.cal.Approve(now, id, option, who)
 	if err != nil {
-		return calendar.Booking{}, &Error{Op: "approve", Detail: id, Err: err}
+		return calendar.Booking{}, bookingError("approve", id, err)
 	}
 	s.advance(now)
 	return b, nil
@@ -85,7 +86,7 @@ func (s *Scheduler) Reject(now time.Time, id, who, reason string) error {
 		return err
 	}
 	if err := s.cal.Reject(now, id, who, reason); err != nil {
-		return &Error{Op: "reject", Detail: id, Err: err}
+		return bookingError("reject", id, err)
 	}
 	s.advance(now)
 	return nil
@@ -98,7 +99,7 @@ func (s *Scheduler) CancelBooking(now time.Time, id, who, reason string) error {
 		return err
 	}
 	if err := s.cal.Cancel(now, id, who, reason); err != nil {
-		return &Error{Op: "cancel-booking", Detail: id, Err: err}
+		return bookingError("cancel-booking", id, err)
 	}
 	s.advance(now)
 	return nil
@@ -110,7 +111,7 @@ func (s *Scheduler) ShortenBooking(now time.Time, id string, end time.Time, who,
 		return err
 	}
 	if err := s.cal.Shorten(now, id, end, who, reason); err != nil {
-		return &Error{Op: "shorten-booking", Detail: id, Err: err}
+		return bookingError("shorten-booking", id, err)
 	}
 	s.advance(now)
 	return nil
@@ -376,4 +377,14 @@ func (s *Scheduler) admitBooked(now time.Time, e *entry, d *Decisions) admitResu
 	s.dequeue(e)
 	s.admitted(now, e, d)
 	return admitted
+}
+
+// bookingError wraps a calendar refusal of op on booking id. A
+// *calendar.Error already names the call and the booking, and is kept as
+// it says it; the others get the booking's name.
+func bookingError(op, id string, err error) error {
+	if _, ok := errors.AsType[*calendar.Error](err); ok {
+		return &Error{Err: err}
+	}
+	return &Error{Op: op, Detail: fmt.Sprintf("booking %q", id), Err: err}
 }

@@ -3,6 +3,8 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
@@ -16,21 +18,28 @@ import (
 // priority class name none: SIGTERM, then 120 s to checkpoint and exit.
 const DefaultGrace = 120 * time.Second
 
+// MaxGrace bounds every drain grace (a class's, a workload's, an idle
+// rule's, one RequestDrain asks for): a week, far beyond any checkpoint
+// contract. So every drain deadline falls within MaxGrace of its start,
+// and Restore refuses a snapshot whose drain does not.
+const MaxGrace = 7 * 24 * time.Hour
+
 // Config is everything New needs. It is plain data, validated whole.
 type Config struct {
-	Topology topology.Spec
-	Quota    quota.Spec
+	Topology topology.Spec // the physical fleet: levels, nodes, flavors
+	Quota    quota.Spec    // the quota tree: cohorts, queues, flavors and rules
 	// Classes are the priority classes workloads name, e.g.
 	// prod-inference > reserved-research > preemptible-batch.
 	Classes []PriorityClass
-	Policy  Policy
+	Policy  Policy // the cycle's knobs: reservations, defragmentation, sharing, overflow
 }
 
 // PriorityClass gives a workload its priority and drain defaults.
 type PriorityClass struct {
-	Name  string
-	Value int32
+	Name  string // what workloads name in PriorityClass
+	Value int32  // the priority: higher preempts lower
 	// Grace is the drain deadline of its victims; 0 means DefaultGrace.
+	// At most MaxGrace.
 	Grace time.Duration
 	// MinRuntime protects just-started work from flapping: a workload of
 	// this class is not a victim before it ran this long.
@@ -103,9 +112,9 @@ type QueueOrder interface {
 // Pending is what a QueueOrder sees of a pending workload. W is the
 // scheduler's copy: read it, never change it.
 type Pending struct {
-	W         *gang.Workload
-	Priority  int32 // resolved from its priority class
-	Submitted time.Time
+	W         *gang.Workload // the workload as submitted (the scheduler's copy)
+	Priority  int32          // resolved from its priority class
+	Submitted time.Time      // when Submit accepted it
 	// DominantShare is its queue's fair-sharing share (0 unless the
 	// policy enables fair sharing).
 	DominantShare float64
@@ -132,24 +141,34 @@ var (
 // Error carries the details of a refused call.
 type Error struct {
 	Op       string // the call: "submit", "exited", ...
-	Workload string
-	Detail   string
-	Err      error // a sentinel above, or a lower package's error
+	Workload string // the workload it concerns, if any
+	Detail   string // what was wrong and where, in words
+	Err      error  // a sentinel above, or a lower package's error
 }
 
+// Error renders the sentinel, the call, the workload and the detail.
+//
+// What the wrapped error already says is not said twice: a calendar or
+// quota error that names the call and the booking, or the part of the
+// config ("quota", "topology") it is about, keeps its own words.
 func (e *Error) Error() string {
 	msg := e.Err.Error()
+	says := func(s string) bool {
+		return strings.HasPrefix(msg, s+": ") || strings.Contains(msg, ": "+s+": ") || strings.HasSuffix(msg, ": "+s) ||
+			strings.Contains(msg, strconv.Quote(s))
+	}
 	if e.Workload != "" {
 		msg = fmt.Sprintf("%s: %s %q", msg, e.Op, e.Workload)
-	} else if e.Op != "" {
+	} else if e.Op != "" && !says(e.Op) && !strings.Contains(msg, ": "+e.Op+" ") {
 		msg = fmt.Sprintf("%s: %s", msg, e.Op)
 	}
-	if e.Detail != "" {
+	if e.Detail != "" && !says(e.Detail) {
 		msg += ": " + e.Detail
 	}
 	return msg
 }
 
+// Unwrap returns the sentinel or lower package's error, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 func refuse(op, id string, err error, format string, args ...any) error {

@@ -27,7 +27,8 @@ type reservation struct {
 
 // Schedule runs one cycle at now and returns what the host must do. It
 // never fails: a now earlier than a previous call's is treated as that
-// call's now.
+// call's now, and so is one past what RFC 3339 holds (year 9999), which
+// every other call refuses, so that a snapshot can always be persisted.
 //
 // The cycle, in order:
 //
@@ -60,7 +61,9 @@ type reservation struct {
 //     lower-priority work may use it only if the gang can evict it or it
 //     is expected to end before the planned start (backfill).
 func (s *Scheduler) Schedule(now time.Time) Decisions {
-	s.advance(now)
+	if inRFC3339(now) {
+		s.advance(now)
+	}
 	now = s.now
 	s.cycles++
 	if s.adoptedDrains {

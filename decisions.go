@@ -63,8 +63,8 @@ type Decisions struct {
 
 // Admission starts one workload.
 type Admission struct {
-	ID    string
-	Queue string
+	ID    string // the workload to start
+	Queue string // its queue
 	// Pods lists, for every pod, its pod set, index, node name and GPUs.
 	Pods []PodAssignment
 	// Wait is the time from submission to this admission.
@@ -79,10 +79,10 @@ type Admission struct {
 
 // PodAssignment places one pod.
 type PodAssignment struct {
-	PodSet string
-	Index  int
-	Node   string
-	GPUs   int // whole GPUs; the node's GPUs held whole are interchangeable
+	PodSet string // the pod set's name
+	Index  int    // the pod's index in its pod set, from 0
+	Node   string // the node's name
+	GPUs   int    // whole GPUs; the node's GPUs held whole are interchangeable
 	// GPU is the index, on Node, of the GPU holding the pod's share of one
 	// GPU (Share, in thousandths) or its MIG slice (profile MIG, starting
 	// at memory slice Slice); all zero for pods of whole GPUs or none.
@@ -94,16 +94,16 @@ type PodAssignment struct {
 
 // Nomination is where a pending workload will run once its victims exit.
 type Nomination struct {
-	ID string
+	ID string // the pending workload
 	// Pods lists the node and GPUs of every pod, as its Admission will.
 	Pods []PodAssignment
 }
 
 // Drain asks the host to stop a victim gracefully.
 type Drain struct {
-	ID       string
-	Deadline time.Time
-	Reason   gang.DrainReason
+	ID       string           // the victim to SIGTERM (a pod of Of when Of is set)
+	Deadline time.Time        // when the host is asked to kill it if it has not exited
+	Reason   gang.DrainReason // why it drains: preemption, reclaim, maintenance, idle, move...
 	// Beneficiaries are the workloads it makes room for, in the order
 	// their plan listed them: those its GPUs are nominated for, or, for a
 	// victim that frees quota only, every beneficiary of its plan.
@@ -128,7 +128,7 @@ type Drain struct {
 
 // Overflow is a guaranteed inference queue short of capacity.
 type Overflow struct {
-	Queue string
+	Queue string // the guaranteed inference queue
 	// GPUs is what its pending replicas within its guarantee need and
 	// will not get within the target.
 	GPUs int
@@ -139,12 +139,12 @@ type Overflow struct {
 // Replacement moves one pod of a running gang from a lost node to a new
 // one, inside the domain its topology request names.
 type Replacement struct {
-	ID      string
-	PodSet  string
-	Index   int
-	OldNode string
-	NewNode string
-	GPUs    int
+	ID      string // the running gang
+	PodSet  string // the lost pod's pod set
+	Index   int    // and its index in it
+	OldNode string // the node lost
+	NewNode string // the node to start the pod on
+	GPUs    int    // the GPUs the pod takes there
 	// Wait is the time since the old node was lost.
 	Wait time.Duration
 }
@@ -153,10 +153,10 @@ type Replacement struct {
 // victim that has not exited is listed again every cycle, with how overdue
 // it is, until the host reports its exit.
 type Kill struct {
-	ID       string
-	Deadline time.Time
-	Overdue  time.Duration // how far past its deadline it is now
-	Reason   gang.DrainReason
+	ID       string           // the victim to force-stop
+	Deadline time.Time        // the deadline it passed
+	Overdue  time.Duration    // how far past its deadline it is now
+	Reason   gang.DrainReason // why it was drained
 	// Of and Pod name the one pod to kill when the victim is a pod an
 	// elastic workload gives up (see Drain.Of).
 	Of  string
@@ -167,31 +167,32 @@ type Kill struct {
 type EventKind uint8
 
 const (
-	EventSubmitted EventKind = iota + 1
-	EventAdmitted
-	EventDrainStarted
-	EventKilled // the host was asked to kill a victim past its deadline
-	EventExited // the host reported an exit (any reason)
-	EventCancelled
-	EventNodeDown
-	EventNodeUp
-	EventNominationDissolved
-	EventCheckpointed
-	EventPodsLost     // a node went down under a gang that survives it
-	EventReplaced     // a lost pod got a replacement node
-	EventQueueChanged // SetQueue edited the quota node named in Queue
-	EventNodeRemoved  // RemoveNode took Node out of service
-	EventNodeAdded    // AddNode brought Node into service
-	EventOverflow     // a guaranteed inference queue is short (GPUs; 0 when it no longer is)
-	EventBlockBroken  // Node went down in Booking's blocks; Reason the remedy, NewNode the replacements offered
-	EventBlockWhole   // Node came back and Booking's blocks are whole again: the offer is withdrawn
-	EventRelocated    // the host moved Booking's broken blocks (Node) to the calendar's replacements (NewNode)
-	EventGrown        // a running elastic workload started more pods: GPUs is its size now, BorrowedGPUs what of them borrows
+	EventSubmitted           EventKind = iota + 1 // Submit accepted a workload
+	EventAdmitted                                 // a cycle admitted a workload (GPUs, BorrowedGPUs, Wait)
+	EventDrainStarted                             // a cycle drained a victim (Reason, Deadline, Beneficiaries)
+	EventKilled                                   // the host was asked to kill a victim past its deadline
+	EventExited                                   // the host reported an exit (any reason)
+	EventCancelled                                // Cancel withdrew a workload
+	EventNodeDown                                 // the host reported Node down or cordoned
+	EventNodeUp                                   // the host reported Node healthy again
+	EventNominationDissolved                      // a nomination was given up, its reserved GPUs freed (Reason says why)
+	EventCheckpointed                             // the host reported a checkpoint
+	EventPodsLost                                 // a node went down under a gang that survives it
+	EventReplaced                                 // a lost pod got a replacement node
+	EventQueueChanged                             // SetQueue edited the quota node named in Queue
+	EventNodeRemoved                              // RemoveNode took Node out of service
+	EventNodeAdded                                // AddNode brought Node into service
+	EventOverflow                                 // a guaranteed inference queue is short (GPUs; 0 when it no longer is)
+	EventBlockBroken                              // Node went down in Booking's blocks; Reason the remedy, NewNode the replacements offered
+	EventBlockWhole                               // Node came back and Booking's blocks are whole again: the offer is withdrawn
+	EventRelocated                                // the host moved Booking's broken blocks (Node) to the calendar's replacements (NewNode)
+	EventGrown                                    // a running elastic workload started more pods: GPUs is its size now, BorrowedGPUs what of them borrows
 )
 
 // Valid reports whether k is one of the event kinds.
 func (k EventKind) Valid() bool { return k >= EventSubmitted && k <= EventGrown }
 
+// String is the kind's name in the event log, e.g. "drain-started".
 func (k EventKind) String() string {
 	switch k {
 	case EventSubmitted:
@@ -241,15 +242,15 @@ func (k EventKind) String() string {
 // Event is one typed record of the scheduler's history. Fields that do not
 // apply to a kind are zero.
 type Event struct {
-	Kind     EventKind
-	Time     time.Time
-	Workload string
-	Queue    string
-	Shape    gang.Shape
-	Class    string // priority class
-	Priority int32
-	Flavor   string
-	GPUs     int
+	Kind     EventKind  // what happened
+	Time     time.Time  // when: the now of the call or cycle that recorded it
+	Workload string     // the workload it concerns
+	Queue    string     // that workload's queue
+	Shape    gang.Shape // that workload's shape
+	Class    string     // priority class
+	Priority int32      // its priority
+	Flavor   string     // the GPU model it runs on
+	GPUs     int        // the GPUs it holds (for EventGrown its size now)
 
 	// Admitted: queue wait, span level name, whether it borrows and how
 	// many GPUs of it are above the queue's nominal quota.

@@ -54,8 +54,8 @@ type DefragPlan struct {
 
 // Move is one workload a plan drains, and where it would fit now.
 type Move struct {
-	ID   string
-	From []NodeGPUs
+	ID   string     // the workload to drain
+	From []NodeGPUs // the GPUs it holds now, per node
 	// To is its new place per node; Pods the same pod by pod, as it will
 	// be admitted there.
 	To             []NodeGPUs

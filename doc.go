@@ -32,6 +32,7 @@
 //	d := s.Schedule(now)                     // one cycle: fleet.Decisions
 //	//   d.Kill  []Kill                        // victims past their deadline (again each cycle): force-stop them
 //	//   d.Drain []Drain                       // victim, deadline, reason, beneficiaries: send SIGTERM
+//	//   d.Grow  []Growth                      // more pods of a running elastic workload: start them
 //	//   d.Admit []Admission                   // workload + node and GPUs of every pod: start it
 //	//   d.Events []Event                      // what happened, for metrics and audit
 //	err = s.Exited(now, id, gang.ExitDrained) // a workload ended (finished, failed, drained, killed)

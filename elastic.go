@@ -43,7 +43,7 @@ type splitPod struct {
 
 // Growth starts more pods of a running elastic workload.
 type Growth struct {
-	ID string
+	ID string // the running elastic workload
 	// Pods lists the pods to start now, with their pod set, index, node
 	// and GPUs. The GPUs are already accounted to the workload.
 	Pods []PodAssignment

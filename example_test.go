@@ -54,7 +54,7 @@ func Example() {
 	fmt.Printf("admitted %d replicas after %s\n", len(d.Admit), d.Admit[0].Wait)
 	// Output:
 	// admitted 67, free GPUs 0
-	// drain sweep-b for spike-0,spike-1,spike-2,spike-3,spike-4,spike-5,spike-6,spike-7 by 01:02:00 (reclaim, lost 245760 GPU-s)
+	// drain sweep-b for spike-0,spike-1,spike-2,spike-3,spike-4,spike-5,spike-6,spike-7 by 01:02:00 (reclaim, lost 68.3 GPU-h)
 	// spike-3: waiting for 1 victims to drain, capacity back by 01:02:00
 	// admitted 8 replicas after 1m30s
 }

@@ -46,6 +46,7 @@ const (
 	WaitVictimsTaken
 )
 
+// String names the reason, as Explanation.Message uses it.
 func (w WaitReason) String() string {
 	switch w {
 	case WaitUnscheduled:
@@ -90,8 +91,8 @@ type waitVerdict struct {
 // is what the last cycle decided, not a new decision: Explain and
 // Schedule never disagree.
 type Explanation struct {
-	ID    string
-	State gang.State
+	ID    string     // the workload explained
+	State gang.State // its lifecycle state now
 	// Waiting is why the last cycle (at Cycle) left it pending.
 	Waiting WaitReason
 	Cycle   time.Time
@@ -123,6 +124,7 @@ type Explanation struct {
 	Message string
 }
 
+// String is the rendered sentence, Message.
 func (x Explanation) String() string { return x.Message }
 
 // Explain says why workload id is where it is: for a pending one, what the
@@ -192,6 +194,29 @@ func (s *Scheduler) Explain(id string) (Explanation, error) {
 	return x, nil
 }
 
+// ruleHint names the preemption rule of e's queue that keeps it waiting,
+// with the setting that would let preemption help: reclaimWithinCohort
+// when the queue is below its nominal quota and may not take back what it
+// lent, withinClusterQueue when its own running work was excluded by it.
+// "" when no rule of its queue is to blame.
+func (s *Scheduler) ruleHint(e *entry, x *Explanation) string {
+	if s.cfg.Policy.NoPreemption || e.wait.reason != WaitQuota && e.wait.reason != WaitMemo {
+		return ""
+	}
+	rules := s.tree.Rules(e.queue)
+	var fix []string
+	if rules.ReclaimWithinCohort == quota.ReclaimNever && s.tree.Usage(e.queue, e.flavor) < s.tree.Nominal(e.queue, e.flavor) {
+		fix = append(fix, "reclaimWithinCohort: Any (or LowerPriority) lets it take back the quota it lent")
+	}
+	if rules.WithinQueue == quota.WithinQueueNever && x.Preemption != nil && x.Preemption.Excluded.QueueRule > 0 {
+		fix = append(fix, "withinClusterQueue: LowerPriority lets it preempt its own queue's lower-priority work")
+	}
+	if len(fix) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("queue %q's preemption rules keep it waiting: %s", e.w.Queue, strings.Join(fix, "; "))
+}
+
 // explainWait renders what the last cycle stored for a pending workload.
 func (s *Scheduler) explainWait(e *entry, x *Explanation) []string {
 	w := e.wait
@@ -247,6 +272,9 @@ func (s *Scheduler) explainWait(e *entry, x *Explanation) []string {
 		msg = append(msg, "preemption is off")
 	case x.Preemption != nil:
 		msg = append(msg, "preemption cannot help: "+x.Preemption.Error())
+	}
+	if hint := s.ruleHint(e, x); hint != "" {
+		msg = append(msg, hint)
 	}
 	msg = append(msg, "as of the cycle at "+w.at.Format(time.TimeOnly))
 	return msg

@@ -23,9 +23,12 @@ import (
 // the tests; the long run (docs/restart.md) is
 //
 //	go test . -run TestFaults -fault.ops=200000 -fault.seeds=3 -v
+//
+// (-fault.first=N starts at seed N, so seeds can run side by side).
 var (
 	faultOps   = flag.Int("fault.ops", 3000, "operations per seed of TestFaults")
-	faultSeeds = flag.Int("fault.seeds", 1, "seeds of TestFaults (1, 2, ...)")
+	faultSeeds = flag.Int("fault.seeds", 1, "how many seeds TestFaults runs")
+	faultFirst = flag.Int("fault.first", 1, "the first seed of TestFaults")
 )
 
 // TestFaults drives a random host over the reference fleet: work of every
@@ -40,13 +43,14 @@ var (
 // a journal of the calls since the previous one must replay to the same
 // decisions, byte for byte.
 func TestFaults(t *testing.T) {
-	for seed := range uint64(*faultSeeds) {
-		t.Run(fmt.Sprintf("seed=%d", seed+1), func(t *testing.T) {
-			h := newFaultHost(t, seed+1, *faultOps)
+	for i := range *faultSeeds {
+		seed := uint64(*faultFirst + i)
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			h := newFaultHost(t, seed, *faultOps)
 			h.run()
 			t.Logf("seed %d: %d operations, %d JSON restarts, %d adopt restarts, %d journals replayed, "+
 				"%d workloads accepted, %d ended, %d drains, %d kills, %d node failures, %d moves, %d relocations, lost 0",
-				seed+1, h.ops, h.jsonRestarts, h.adoptRestarts, h.replays, h.accepted, h.ended, h.drains, h.kills,
+				seed, h.ops, h.jsonRestarts, h.adoptRestarts, h.replays, h.accepted, h.ended, h.drains, h.kills,
 				h.failures, h.moves, h.relocations)
 		})
 	}

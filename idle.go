@@ -33,7 +33,7 @@ func checkIdleRules(rules []IdleRule, classes map[string]PriorityClass) error {
 			return refuse("new", "", ErrInvalidConfig, "idle rule for unknown priority class %q", r.Class)
 		case seen[r.Class]:
 			return refuse("new", "", ErrInvalidConfig, "two idle rules for priority class %q", r.Class)
-		case r.After <= 0 || r.Grace < 0:
+		case r.After <= 0 || r.Grace < 0 || r.Grace > MaxGrace:
 			return refuse("new", "", ErrInvalidConfig, "idle rule for %q: after %s, grace %s", r.Class, r.After, r.Grace)
 		}
 		seen[r.Class] = true

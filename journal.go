@@ -17,16 +17,16 @@ import (
 
 // Call is one host call as a journal records it: a JSON line.
 type Call struct {
-	Op       string          `json:"op"` // submit, cancel, exited, checkpointed, drain, health, adopt, schedule, set-queue, remove-node, add-node, usage, warm, defragment
-	Time     time.Time       `json:"time"`
-	Workload *gang.Workload  `json:"workload,omitempty"`
-	ID       string          `json:"id,omitempty"`
-	Exit     gang.ExitReason `json:"exit,omitempty"`
-	Node     string          `json:"node,omitempty"`
-	Health   topology.Health `json:"health,omitempty"`
-	Started  time.Time       `json:"started,omitzero"`
-	At       time.Time       `json:"at,omitzero"`     // checkpointed: when it was taken
-	Grace    time.Duration   `json:"grace,omitempty"` // drain: the grace asked for
+	Op       string          `json:"op"`                 // submit, cancel, exited, checkpointed, drain, health, adopt, schedule, set-queue, remove-node, add-node, usage, warm, defragment
+	Time     time.Time       `json:"time"`               // the now of the call
+	Workload *gang.Workload  `json:"workload,omitempty"` // submit, adopt: the workload
+	ID       string          `json:"id,omitempty"`       // the workload or booking the call names
+	Exit     gang.ExitReason `json:"exit,omitempty"`     // exited: how it ended
+	Node     string          `json:"node,omitempty"`     // health, remove-node, add-node, warm: the node
+	Health   topology.Health `json:"health,omitempty"`   // health: the node's new health
+	Started  time.Time       `json:"started,omitzero"`   // adopt: when the workload started
+	At       time.Time       `json:"at,omitzero"`        // checkpointed: when it was taken
+	Grace    time.Duration   `json:"grace,omitempty"`    // drain: the grace asked for
 	// Bookings: the request proposed; the option approved; who decided
 	// and why; a shortened booking's new end.
 	Request *calendar.Request `json:"request,omitempty"`

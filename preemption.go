@@ -71,7 +71,7 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	}
 	// Victims already draining for it without a nomination come first:
 	// a whole-GPU search would evict more instead of waiting for them.
-	reclaimTried := run[0].reclaiming
+	reclaimTried := s.stillReclaiming(run[0])
 	if reclaimTried && s.reclaimFor(now, run[0], taken, d) {
 		return true, false
 	}

@@ -54,7 +54,7 @@ type reclaimCandidate struct {
 // earlier in the cycle: taken victims and admissions only make room
 // scarcer within a cycle.
 func (s *Scheduler) reclaimShared(now time.Time, e *entry, taken map[string]bool, d *Decisions) bool {
-	if e.reclaiming {
+	if s.stillReclaiming(e) {
 		return s.reclaimFor(now, e, taken, d) // its own victims may be draining
 	}
 	w := &e.w
@@ -73,6 +73,17 @@ func (s *Scheduler) reclaimShared(now time.Time, e *entry, taken map[string]bool
 	}
 	s.unreclaimable[key] = true
 	return false
+}
+
+// stillReclaiming reports whether victims drained for e without a
+// nomination still drain. The flag alone may be stale (they exited since
+// its last search): a stale one would choose another search than a
+// scheduler restored without it.
+func (s *Scheduler) stillReclaiming(e *entry) bool {
+	if e.reclaiming && len(s.books.ReclaimingFor(e.w.ID)) == 0 {
+		e.reclaiming = false
+	}
+	return e.reclaiming
 }
 
 // reclaimFor reports whether e was reclaimed for: victims started
@@ -151,11 +162,43 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 		e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
 		return true
 	}
-	// The shortest prefix of the eviction order that fits: galloping
-	// (1, 2, 4, ... candidates gone) then bisection, since more victims
-	// never leave less room. A search that few victims satisfy costs few
-	// placements; one that cannot succeed, O(log candidates).
-	// cands[:vacated] are vacated; none fits (checked above).
+	chosen, v, ok := shortestFit(cands, vacate, fits)
+	// Kueue reclaims another queue's borrowed work only for a preemptor
+	// that stays within its nominal quota; one that must borrow may still
+	// take its own queue's work (withinClusterQueue), so the search runs
+	// again over those alone.
+	if ok && v.Mode != quota.FitsNominal && slices.ContainsFunc(chosen, func(c reclaimCandidate) bool { return c.other }) {
+		for _, c := range chosen {
+			vacate(c.rec, true)
+		}
+		own := slices.DeleteFunc(slices.Clone(cands), func(c reclaimCandidate) bool { return c.other })
+		chosen, v, ok = shortestFit(own, vacate, fits)
+		if ok && v.Mode != quota.FitsNominal && slices.ContainsFunc(chosen, func(c reclaimCandidate) bool { return c.other }) {
+			ok = false
+		}
+	}
+	if !ok {
+		return false
+	}
+	for _, c := range chosen {
+		s.drainForReclaim(now, e, c, d)
+		taken[c.rec.W.ID] = true
+	}
+	e.reclaiming = true
+	e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
+	return true
+}
+
+// shortestFit finds the shortest prefix of the eviction order cands that
+// makes fits true, then makes it 1-minimal: galloping (1, 2, 4, ...
+// candidates gone) then bisection, since more victims never leave less
+// room, so a search that few victims satisfy costs few placements and one
+// that cannot succeed O(log candidates); then, latest first, each victim
+// the rest fit without is given back. vacate(r, false) takes a holder off
+// the what-if state and vacate(r, true) puts it back. On success the
+// chosen victims are left vacated, with the verdict of the last fit; on
+// failure nothing is.
+func shortestFit(cands []reclaimCandidate, vacate func(*ledger.Record, bool), fits func() (quota.Verdict, bool)) ([]reclaimCandidate, quota.Verdict, bool) {
 	vacated := 0
 	moveTo := func(k int) {
 		for ; vacated > k; vacated-- {
@@ -171,7 +214,8 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 			k = len(cands)
 		}
 		if k == lo {
-			return false // every candidate gone does not make room
+			moveTo(0)
+			return nil, quota.Verdict{}, false // every candidate gone does not make room
 		}
 		moveTo(k)
 		if _, ok := fits(); ok {
@@ -192,7 +236,6 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 	moveTo(hi)
 	chosen := slices.Clone(cands[:hi])
 	v, _ := fits()
-	// 1-minimal: give back, latest first, each victim the rest fit without.
 	for i := len(chosen) - 2; i >= 0; i-- {
 		vacate(chosen[i].rec, true)
 		if x, fit := fits(); fit {
@@ -202,18 +245,7 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 		}
 		vacate(chosen[i].rec, false)
 	}
-	// Kueue reclaims another queue's borrowed work only for a preemptor
-	// that stays within its nominal quota.
-	if v.Mode != quota.FitsNominal && slices.ContainsFunc(chosen, func(c reclaimCandidate) bool { return c.other }) {
-		return false
-	}
-	for _, c := range chosen {
-		s.drainForReclaim(now, e, c, d)
-		taken[c.rec.W.ID] = true
-	}
-	e.reclaiming = true
-	e.wait = waitVerdict{cycle: s.cycles, at: now, reason: WaitVictims}
-	return true
+	return chosen, v, true
 }
 
 // reclaimRequest is what w asks of quota before it is placed.

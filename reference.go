@@ -10,9 +10,9 @@ import (
 
 // Priority classes of the reference configuration.
 const (
-	ClassProdInference    = "prod-inference"
-	ClassReservedResearch = "reserved-research"
-	ClassPreemptibleBatch = "preemptible-batch"
+	ClassProdInference    = "prod-inference"    // priority 1000: inference serving, the highest
+	ClassReservedResearch = "reserved-research" // priority 500: research training, 120 s drain, 5 min minimum runtime
+	ClassPreemptibleBatch = "preemptible-batch" // priority 100: batch filler, 120 s drain, 1 min minimum runtime
 )
 
 // ReferenceConfig is the reference fleet of the design: 2,048 H100s as

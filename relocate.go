@@ -50,7 +50,7 @@ func (s *Scheduler) RelocateBooking(now time.Time, id, who string) (calendar.Boo
 	o, _ := s.cal.OfferFor(id)
 	b, err := s.cal.Relocate(now, id, who)
 	if err != nil {
-		return calendar.Booking{}, &Error{Op: "relocate-booking", Detail: id, Err: err}
+		return calendar.Booking{}, bookingError("relocate-booking", id, err)
 	}
 	s.advance(now)
 	s.emit(Event{Kind: EventRelocated, Time: now, Booking: id, Queue: b.Queue,

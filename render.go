@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -27,7 +29,7 @@ func (d Decisions) String() string {
 		if len(x.Beneficiaries) > 0 {
 			fmt.Fprintf(&b, " for %s", strings.Join(x.Beneficiaries, ","))
 		}
-		fmt.Fprintf(&b, " by %s (%s, lost %.0f GPU-s", x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds)
+		fmt.Fprintf(&b, " by %s (%s, lost %.1f GPU-h", x.Deadline.Format(time.TimeOnly), x.Reason, x.LostGPUSeconds/3600)
 		if x.Of != "" {
 			fmt.Fprintf(&b, "; pod %s[%d] of %s on %s", x.Pod.PodSet, x.Pod.Index, x.Of, x.Pod.Node)
 		}
@@ -70,8 +72,11 @@ func (d Decisions) String() string {
 			per[p.Node] += p.GPUs
 		}
 		if len(order) > 8 {
-			// Large gangs: the node count and range keep the line readable.
-			fmt.Fprintf(&b, " %d GPUs on %d nodes %s..%s", sum(per), len(order), order[0], order[len(order)-1])
+			// Large gangs: the node count and the lowest and highest node
+			// names (in name order, numbers by value) keep the line readable.
+			names := slices.Clone(order)
+			slices.SortFunc(names, naturalCompare)
+			fmt.Fprintf(&b, " %d GPUs on %d nodes %s..%s", sum(per), len(order), names[0], names[len(names)-1])
 		} else {
 			for _, n := range order {
 				fmt.Fprintf(&b, " %s=%d", n, per[n])
@@ -138,6 +143,36 @@ func (e Event) String() string {
 		fmt.Fprintf(&b, " booking=%s to=%s", e.Booking, e.NewNode)
 	}
 	return b.String()
+}
+
+// naturalCompare orders names as people read them: runs of digits by
+// their value, so node-0-0-9 comes before node-0-0-10.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := cmp.Or(cmp.Compare(len(na), len(nb)), strings.Compare(na, nb)); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// digits is the length of the run of ASCII digits s starts with.
+func digits(s string) int {
+	n := 0
+	for n < len(s) && '0' <= s[n] && s[n] <= '9' {
+		n++
+	}
+	return n
 }
 
 func sum(m map[string]int) int {

@@ -24,10 +24,22 @@ import (
 // Work that ended while the host was down is then reported with Exited,
 // and work started outside the scheduler with Adopt. A snapshot that does
 // not add up (a workload the config refuses, GPUs a node does not have,
-// a nomination without its victims) is refused whole with a typed error.
+// a nomination without its victims) is refused whole with a typed error
+// wrapping ErrInvalid; a field the scheduler could not have written (an
+// entry whose ID is not its spec's, a spec's queue or class changed under
+// running work, an instant after the snapshot's Time, a drain deadline
+// before its start or more than MaxGrace after it, an unknown split
+// parent or event kind) is a *SnapshotError naming it. A zero Snapshot is
+// refused too, and so is a cfg whose quota differs from the Config the
+// snapshot was taken under (the snapshot's quota in force, live edits
+// included, would silently replace the change: restore with the earlier
+// Config, then SetQueue the change).
 func Restore(cfg Config, snap Snapshot) (*Scheduler, error) {
 	s, err := New(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.restorable(snap); err != nil {
 		return nil, err
 	}
 	if err := s.restore(snap); err != nil {
@@ -39,6 +51,9 @@ func Restore(cfg Config, snap Snapshot) (*Scheduler, error) {
 func (s *Scheduler) restore(snap Snapshot) error {
 	bad := func(id string, format string, args ...any) error {
 		return refuse("restore", id, ErrInvalid, format, args...)
+	}
+	if err := checkSnapshot(snap); err != nil {
+		return err
 	}
 	// Live edits first (quotas, nodes in service): the calendar's promise
 	// is checked against the quotas in force.
@@ -69,10 +84,14 @@ func (s *Scheduler) restore(snap Snapshot) error {
 	entries := map[string]*entry{}
 	// Running work first, in ID order; its drains after every holder is
 	// back, since claims refer to nominations restored last.
-	for _, v := range snap.Running {
+	for i, v := range snap.Running {
 		e, err := s.resolve("restore", v.Spec)
 		if err != nil {
 			return err
+		}
+		if _, inCohort := s.tree.Parent(e.queue); v.Borrowing && !inCohort {
+			return &SnapshotError{Field: fmt.Sprintf("Running[%d].Borrowing", i), Workload: v.ID,
+				Detail: fmt.Sprintf("true, but queue %q is in no cohort to borrow from", v.Queue)}
 		}
 		if v.Started.After(snap.Time) {
 			return bad(v.ID, "started after the snapshot was taken")

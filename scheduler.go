@@ -94,6 +94,10 @@ type Scheduler struct {
 	unreclaimable map[string]bool
 	// nodeMax is the most of each resource one node has, per group.
 	nodeMax nodeMax
+
+	// configQuota is cfg.Quota as the tree reads it, before any live edit:
+	// a Snapshot carries it so that Restore can tell a changed Config.
+	configQuota *quota.Tree
 }
 
 // entry is the scheduler's record of one workload: the spec and the
@@ -154,6 +158,9 @@ func New(cfg Config) (*Scheduler, error) {
 		if c.Grace < 0 || c.MinRuntime < 0 {
 			return nil, refuse("new", "", ErrInvalidConfig, "priority class %q has a negative duration", c.Name)
 		}
+		if c.Grace > MaxGrace {
+			return nil, refuse("new", "", ErrInvalidConfig, "priority class %q: grace %s beyond MaxGrace %s", c.Name, c.Grace, MaxGrace)
+		}
 		classes[c.Name] = c
 	}
 	if cfg.Policy.RestartOverhead < 0 || cfg.Policy.HotSwapWait < 0 || cfg.Policy.OverflowAfter < 0 || cfg.Policy.DefragBudget < 0 {
@@ -170,8 +177,12 @@ func New(cfg Config) (*Scheduler, error) {
 	// Gangs that span leaves spread over the leaves' uplinks: the ledger
 	// counts the gangs crossing each leaf.
 	uplinks := books.Crossings()
+	configQuota, err := quota.New(cfg.Quota)
+	if err != nil {
+		panic("fleet: a quota spec accepted once is refused: " + err.Error())
+	}
 	return &Scheduler{
-		cfg: cfg, fleet: f, tree: t, classes: classes, books: books, cal: cal, warm: warm, nodeMax: newNodeMax(f),
+		cfg: cfg, configQuota: configQuota, fleet: f, tree: t, classes: classes, books: books, cal: cal, warm: warm, nodeMax: newNodeMax(f),
 		held: holds{waiting: map[string]bool{}}, overflowing: map[quota.NodeID]bool{},
 		placer:    placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Warm: warm, Uplinks: uplinks, Terse: true}),
 		explainer: placement.NewPlacer(placement.Options{Scorer: cfg.Policy.Scorer, Explain: true, Warm: warm, Uplinks: uplinks}),
@@ -278,6 +289,9 @@ func (s *Scheduler) resolve(op string, w gang.Workload) (*entry, error) {
 	}
 	if _, dup := s.work[w.ID]; dup {
 		return nil, refuse(op, w.ID, ErrDuplicate, "already known")
+	}
+	if w.Drain.GracePeriod > MaxGrace {
+		return nil, refuse(op, w.ID, ErrInvalid, "drain.gracePeriod %s beyond MaxGrace %s", w.Drain.GracePeriod, MaxGrace)
 	}
 	q, ok := s.tree.Node(w.Queue)
 	if !ok || !s.tree.IsQueue(q) {
@@ -399,13 +413,16 @@ func (s *Scheduler) Submit(now time.Time, w gang.Workload) error {
 }
 
 // track files a resolved entry as pending, in the ledger and the queue.
-func (s *Scheduler) track(e *entry, now time.Time) {
+func (s *Scheduler) track(e *entry, now time.Time) { s.trackAs(e, now, 0) }
+
+// trackAs is track with the submission counter an adopted workload had
+// (adoptSeq; 0: the next).
+func (s *Scheduler) trackAs(e *entry, now time.Time, seq uint64) {
 	rec, err := s.books.Track(&e.w, e.queue, e.flavor, e.policy())
 	if err != nil {
 		panic("fleet: a resolved workload refused by the ledger: " + err.Error())
 	}
-	s.seq++
-	e.rec, e.submitted, e.seq = rec, now, s.seq
+	e.rec, e.submitted, e.seq = rec, now, s.adoptSeq(seq)
 	rec.Submitted = now
 	s.work[e.w.ID] = e
 	s.enqueue(e)
@@ -458,7 +475,18 @@ func (s *Scheduler) Exited(now time.Time, id string, how gang.ExitReason) error 
 		return refuse("exited", id, ErrInvalid, "unknown exit reason %d", how)
 	}
 	if !gang.CanTransition(e.state(), how.State()) {
-		return refuse("exited", id, ErrBadState, "a %s workload cannot end %s", e.state(), how)
+		var can []string
+		for r := gang.ExitFinished; r.Valid(); r++ {
+			if gang.CanTransition(e.state(), r.State()) {
+				can = append(can, r.String())
+			}
+		}
+		why := ""
+		if how == gang.ExitDrained || how == gang.ExitKilled {
+			why = " (no drain was asked of it)"
+		}
+		return refuse("exited", id, ErrBadState, "workload is %s: it cannot end %s%s; report how it ended: %s",
+			e.state(), how, why, strings.Join(can, ", "))
 	}
 	s.advance(now)
 	ev := s.event(EventExited, now, e)
@@ -505,7 +533,7 @@ func (s *Scheduler) Checkpointed(now time.Time, id string, at time.Time) error {
 // contract), after which every cycle asks for a kill. Nobody is nominated
 // for its GPUs: they return to the pool when it exits. A workload already
 // draining keeps its deadline. It is refused for an unknown workload, one
-// not running, or a negative grace.
+// not running, or a grace outside 0 to MaxGrace.
 func (s *Scheduler) RequestDrain(now time.Time, id string, grace time.Duration) (Drain, error) {
 	if err := s.tick("drain", now); err != nil {
 		return Drain{}, err
@@ -517,8 +545,8 @@ func (s *Scheduler) RequestDrain(now time.Time, id string, grace time.Duration) 
 	if !e.state().HoldsGPUs() {
 		return Drain{}, refuse("drain", id, ErrBadState, "workload is %s, not running", e.state())
 	}
-	if grace < 0 {
-		return Drain{}, refuse("drain", id, ErrInvalid, "negative grace %s", grace)
+	if grace < 0 || grace > MaxGrace {
+		return Drain{}, refuse("drain", id, ErrInvalid, "grace %s outside 0 to MaxGrace (%s)", grace, MaxGrace)
 	}
 	if grace == 0 {
 		grace = e.grace()

@@ -96,6 +96,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 	}
 	snap.Nominated = s.books.ReservedGPUs() + moving
 	snap.Quota = s.tree.Spec()
+	snap.ConfigQuota = s.configQuota.Spec()
 	t := s.tree
 	for n := range quota.NodeID(t.NumNodes()) {
 		qv := QueueView{Name: t.Name(n), IsQueue: t.IsQueue(n), Weight: t.Weight(n),

@@ -34,6 +34,10 @@ type Snapshot struct {
 	// Quota is the quota configuration in force, live edits (SetQueue)
 	// included: Restore applies it over the Config's.
 	Quota quota.Spec
+	// ConfigQuota is the quota of the Config the scheduler was built
+	// with, before live edits. Restore refuses a Config whose quota
+	// differs: the snapshot's Quota would silently override the change.
+	ConfigQuota quota.Spec
 	// QuotaSchedule is the schedule quotas follow (nil: none; it is
 	// immutable, so it is shared, not copied), and NextQuotaChange its next
 	// boundary. In JSON it is its base, location name and rules
@@ -50,8 +54,11 @@ type Snapshot struct {
 
 // FleetView sums up the physical fleet.
 type FleetView struct {
+	// GPU counts: declared, on healthy nodes, free on healthy nodes, held
+	// by workloads.
 	GPUs, HealthyGPUs, FreeGPUs, AllocatedGPUs int
-	Nodes, HealthyNodes, FreeNodes             int
+	// Node counts: declared, healthy, healthy with every GPU free.
+	Nodes, HealthyNodes, FreeNodes int
 	// StrandedGPUs are free GPUs on partly used healthy nodes.
 	StrandedGPUs int
 	// LargestFreeBlock is, per level (top first, nodes excluded), the most
@@ -70,30 +77,30 @@ type FleetView struct {
 // LeafCrossings is the number of running gangs spanning several leaves
 // with pods under one leaf.
 type LeafCrossings struct {
-	Leaf  string
-	Gangs int
+	Leaf  string // the leaf's name
+	Gangs int    // running multi-leaf gangs with pods under it
 }
 
 // NodeHealth is the health of one named node.
 type NodeHealth struct {
-	Node   string
-	Health topology.Health
+	Node   string          // the node's name
+	Health topology.Health // cordoned or down
 }
 
 // LevelBlock is the largest free block at one level.
 type LevelBlock struct {
-	Level  string
-	Domain string
-	Nodes  int
+	Level  string // the level's name, e.g. "spine"
+	Domain string // the domain of that level with the most free nodes
+	Nodes  int    // its fully free nodes
 }
 
 // QueueView is one node of the quota tree, cohort or queue.
 type QueueView struct {
-	Name    string
-	Parent  string
-	IsQueue bool
-	Weight  float64
-	Flavors []FlavorView
+	Name    string       // the cohort's or queue's name
+	Parent  string       // its cohort ("" at the root)
+	IsQueue bool         // true for a queue, false for a cohort
+	Weight  float64      // its fair-sharing weight (quota.NodeSpec.Weight)
+	Flavors []FlavorView // its quota and usage per flavor
 	// DominantShare is Kueue's fair-sharing share (0 when not borrowing).
 	DominantShare float64
 	Pending       int
@@ -102,22 +109,22 @@ type QueueView struct {
 
 // FlavorView is one flavor's quota and usage on a quota node.
 type FlavorView struct {
-	Flavor   string
-	Nominal  int64
-	InUse    int64 // GPUs held by workloads below the node
-	Borrowed int64 // usage above the node's own quota
-	Lendable int64 // nominal not in use (what the node lends while idle)
+	Flavor   string // the GPU model
+	Nominal  int64  // the node's nominal quota of it, in GPUs
+	InUse    int64  // GPUs held by workloads below the node
+	Borrowed int64  // usage above the node's own quota
+	Lendable int64  // nominal not in use (what the node lends while idle)
 }
 
 // RunningView is one admitted workload.
 type RunningView struct {
-	ID       string
-	Queue    string
-	Shape    gang.Shape
-	Class    string
-	Priority int32
-	Flavor   string
-	GPUs     int
+	ID       string     // the workload
+	Queue    string     // its queue
+	Shape    gang.Shape // inference, training or batch
+	Class    string     // its priority class's name
+	Priority int32      // its priority
+	Flavor   string     // the GPU model it runs on
+	GPUs     int        // the whole GPUs it holds
 	// MilliGPUs is what its quota is charged of GPUs, in thousandths:
 	// whole GPUs, shares, and MIG slices by the compute slices they take
 	// on the model it runs on (topology.MIGProfile.ShareAt).
@@ -154,14 +161,14 @@ type RunningView struct {
 // LostPodView is a pod waiting for a replacement node.
 type LostPodView struct {
 	Pod   PodAssignment // on the lost node
-	Since time.Time
+	Since time.Time     // when its node went down
 }
 
 // DrainView is a victim's drain.
 type DrainView struct {
-	Since    time.Time
-	Deadline time.Time
-	Reason   gang.DrainReason
+	Since    time.Time        // when the drain began
+	Deadline time.Time        // when the host is asked to kill it
+	Reason   gang.DrainReason // why it drains
 	// Beneficiaries is every workload it was drained for; Live the ones
 	// still counting on its GPUs or quota.
 	Beneficiaries []string
@@ -177,9 +184,9 @@ type DrainView struct {
 
 // ClaimView is a victim's GPUs on one node promised to a beneficiary.
 type ClaimView struct {
-	Beneficiary string
-	Node        string
-	GPUs        int
+	Beneficiary string // the workload promised the GPUs
+	Node        string // the node they are on
+	GPUs        int    // how many
 }
 
 // NominationView is the GPUs held for a pending beneficiary while its
@@ -187,25 +194,25 @@ type ClaimView struct {
 type NominationView struct {
 	Pods     []PodAssignment // its target
 	WaitOn   []string        // victims still holding part of it
-	ReadyBy  time.Time
-	Seq      uint64     // acceptance order
-	Reserved []NodeGPUs // GPUs already allocated for it
+	ReadyBy  time.Time       // when the last of its victims' deadlines is past
+	Seq      uint64          // acceptance order
+	Reserved []NodeGPUs      // GPUs already allocated for it
 }
 
 // NodeGPUs is a number of GPUs on a named node.
 type NodeGPUs struct {
-	Node string
-	GPUs int
+	Node string // the node's name
+	GPUs int    // the GPUs on it
 }
 
 // PendingView is one workload waiting for admission.
 type PendingView struct {
-	ID        string
-	Queue     string
-	Shape     gang.Shape
-	Priority  int32
-	GPUs      int
-	Submitted time.Time
+	ID        string     // the workload
+	Queue     string     // its queue
+	Shape     gang.Shape // inference, training or batch
+	Priority  int32      // its priority
+	GPUs      int        // the GPUs it asks for
+	Submitted time.Time  // when Submit accepted it
 	// Nominated is true when victims are draining for it; Nomination
 	// says what is held for it.
 	Nominated  bool

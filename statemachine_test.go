@@ -45,6 +45,9 @@ type machine struct {
 	now     time.Time
 	n       int
 	nodes   []string
+	// cfg is the Config m.s was built with: a restore from its snapshot
+	// passes the same one (Restore refuses a changed quota).
+	cfg fleet.Config
 	// eventsDiffer: the scheduler was rebuilt by adoption since the last
 	// cycle, so the next cycle's events (the calls that rebuilt it, the
 	// events the twin had not delivered yet) differ from the twin's.
@@ -53,6 +56,7 @@ type machine struct {
 
 func (m *machine) init(t *rapid.T) {
 	cfg := machineConfig()
+	m.cfg = cfg
 	var err error
 	m.s, err = fleet.New(cfg)
 	require.NoError(t, err)
@@ -321,7 +325,7 @@ func (m *machine) SnapshotRestart(t *rapid.T) {
 	require.NoError(t, err)
 	var back fleet.Snapshot
 	require.NoError(t, json.Unmarshal(b, &back))
-	m.s, err = fleet.Restore(machineConfig(), back)
+	m.s, err = fleet.Restore(m.cfg, back)
 	require.NoError(t, err)
 	require.Equal(t, snap, m.s.Snapshot(), "a restored scheduler shows the state it was restored from")
 }
@@ -346,6 +350,7 @@ func (m *machine) Restart(t *rapid.T) {
 	}
 	s, err := fleet.New(cfg)
 	require.NoError(t, err)
+	m.cfg = cfg
 	for _, w := range snap.Warm {
 		require.NoError(t, s.SetWarm(m.now, w.Node, w.Models))
 	}

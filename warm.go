@@ -113,8 +113,8 @@ func (s *Scheduler) restoreWarm(snap Snapshot) error {
 // WarmNode is one node's models with weights present, as SetWarm
 // reported them.
 type WarmNode struct {
-	Node   string
-	Models []string
+	Node   string   // the node's name
+	Models []string // the models whose weights it holds, in order
 }
 
 // SetWarm records and forwards Scheduler.SetWarm.

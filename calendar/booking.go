@@ -2,8 +2,10 @@ package calendar
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fleetsched/fleet/gang"
@@ -69,9 +71,9 @@ func (r Request) clone() Request {
 // runs and when it is expected to end. The root builds these from its
 // ledger; Nodes is the same shape as the ledger's.
 type Running struct {
-	ID       string
-	Queue    string
-	Priority int32
+	ID       string // the workload
+	Queue    string // its queue
+	Priority int32  // its priority
 	// Preemptible work may be drained under its contract; Borrowing work
 	// runs above its queue's guarantee (reclaimable).
 	Preemptible bool
@@ -114,10 +116,10 @@ type Option struct {
 // is preemptible but within its queue's guarantee; Borrowed work is
 // preemptible and borrowing, drained under the contract as usual.
 type Displaced struct {
-	Blocking   int      `json:"blocking,omitempty"`
-	Guaranteed int      `json:"guaranteed,omitempty"`
-	Borrowed   int      `json:"borrowed,omitempty"`
-	Workloads  []string `json:"workloads,omitempty"`
+	Blocking   int      `json:"blocking,omitempty"`   // GPUs of work that cannot be drained
+	Guaranteed int      `json:"guaranteed,omitempty"` // GPUs of preemptible work within its guarantee
+	Borrowed   int      `json:"borrowed,omitempty"`   // GPUs of preemptible, borrowing work
+	Workloads  []string `json:"workloads,omitempty"`  // the workloads displaced, by ID
 }
 
 // Feasible reports whether the option can be approved as proposed: no
@@ -139,9 +141,9 @@ func (o Option) clone() Option {
 
 // Proposal is a request and its options, awaiting approval or rejection.
 type Proposal struct {
-	Request  Request   `json:"request"`
-	Proposed time.Time `json:"proposed"`
-	Options  []Option  `json:"options"`
+	Request  Request   `json:"request"`  // what was asked
+	Proposed time.Time `json:"proposed"` // when Propose answered it
+	Options  []Option  `json:"options"`  // the options, best first
 }
 
 func (p Proposal) clone() Proposal {
@@ -156,18 +158,18 @@ func (p Proposal) clone() Proposal {
 // Booking is an approved promise: the blocks are the queue's from Start to
 // End, drained of other work from DrainAt (Start minus its grace).
 type Booking struct {
-	ID      string        `json:"id"`
-	Queue   string        `json:"queue"`
-	Flavor  string        `json:"flavor"`
-	Pool    string        `json:"pool,omitempty"`
-	GPUs    int           `json:"gpus"` // what the work needs
-	PodSets []gang.PodSet `json:"podSets,omitempty"`
-	Level   string        `json:"level"`
-	Domains []string      `json:"domains"` // block names at Level, in ID order
-	Held    int           `json:"held"`    // the blocks' GPUs of the flavor
-	Start   time.Time     `json:"start"`
-	End     time.Time     `json:"end"`
-	Grace   time.Duration `json:"grace"`
+	ID      string        `json:"id"`                // the request's ID
+	Queue   string        `json:"queue"`             // the queue it books for
+	Flavor  string        `json:"flavor"`            // the GPU model
+	Pool    string        `json:"pool,omitempty"`    // the pool its GPUs come from, "" for any
+	GPUs    int           `json:"gpus"`              // what the work needs
+	PodSets []gang.PodSet `json:"podSets,omitempty"` // the pods its work runs, when the request named them
+	Level   string        `json:"level"`             // the level of its blocks, e.g. "spine"
+	Domains []string      `json:"domains"`           // block names at Level, in ID order
+	Held    int           `json:"held"`              // the blocks' GPUs of the flavor
+	Start   time.Time     `json:"start"`             // when the window opens
+	End     time.Time     `json:"end"`               // when it closes
+	Grace   time.Duration `json:"grace"`             // the drain deadline before Start
 	// ApprovedBy and ApprovedAt say who bound it, and when; Option which
 	// option of the proposal it was.
 	ApprovedBy string    `json:"approvedBy"`
@@ -177,6 +179,20 @@ type Booking struct {
 	domains []topology.DomainID
 	flavor  quota.FlavorID
 	queue   quota.NodeID
+}
+
+// String sums the booking up on one line: "booking "pretrain": research,
+// 512 H100 GPUs on spine-2 (512 held), 2025-02-15 00:00 to 2025-03-08
+// 00:00 UTC, approved by gpu-council".
+func (b Booking) String() string {
+	const day = "2006-01-02 15:04"
+	pool := ""
+	if b.Pool != "" {
+		pool = " of pool " + b.Pool
+	}
+	return fmt.Sprintf("booking %q: %s, %d %s GPUs%s on %s (%d held), %s to %s UTC, approved by %s",
+		b.ID, b.Queue, b.GPUs, b.Flavor, pool, strings.Join(b.Domains, ", "), b.Held,
+		b.Start.UTC().Format(day), b.End.UTC().Format(day), b.ApprovedBy)
 }
 
 // DrainAt is when the host must start draining the blocks' other work.

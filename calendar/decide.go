@@ -22,7 +22,7 @@ func (c *Calendar) Approve(now time.Time, id string, option int, who string) (Bo
 	}
 	p, ok := c.proposals[id]
 	if !ok {
-		return Booking{}, refuse("approve", id, ErrUnknownProposal, "")
+		return Booking{}, refuse("approve", id, ErrUnknownProposal, "%s", c.noProposal(id))
 	}
 	if option < 0 || option >= len(p.Options) {
 		return Booking{}, refuse("approve", id, ErrUnknownOption, "option %d of %d", option, len(p.Options))
@@ -47,6 +47,31 @@ func (c *Calendar) Approve(now time.Time, id string, option int, who string) (Bo
 	out := b.plain()
 	c.record(Decision{At: now, Who: who, Kind: Approve, Booking: id, Approved: &out})
 	return b.plain(), nil
+}
+
+// noProposal says why there is no pending proposal id, from the last
+// decision about it, and what to do.
+func (c *Calendar) noProposal(id string) string {
+	for i := len(c.log) - 1; i >= 0; i-- {
+		d := c.log[i]
+		if d.Booking != id {
+			continue
+		}
+		when := d.At.Format(time.RFC3339) + " by " + d.Who
+		switch d.Kind {
+		case Approve, Shorten, Relocate:
+			if c.bookings[id] != nil {
+				return "it was approved " + c.bookings[id].ApprovedAt.Format(time.RFC3339) + " by " + c.bookings[id].ApprovedBy +
+					" and is booked: nothing to approve; propose under a new ID for another booking"
+			}
+			return "it was booked and the booking is over: propose it again to book it anew"
+		case Reject:
+			return "it was rejected " + when + ": propose it again to decide anew"
+		case Cancel:
+			return "its booking was cancelled " + when + ": propose it again to book it anew"
+		}
+	}
+	return "nothing was proposed under this ID: propose it first"
 }
 
 // admit checks that b can be bound at now: a decider, a window not yet
@@ -116,6 +141,12 @@ func (c *Calendar) rebuild(op string, rec Booking) (*Booking, error) {
 	if b.Grace < 0 {
 		return bad(ErrInvalidRequest, "grace %s", b.Grace)
 	}
+	if !b.End.After(b.Start) || !inRFC3339(b.Start) || !inRFC3339(b.End) {
+		return bad(ErrBadDuration, "window %s to %s", b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339))
+	}
+	if b.GPUs < 0 || b.GPUs > b.Held {
+		return bad(ErrTooLarge, "gpus %d, its blocks hold %d", b.GPUs, b.Held)
+	}
 	return &b, nil
 }
 
@@ -126,7 +157,7 @@ func (c *Calendar) Reject(now time.Time, id, who, reason string) error {
 		return refuse("reject", id, ErrNoDecider, "")
 	}
 	if _, ok := c.proposals[id]; !ok {
-		return refuse("reject", id, ErrUnknownProposal, "")
+		return refuse("reject", id, ErrUnknownProposal, "%s", c.noProposal(id))
 	}
 	delete(c.proposals, id)
 	c.record(Decision{At: now, Who: who, Kind: Reject, Booking: id, Reason: reason})

@@ -40,7 +40,11 @@
 // excess is added. Approve refuses a booking that would break this
 // (*OverCommitError naming the queue, flavor and instant) or that overlaps
 // an approved booking of the same domain, or of one above or below it
-// (*ConflictError); SetSchedule refuses a schedule that would. Since both
+// (*ConflictError); SetSchedule refuses a schedule that would, and
+// RemoveNode a node taken out of service that would (or that lies in an
+// approved block not yet over: a removal is planned, not a failure).
+// capacity counts the nodes in service only (AddNode brings one back).
+// Since both
 // sides change only at a schedule boundary or a booking's start or end,
 // the check runs at exactly those instants. Bookings of one domain are
 // kept in interval indexes (google/btree), so a conflict check costs

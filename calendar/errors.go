@@ -18,7 +18,7 @@ var (
 	ErrUnknownLevel    = errors.New("calendar: unknown level")
 	ErrUnknownFlavor   = errors.New("calendar: unknown flavor")
 	ErrUnknownQueue    = errors.New("calendar: unknown queue")
-	ErrTooLarge        = errors.New("calendar: more than the fleet has")
+	ErrTooLarge        = errors.New("calendar: request too large")
 	ErrDuplicateID     = errors.New("calendar: duplicate booking ID")
 	ErrUnknownProposal = errors.New("calendar: unknown proposal")
 	ErrUnknownOption   = errors.New("calendar: unknown option")
@@ -42,10 +42,11 @@ var (
 type Error struct {
 	Op      string // "propose", "approve", "reject", "cancel", "shorten", "new", "restore", "replay"
 	Booking string // booking or proposal ID, "" when not about one
-	Detail  string
-	Err     error
+	Detail  string // what is wrong, in words, and what to do
+	Err     error  // one of the sentinels above
 }
 
+// Error says what was refused, where, and why.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v: %s", e.Err, e.Op)
@@ -58,23 +59,25 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Conflict is an approved booking that overlaps a proposed block.
 type Conflict struct {
-	Booking string    `json:"booking"`
-	Queue   string    `json:"queue"`
-	Domain  string    `json:"domain"` // the approved booking's domain
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end"`
+	Booking string    `json:"booking"` // the approved booking overlapped
+	Queue   string    `json:"queue"`   // its queue
+	Domain  string    `json:"domain"`  // the approved booking's domain
+	Start   time.Time `json:"start"`   // its window's start
+	End     time.Time `json:"end"`     // and end
 }
 
 // ConflictError refuses an approval whose blocks overlap approved bookings.
 type ConflictError struct {
-	Booking   string
-	Conflicts []Conflict
+	Booking   string     // the booking or proposal refused
+	Conflicts []Conflict // every approved booking it overlaps
 }
 
+// Error says what was refused, where, and why.
 func (e *ConflictError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v: %q", ErrConflict, e.Booking)
@@ -88,6 +91,7 @@ func (e *ConflictError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
 // OverCommitError is the first instant at which the guarantees of the
@@ -96,22 +100,29 @@ func (e *ConflictError) Unwrap() error { return ErrConflict }
 // whose excess over its own guarantee tips the balance ("" when the
 // guarantees alone exceed capacity there).
 type OverCommitError struct {
-	Queue     string    `json:"queue,omitempty"`
-	Flavor    string    `json:"flavor"`
-	At        time.Time `json:"at"`
-	Committed int64     `json:"committed"`
-	Capacity  int64     `json:"capacity"`
+	Queue     string    `json:"queue,omitempty"` // the booking's queue, when its excess tips the balance
+	Flavor    string    `json:"flavor"`          // the GPU model
+	At        time.Time `json:"at"`              // the first instant over capacity
+	Committed int64     `json:"committed"`       // guarantees plus bookings then, in GPUs
+	Capacity  int64     `json:"capacity"`        // the flavor's GPUs in service
 }
 
+// Error says what was refused, where, and why.
 func (e *OverCommitError) Error() string {
 	who := ""
 	if e.Queue != "" {
 		who = fmt.Sprintf(" (queue %q)", e.Queue)
 	}
-	return fmt.Sprintf("%v: %s commits %d of %d GPUs at %s%s", ErrOverCommitted, e.Flavor, e.Committed, e.Capacity,
-		e.At.Format(time.RFC3339), who)
+	fix := "lower the guarantees (nominal quotas) to the GPUs in service"
+	if e.Queue != "" {
+		fix = fmt.Sprintf("book %d fewer GPUs, pick a window clear of other bookings, "+
+			"or raise %s's nominal quota by as much and lower another queue's (SetQueue)", e.Committed-e.Capacity, e.Queue)
+	}
+	return fmt.Sprintf("%v: %s commits %d of %d GPUs at %s%s, %d over: %s", ErrOverCommitted, e.Flavor, e.Committed, e.Capacity,
+		e.At.Format(time.RFC3339), who, e.Committed-e.Capacity, fix)
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *OverCommitError) Unwrap() error { return ErrOverCommitted }
 
 func refuse(op, id string, err error, format string, args ...any) error {

@@ -64,6 +64,6 @@ func Example() {
 	// option 2: [spine-1], displaces 0 blocking + 8 borrowed GPUs [evals-9], feasible true
 	// option 3: [spine-0], displaces 8 blocking + 0 borrowed GPUs [chat-1], feasible true
 	// approved pretrain on [spine-3] by alice: drain from Dec 3 08:58:00, start Dec 3 09:00
-	// second spine: [spine-2] calendar: guarantees plus bookings exceed capacity: H100 commits 2224 of 2048 GPUs at 2026-12-03T09:00:00Z (queue "research")
+	// second spine: [spine-2] calendar: guarantees plus bookings exceed capacity: H100 commits 2224 of 2048 GPUs at 2026-12-03T09:00:00Z (queue "research"), 176 over: book 176 fewer GPUs, pick a window clear of other bookings, or raise research's nominal quota by as much and lower another queue's (SetQueue)
 	// pretrain holds spine-3: draining
 }

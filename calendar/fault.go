@@ -54,6 +54,7 @@ func remedyNames() []string { return []string{"", "keep", "move", "none"} }
 // Valid reports whether r is one of the remedies.
 func (r Remedy) Valid() bool { return r >= Keep && r <= None }
 
+// String returns the remedy's name, as specs and messages spell it.
 func (r Remedy) String() string {
 	if r.Valid() {
 		return remedyNames()[r]
@@ -83,8 +84,8 @@ func (r *Remedy) UnmarshalText(b []byte) error {
 // Offer is the calendar's answer to nodes down inside an approved
 // booking's blocks.
 type Offer struct {
-	Booking string `json:"booking"`
-	Queue   string `json:"queue"`
+	Booking string `json:"booking"` // the booking whose blocks lost nodes
+	Queue   string `json:"queue"`   // its queue
 	// Since is when the first of the down nodes was reported; Down names
 	// every node of the blocks down now, Broken the blocks they are in
 	// (in ID order).

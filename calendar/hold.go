@@ -29,6 +29,7 @@ func phaseNames() []string { return []string{"", "booked", "draining", "active"}
 // Valid reports whether p is one of the phases.
 func (p Phase) Valid() bool { return p >= Booked && p <= Active }
 
+// String returns the phase's name, as specs and messages spell it.
 func (p Phase) String() string {
 	if p.Valid() {
 		return phaseNames()[p]
@@ -47,12 +48,12 @@ func (p Phase) MarshalText() ([]byte, error) {
 // Hold is one block held for a booking at an instant: the host's to-do
 // for that domain.
 type Hold struct {
-	Booking string
-	Queue   string
-	Flavor  string
-	Domain  topology.DomainID
-	Name    string // the domain's name
-	Phase   Phase
+	Booking string            // the booking holding it
+	Queue   string            // the booking's queue
+	Flavor  string            // the GPU model held
+	Domain  topology.DomainID // the domain held
+	Name    string            // the domain's name
+	Phase   Phase             // booked, draining or active
 	// DrainAt, Start and End are the booking's drain, start and end.
 	DrainAt, Start, End time.Time
 }

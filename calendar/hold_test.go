@@ -219,3 +219,18 @@ func TestReplayAndRestore(t *testing.T) {
 	_, err = calendar.Restore(cfg, st)
 	assert.ErrorIs(t, err, calendar.ErrConflict)
 }
+
+// A snapshot taken after a schedule change restores: the promise was
+// checked from the change on, so Restore checks from then on, not from an
+// earlier instant the new schedule was never checked at.
+func TestSnapshotAfterAScheduleChangeRestores(t *testing.T) {
+	c, f := newReference(t)
+	cfg := calendar.Config{Fleet: f, Quota: mustTree(t, referenceQuota())}
+	approve(t, c, t0(), spineRequest("a", t0()))
+	later := t0().Add(time.Hour)
+	require.NoError(t, c.SetSchedule(later, nil))
+	st := c.Snapshot()
+	assert.Equal(t, later, st.Time, "the snapshot is of the state as of the change")
+	_, err := calendar.Restore(cfg, st)
+	require.NoError(t, err)
+}

@@ -28,6 +28,7 @@ func kindNames() []string { return []string{"", "approve", "reject", "cancel", "
 // Valid reports whether k is one of the kinds.
 func (k Kind) Valid() bool { return k >= Approve && k <= Relocate }
 
+// String returns the kind's name, as specs and messages spell it.
 func (k Kind) String() string {
 	if k.Valid() {
 		return kindNames()[k]
@@ -58,10 +59,10 @@ func (k *Kind) UnmarshalText(b []byte) error {
 // of decisions, replayed in order on a Calendar built from the same
 // Config, rebuilds the same bookings (Replay).
 type Decision struct {
-	Seq  int       `json:"seq"` // 1, 2, ... in order
-	At   time.Time `json:"at"`
-	Who  string    `json:"who"`
-	Kind Kind      `json:"kind"`
+	Seq  int       `json:"seq"`  // 1, 2, ... in order
+	At   time.Time `json:"at"`   // when it was decided
+	Who  string    `json:"who"`  // who decided
+	Kind Kind      `json:"kind"` // approve, reject, cancel, shorten or relocate
 	// Booking names the booking (or, for Reject, the proposal).
 	Booking string `json:"booking"`
 	// Approved is the booking as bound, for Approve: replay needs no

@@ -193,11 +193,7 @@ func (c *Calendar) Propose(now time.Time, req Request, running []Running) ([]Opt
 		group, total = group[:0], 0
 	}
 	if len(options) == 0 {
-		n := "as many as needed"
-		if req.Blocks > 0 {
-			n = "one or more"
-		}
-		return nil, refuse("propose", req.ID, ErrTooLarge, "no set of %s %s domains holds %d GPUs", n, req.Level, r.gpus)
+		return nil, refuse("propose", req.ID, ErrTooLarge, "%s", noSet(req, r.gpus, ranked))
 	}
 	c.proposals[req.ID] = &Proposal{Request: req.clone(), Proposed: now, Options: options}
 	out := make([]Option, len(options))
@@ -205,6 +201,26 @@ func (c *Calendar) Propose(now time.Time, req Request, running []Running) ([]Opt
 		out[i] = o.clone()
 	}
 	return out, nil
+}
+
+// noSet says why no set of blocks holds a request, and what to ask for
+// instead.
+func noSet(req Request, gpus int, ranked []candidate) string {
+	most := 0
+	for _, cd := range ranked {
+		most = max(most, cd.gpus)
+	}
+	if req.Blocks > 0 && most > 0 && req.Blocks*most < gpus {
+		need := (gpus + most - 1) / most
+		return fmt.Sprintf("%d %s block(s) hold at most %d GPUs of %s (%d each): ask for %d blocks (Blocks: %d), "+
+			"or Blocks: 0 for as few as hold them", req.Blocks, req.Level, req.Blocks*most, req.Flavor, most, need, need)
+	}
+	n := "as many as needed"
+	if req.Blocks > 0 {
+		n = fmt.Sprint(req.Blocks)
+	}
+	return fmt.Sprintf("no set of %s %s domains holds %d GPUs of %s in the window: approved bookings overlap it, "+
+		"or the pods do not fit the nodes; try another window, level or size", n, req.Level, gpus, req.Flavor)
 }
 
 // rank returns the domains of level l holding GPUs of the groups, best

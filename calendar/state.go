@@ -120,5 +120,11 @@ func (c *Calendar) SetSchedule(now time.Time, s *quota.Schedule) error {
 		c.cfg.Schedule = old
 		return err
 	}
+	// The promise was checked from now on: a snapshot taken after this
+	// is restored from now on too, not from an instant the new schedule
+	// was never checked at.
+	if now.After(c.now) {
+		c.now = now
+	}
 	return nil
 }

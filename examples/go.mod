@@ -5,7 +5,7 @@ go 1.26.8
 replace github.com/fleetsched/fleet => ../
 
 require (
-	github.com/fleetsched/fleet v0.0.0-00010101000000-000000000000
+	github.com/fleetsched/fleet v0.1.0
 	github.com/stretchr/testify v1.12.1
 	gonum.org/v1/plot v0.17.0
 )
@@ -16,7 +16,7 @@ require (
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
-	github.com/fleetsched/fleet/importer v0.0.0-00010101000000-000000000000
+	github.com/fleetsched/fleet/importer v0.1.0
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/google/btree v1.1.3 // indirect

@@ -42,6 +42,7 @@ type FieldError struct {
 	Err error
 }
 
+// Error names the sentinel, the field and its value, and what is wrong.
 func (e *FieldError) Error() string {
 	if e.Field == "" {
 		return fmt.Sprintf("%v: %s", e.Err, e.Detail)

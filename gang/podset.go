@@ -43,8 +43,8 @@ type PodSet struct {
 // Resource is an amount of one named resource, in the unit the fleet
 // uses for it (millicores for cpu, bytes for memory by convention).
 type Resource struct {
-	Name   string `json:"name"`
-	Amount int64  `json:"amount"`
+	Name   string `json:"name"`   // the resource's name, as the nodes' Resources name it
+	Amount int64  `json:"amount"` // how much, in its unit
 }
 
 // GPUs returns the whole GPUs of the whole pod set; shares and MIG slices

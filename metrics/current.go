@@ -4,8 +4,8 @@ import "sort"
 
 // TeamNow is one team's running workloads as of the latest input, in GPUs.
 type TeamNow struct {
-	Team      string
-	Allocated float64
+	Team      string  // the queue
+	Allocated float64 // GPUs its workloads hold
 	// Used is SM-activity weighted, from each workload's latest sample;
 	// Sampled is the allocated GPUs that have one.
 	Used, Sampled float64

@@ -23,13 +23,15 @@ var (
 // ConfigError names the Config field that broke a rule.
 type ConfigError struct {
 	Field  string // e.g. "IdleThreshold" or `Flavors["h100"].DollarsPerGPUHour`
-	Detail string
+	Detail string // what is wrong, in words
 }
 
+// Error says what was refused, where, and why.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s: %s: %s", ErrInvalidConfig, e.Field, e.Detail)
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // InputError says which input was refused and why. Err is ErrInvalidInput,
@@ -38,10 +40,11 @@ type InputError struct {
 	What     string // "event", "sample" or "snapshot"
 	Index    int    // position in a RecordAll batch, else 0
 	Workload string // the workload concerned, if any
-	Detail   string
-	Err      error
+	Detail   string // what is wrong, in words
+	Err      error  // the sentinel
 }
 
+// Error says what was refused, where, and why.
 func (e *InputError) Error() string {
 	s := fmt.Sprintf("%s: %s", e.Err, e.What)
 	if e.Index > 0 {
@@ -56,4 +59,5 @@ func (e *InputError) Error() string {
 	return s
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *InputError) Unwrap() error { return e.Err }

@@ -53,7 +53,7 @@ type Report struct {
 type Usage struct {
 	HealthyGPUHours float64 // fleet only: healthy capacity, from snapshots
 
-	AllocatedGPUHours float64
+	AllocatedGPUHours float64 // GPU-hours held by workloads
 	SampledGPUHours   float64 // allocated hours covered by usage samples
 	UsedGPUHours      float64 // SM-activity weighted
 	UsefulPFLOP       float64 // MFU x peak, in 10^15 FLOPs
@@ -82,6 +82,9 @@ type Usage struct {
 	// fewer replicas (or fewer GPUs per replica) would save.
 	RightSizeGPUHours float64
 
+	// Counts over the window: workloads submitted, admitted, preempted,
+	// killed at their drain deadline, admitted across spines, and runs a
+	// lost node ended.
 	Submissions, Admissions, Preemptions, Kills, CrossSpineGangs, NodeLosses int64
 
 	// HotSwaps counts lost pods moved to a replacement node while their
@@ -165,26 +168,26 @@ func (u *Usage) addSums(s *sums, price Flavor, rightSize float64) {
 
 // TeamUsage is one team's row.
 type TeamUsage struct {
-	Team string
+	Team string // the queue
 	Usage
 }
 
 // ShapeUsage is one shape's row.
 type ShapeUsage struct {
-	Shape gang.Shape
+	Shape gang.Shape // inference, training or batch
 	Usage
 }
 
 // Quantiles summarise one group of durations.
 type Quantiles struct {
-	Key           string // team name or gang-size class ("1-8", "9-64", "65-512", "513+")
-	Count         int64
-	P50, P90, P99 time.Duration
+	Key           string        // team name or gang-size class ("1-8", "9-64", "65-512", "513+")
+	Count         int64         // waits recorded
+	P50, P90, P99 time.Duration // the quantiles of the wait
 }
 
 // Waits are queue-wait quantiles (within 1%) per team and per gang size.
 type Waits struct {
-	Fleet      Quantiles
+	Fleet      Quantiles   // every wait of the fleet
 	ByTeam     []Quantiles // by team name
 	ByGangSize []Quantiles // the four classes in order, empty ones included
 }
@@ -193,8 +196,8 @@ type Waits struct {
 // cause, and what they lost: the work since each victim's last checkpoint
 // and the restarts. Kills are victims that missed their drain deadline.
 type Preemptions struct {
-	Team, Cause  string
-	Count, Kills int64
+	Team, Cause  string // the victims' team and the cause: preemption, reclaim, shrink, node loss...
+	Count, Kills int64  // victims, and those killed at the deadline
 	// LostGPUHours = LostWorkGPUHours + RestartGPUHours.
 	LostGPUHours, LostWorkGPUHours, RestartGPUHours float64
 }
@@ -202,9 +205,9 @@ type Preemptions struct {
 // Drains measure the drain contract: from the drain decision to the
 // victim's exit (its capacity back), and kills past the deadline.
 type Drains struct {
-	Count          int64
-	P50, P99       time.Duration
-	DeadlineMisses int64
+	Count          int64         // drains decided
+	P50, P99       time.Duration // from the decision to the victim's exit
+	DeadlineMisses int64         // victims killed at their deadline
 }
 
 // Fragmentation is the time-weighted free-capacity picture from snapshots.
@@ -226,20 +229,20 @@ func (f Fragmentation) StrandedShare() float64 { return ratio(f.StrandedGPUs, f.
 
 // LevelBlock is the largest free block of one level over a window, in nodes.
 type LevelBlock struct {
-	Level         string
-	Avg, Min, Max float64
+	Level         string  // the level's name
+	Avg, Min, Max float64 // its largest free block: time-weighted average, least and most
 }
 
 // Point is one bucket of the hourly series: average GPUs over the bucket.
 type Point struct {
-	Start              time.Time
-	InferenceAllocated float64
-	InferenceUsed      float64 // SM-activity weighted
-	Training, Batch    float64 // allocated
-	Borrowed           float64
-	Idle               float64 // allocated but idle
-	Stranded, Free     float64
-	Healthy            float64
+	Start              time.Time // the bucket's start
+	InferenceAllocated float64   // GPUs inference held
+	InferenceUsed      float64   // SM-activity weighted
+	Training, Batch    float64   // allocated
+	Borrowed           float64   // held above a queue's nominal quota
+	Idle               float64   // allocated but idle
+	Stranded, Free     float64   // free on partly used nodes; free in all
+	Healthy            float64   // GPUs on healthy nodes
 	// LargestFreeBlock is the average in nodes per level, in the order of
 	// Fragmentation.LargestFreeBlock.
 	LargestFreeBlock []float64

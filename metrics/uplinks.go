@@ -8,7 +8,7 @@ import (
 // one leaf (shared its uplinks) over a window, from snapshots
 // (fleet.FleetView.Crossings).
 type LeafUplinks struct {
-	Leaf string
+	Leaf string // the leaf's name
 	// Avg is time-weighted over the window's observed hours (a leaf not
 	// in a snapshot counts 0 for its time); Max is the most at once.
 	Avg, Max float64

@@ -88,10 +88,10 @@ func (r *Recorder) mfu(w *workload) float64 {
 // Inefficiency is a running workload busy under its class's MFU floor for
 // longer than Config.MFUWindow: its GPUs work, but do little useful math.
 type Inefficiency struct {
-	ID, Queue, Class string
-	GPUs             int
-	MFU, Floor       float64
-	For              time.Duration
+	ID, Queue, Class string        // the workload, its queue and its class
+	GPUs             int           // its GPUs
+	MFU, Floor       float64       // its MFU over the window, and its class's floor
+	For              time.Duration // how long it has been under the floor
 }
 
 // Inefficient lists the running workloads busy under their MFU floor for
@@ -119,12 +119,12 @@ func (r *Recorder) Inefficient(now time.Time) []Inefficiency {
 
 // IdleCandidate is a running workload idle past its class's limit.
 type IdleCandidate struct {
-	ID      string
-	Queue   string
-	Class   string
-	GPUs    int
-	IdleFor time.Duration
-	Limit   time.Duration
+	ID      string        // the workload
+	Queue   string        // its queue
+	Class   string        // its priority class
+	GPUs    int           // its GPUs
+	IdleFor time.Duration // how long it has been idle
+	Limit   time.Duration // its class's idle limit
 }
 
 // IdleCandidates lists the running workloads whose SM activity has stayed

@@ -63,7 +63,7 @@ func (p Pod) counted() bool {
 // Assignment places every pod of one workload. It is a value: applying it
 // to a fleet is a separate, all-or-nothing step (Apply).
 type Assignment struct {
-	Workload string
+	Workload string           // the workload's ID
 	Group    topology.GroupID // the (flavor, pool) partition it runs in
 	// Domain is the domain that holds every pod, at Level: the level at
 	// which placement found room. Span may be lower when the pods happen
@@ -114,8 +114,8 @@ func (a Assignment) NodeGPUs() []NodeGPUs {
 
 // NodeGPUs is a number of GPUs on one node.
 type NodeGPUs struct {
-	Node topology.NodeID
-	GPUs int
+	Node topology.NodeID // the node
+	GPUs int             // the GPUs taken on it
 }
 
 func mergeNodes(v []NodeGPUs) []NodeGPUs {

@@ -32,53 +32,84 @@ import (
 // model, then the lower node ID.
 //
 // The host feeds the mix with Observe (for example on each submission);
-// until then every option ranks equal and the tightest fit wins. Not safe
-// for concurrent use.
+// until then every option ranks equal and the tightest fit wins. Every
+// distinct shape is kept, keyed by its GPUs, share, resources and
+// accepted models, so what the mix counts does not depend on the order
+// pods arrive in. Observe costs O(1) for a shape seen before; Rank costs
+// O(shapes accepting the node's model + GPUs of the node), with no
+// allocation once the shapes are known. Not safe for concurrent use.
 type Fragmentation struct {
 	shapes []fragShape
-	total  float64
+	index  map[uint64][]int32 // shape key hash -> shapes with that hash
+	total  float64            // pods observed
 
-	// What Rank reads, derived from shapes when the mix or the fleet
-	// changes: the GPU shapes with their weights and resources by ID.
+	// What Rank reads, derived from shapes for one fleet: rebuilt when
+	// a new shape arrives or the fleet changes, while a shape seen
+	// before only adds to its weights in place.
 	fleet   *topology.Fleet
 	derived bool
-	gpu     []fragCoef
+	rids    []topology.ResourceID // the measured resources, by position
+	groups  []fragGroup           // by GroupID
+	sets    []fragSet             // the model sets bound shapes accept
+	// wAll sums the weights of the GPU shapes that fit somewhere: every
+	// one of them wastes a node's free capacity unless it fits there.
+	wAll float64
+
+	// The reserve cost per group, for the fleet state and weights it
+	// was computed at.
+	reserve             []float64
+	reserveAt, weightAt uint64
+	weights             uint64 // bumps when any weight changes
+
+	// The last ranked pod's resources (see podNeed).
+	podRes   *gang.Resource
+	podLen   int
+	podAt    uint64
+	podFleet *topology.Fleet
+	podTake  [fragResources]int64
 }
 
 type fragShape struct {
 	k, share  int
 	resources []gang.Resource
 	models    []string // accepted GPU models; nil: any
-	weight    float64
+	count     float64
+
+	// Derived for the ranked fleet: weight per pod (GPUs asked over the
+	// GPUs of the models it accepts, times the fleet's), where it sits.
+	unit  float64
+	set   int        // index into sets when bound to some models, else -1
+	slots []fragSlot // its entries in the groups' lists
+	need  []int64    // per measured resource
+	never bool       // the fleet lacks one of its resources
 }
 
-// same reports whether s is the shape of pod set ps of a workload that
-// accepts models.
-func (s *fragShape) same(ps *gang.PodSet, models []string) bool {
-	return s.k == ps.GPUsPerPod && s.share == ps.GPUShare && slices.Equal(s.resources, ps.Resources) && slices.Equal(s.models, models)
+// fragSlot is where a shape's weight is stored in a group's lists.
+type fragSlot struct {
+	g     topology.GroupID
+	share bool // in the shares list, else the whole-GPU list
+	at    int32
 }
 
-// acceptedModels is the list of GPU models w accepts; nil for any.
-func acceptedModels(w *gang.Workload) []string {
-	switch {
-	case len(w.Flavors) > 0:
-		return w.Flavors
-	case w.Flavor != "":
-		return []string{w.Flavor}
-	}
-	return nil
+// fragGroup lists the GPU shapes that accept one group's model, in
+// struct-of-arrays form for Rank's one pass: whole-GPU shapes, and
+// shares ascending by share. need holds len(rids) amounts per entry.
+type fragGroup struct {
+	k       []int32
+	kw      []float64
+	kneed   []int64
+	sh      []int32
+	sw      []float64
+	shneed  []int64
+	boundTo []int32 // sets accepting this group
 }
 
-// fragCoef is one GPU shape as Rank weighs it: its weight (frequency
-// times GPUs asked, over the mix's total) and its resources by ID.
-type fragCoef struct {
-	k, share int
-	weight   float64
-	need     []resNeed
-	accepts  []bool // by GroupID: the shape may run on the group's model
-	// bound is the shape's share of the mix's GPU demand when it accepts
-	// only some models (0 otherwise): what its reserve term weighs.
-	bound float64
+// fragSet is a set of models some bound shapes accept: their weight
+// and the groups of those models.
+type fragSet struct {
+	models []string
+	weight float64
+	groups []topology.GroupID
 }
 
 // resNeed is one resource of a shape on the ranked fleet; id -1 when the
@@ -92,12 +123,56 @@ type resNeed struct {
 // fragResources bounds the resources the measure reads per node.
 const fragResources = 8
 
-// maxShapes bounds the shapes remembered; rarer ones beyond it are folded
-// into the closest kept shape with the same GPU form.
-const maxShapes = 64
+// acceptedModels is the list of GPU models w accepts; nil for any.
+func acceptedModels(w *gang.Workload) []string {
+	switch {
+	case len(w.Flavors) > 0:
+		return w.Flavors
+	case w.Flavor != "":
+		return []string{w.Flavor}
+	}
+	return nil
+}
 
 // NewFragmentation returns a Fragmentation ranker with an empty mix.
 func NewFragmentation() *Fragmentation { return &Fragmentation{} }
+
+// same reports whether s is the shape of pod set ps of a workload that
+// accepts models.
+func (s *fragShape) same(ps *gang.PodSet, models []string) bool {
+	return s.k == ps.GPUsPerPod && s.share == ps.GPUShare && slices.Equal(s.resources, ps.Resources) &&
+		slices.Equal(s.models, models)
+}
+
+// shapeKey hashes a shape's key (FNV-1a), without allocating.
+func shapeKey(ps *gang.PodSet, models []string) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(x uint64) {
+		for range 8 {
+			h ^= x & 0xff
+			h *= 1099511628211
+			x >>= 8
+		}
+	}
+	str := func(s string) {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= 1099511628211
+		}
+		mix(uint64(len(s)))
+	}
+	mix(uint64(ps.GPUsPerPod))
+	mix(uint64(ps.GPUShare))
+	for _, r := range ps.Resources {
+		str(r.Name)
+		mix(uint64(r.Amount))
+	}
+	mix(uint64(len(models)) | 1<<40)
+	for _, m := range models {
+		str(m)
+	}
+	return h
+}
 
 // Observe adds w's pods to the workload mix.
 func (r *Fragmentation) Observe(w *gang.Workload) {
@@ -107,54 +182,76 @@ func (r *Fragmentation) Observe(w *gang.Workload) {
 		if ps.MIG != "" {
 			continue // MIG nodes are carved, not fragmented by shares
 		}
+		if !observable(ps) {
+			continue // Place refuses it: it is no shape of the mix
+		}
 		wt := float64(ps.Count)
 		r.total += wt
-		j := slices.IndexFunc(r.shapes, func(s fragShape) bool { return s.same(ps, models) })
-		if j < 0 && len(r.shapes) >= maxShapes {
-			j = r.closest(ps, models)
+		key := shapeKey(ps, models)
+		j := -1
+		for _, c := range r.index[key] {
+			if r.shapes[c].same(ps, models) {
+				j = int(c)
+				break
+			}
 		}
 		if j < 0 {
+			if r.index == nil {
+				r.index = map[uint64][]int32{}
+			}
+			j = len(r.shapes)
+			r.index[key] = append(r.index[key], int32(j))
 			r.shapes = append(r.shapes, fragShape{k: ps.GPUsPerPod, share: ps.GPUShare,
 				resources: slices.Clone(ps.Resources), models: slices.Clone(models)})
-			slices.SortStableFunc(r.shapes, func(a, b fragShape) int {
-				return cmp.Or(cmp.Compare(a.k, b.k), cmp.Compare(a.share, b.share))
-			})
-			j = slices.IndexFunc(r.shapes, func(s fragShape) bool { return s.same(ps, models) })
+			r.derived = false
 		}
-		r.shapes[j].weight += wt
-		r.derived = false
+		r.shapes[j].count += wt
+		if r.derived {
+			r.addWeight(j, wt)
+		}
 	}
 }
 
-// closest is the kept shape nearest ps in GPUs asked, among those of
-// the same GPU form, preferring those that accept the same models.
-func (r *Fragmentation) closest(ps *gang.PodSet, models []string) int {
-	best, bestD := -1, 0
-	for i, s := range r.shapes {
-		if (s.k > 0) != (ps.GPUsPerPod > 0) || (s.share > 0) != (ps.GPUShare > 0) {
-			continue
-		}
-		d := abs(s.k-ps.GPUsPerPod)*1000 + abs(s.share-ps.GPUShare)
-		if !slices.Equal(s.models, models) {
-			d += 1 << 20
-		}
-		if best < 0 || d < bestD {
-			best, bestD = i, d
+// addWeight adds count pods to shape j's derived weights.
+func (r *Fragmentation) addWeight(j int, count float64) {
+	s := &r.shapes[j]
+	d := count * s.unit
+	if d == 0 {
+		return
+	}
+	r.weights++
+	r.wAll += d
+	if s.set >= 0 {
+		r.sets[s.set].weight += d
+	}
+	for _, sl := range s.slots {
+		g := &r.groups[sl.g]
+		if sl.share {
+			g.sw[sl.at] += d
+		} else {
+			g.kw[sl.at] += d
 		}
 	}
-	return max(best, 0)
 }
 
-func abs(x int) int {
-	if x < 0 {
-		return -x
+// observable reports whether ps is a pod set Place accepts the amounts
+// of: pods, GPUs and share in range, positive resource amounts.
+func observable(ps *gang.PodSet) bool {
+	if ps.Count < 1 || ps.Count > gang.MaxGPUs || ps.GPUsPerPod < 0 || ps.GPUsPerPod > gang.MaxGPUs ||
+		ps.GPUShare < 0 || ps.GPUShare > topology.MilliGPU {
+		return false
 	}
-	return x
+	for _, r := range ps.Resources {
+		if r.Amount <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // fragNode is one node's state as the measure sees it: its whole-free
 // GPUs, the thousandths left on its partly used GPUs (ascending), and
-// its free resources.
+// its free measured resources (by position in rids).
 type fragNode struct {
 	group topology.GroupID
 	whole int
@@ -167,7 +264,7 @@ type fragNode struct {
 // Rank scores option o as minus the rise in its node's expected
 // fragmentation, in thousandths of GPU.
 func (r *Fragmentation) Rank(f *topology.Fleet, w *gang.Workload, o Option) float64 {
-	if r.total == 0 || f.Capacity(o.Node) > 64 || f.MIG(o.Node) {
+	if r.total == 0 || len(w.PodSets) == 0 || f.Capacity(o.Node) > 64 || f.MIG(o.Node) {
 		return 0
 	}
 	r.derive(f)
@@ -193,42 +290,71 @@ func (r *Fragmentation) Rank(f *topology.Fleet, w *gang.Workload, o Option) floa
 		}
 		after.total -= ps.GPUShare
 	}
-	for _, res := range ps.Resources {
-		if id, ok := f.Resource(res.Name); ok && int(id) < fragResources {
-			after.res[id] -= res.Amount
-		}
+	take := r.podNeed(f, ps)
+	for i := range r.rids {
+		// Floored at 0, so that shapes not asking for it still hold (an
+		// option never overdraws; a Ranker called on one that does still
+		// gets an answer).
+		after.res[i] = max(0, after.res[i]-take[i])
 	}
 	used := float64(before.total - after.total)
-	return r.expected(&before) - r.expected(&after) - used*r.reserve(f, before.group)
+	ub, ua := r.usable(&before, &after)
+	rise := r.wAll*float64(after.total-before.total) - (ua - ub)
+	return (-rise - used*r.reserveOf(f, before.group)) / r.total
 }
 
-// reserve is what taking one thousandth of GPU in group g costs the
-// shapes bound to some models, g's among them. The demand a bound shape
-// will still bring before the fleet fills is its share of the mix's
-// demand times the fleet's free capacity, and it has only the free
-// capacity of its models to land on: taking c of that free capacity F_s
-// denies it c/F_s of its future demand. Shapes that may go anywhere cost
-// the same wherever the pod goes, so they do not count.
-func (r *Fragmentation) reserve(f *topology.Fleet, g topology.GroupID) float64 {
-	var cost float64
-	var fleetFree float64
-	for i := range r.gpu {
-		s := &r.gpu[i]
-		if s.bound == 0 || !s.accepts[g] {
-			continue
-		}
-		if fleetFree == 0 {
-			fleetFree = freeMilli(f, topology.AllGroups)
-		}
-		var free float64
-		for h, ok := range s.accepts {
-			if ok {
-				free += freeMilli(f, topology.GroupID(h))
+// podNeed is what pod set ps takes of each measured resource. Rank is
+// called for several options of one pod in a row: the last pod set's
+// figures are kept while its resources are the same slice.
+func (r *Fragmentation) podNeed(f *topology.Fleet, ps *gang.PodSet) *[fragResources]int64 {
+	if len(ps.Resources) > 0 && len(ps.Resources) == r.podLen && &ps.Resources[0] == r.podRes &&
+		r.podAt == r.weights && r.podFleet == f {
+		return &r.podTake
+	}
+	r.podTake = [fragResources]int64{}
+	for _, res := range ps.Resources {
+		if id, ok := f.Resource(res.Name); ok {
+			if i := slices.Index(r.rids, id); i >= 0 {
+				r.podTake[i] += res.Amount
 			}
 		}
-		cost += s.bound * fleetFree / max(free, topology.MilliGPU)
 	}
-	return cost
+	r.podLen, r.podRes, r.podAt, r.podFleet = len(ps.Resources), nil, r.weights, f
+	if len(ps.Resources) > 0 {
+		r.podRes = &ps.Resources[0]
+	}
+	return &r.podTake
+}
+
+// reserveOf is what taking one thousandth of GPU in group g costs the
+// shapes bound to some models, g's among them, times the mix's pods. The
+// demand a bound shape will still bring before the fleet fills is its
+// share of the mix's demand times the fleet's free capacity, and it has
+// only the free capacity of its models to land on: taking c of that free
+// capacity F_s denies it c/F_s of its future demand. Shapes that may go
+// anywhere cost the same wherever the pod goes, so they do not count.
+// It is computed for every group at once, once per fleet state.
+func (r *Fragmentation) reserveOf(f *topology.Fleet, g topology.GroupID) float64 {
+	if len(r.groups[g].boundTo) == 0 {
+		return 0
+	}
+	if r.reserveAt != f.Changes() || r.weightAt != r.weights || len(r.reserve) != len(r.groups) {
+		r.reserveAt, r.weightAt = f.Changes(), r.weights
+		r.reserve = append(r.reserve[:0], make([]float64, len(r.groups))...)
+		fleetFree := freeMilli(f, topology.AllGroups)
+		for i := range r.sets {
+			set := &r.sets[i]
+			var free float64
+			for _, h := range set.groups {
+				free += freeMilli(f, h)
+			}
+			cost := set.weight * fleetFree / max(free, topology.MilliGPU)
+			for _, h := range set.groups {
+				r.reserve[h] += cost
+			}
+		}
+	}
+	return r.reserve[g]
 }
 
 // freeMilli is the free GPU capacity of group g in thousandths.
@@ -236,47 +362,148 @@ func freeMilli(f *topology.Fleet, g topology.GroupID) float64 {
 	return float64(int64(f.Stats(topology.Root, g).GPUs)*topology.MilliGPU - f.MilliAllocated(topology.Root, g))
 }
 
-// derive recomputes the shapes' weights and resource IDs for fleet f
-// when the mix or the fleet changed since the last Rank.
+// derive lays the shapes out for fleet f when a shape arrived or the
+// fleet changed since the last Rank: each shape's weight per pod, the
+// groups that accept it, its resources by position.
 func (r *Fragmentation) derive(f *topology.Fleet) {
 	if r.derived && r.fleet == f {
 		return
 	}
 	r.fleet, r.derived = f, true
-	r.gpu = r.gpu[:0]
+	r.weights++
+	r.rids = r.rids[:0]
+	r.sets = r.sets[:0]
+	r.wAll = 0
+	ng := f.NumGroups()
+	r.groups = slices.Grow(r.groups[:0], ng)[:ng]
+	for g := range r.groups {
+		r.groups[g] = fragGroup{}
+	}
+	// The measured resources: those the shapes name and the fleet has,
+	// at most fragResources of them, in resource ID order.
+	for i := range r.shapes {
+		for _, res := range r.shapes[i].resources {
+			if id, ok := f.Resource(res.Name); ok && int(id) < fragResources && !slices.Contains(r.rids, id) {
+				r.rids = append(r.rids, id)
+			}
+		}
+	}
+	slices.Sort(r.rids)
 	fleetGPUs := f.Stats(topology.Root, topology.AllGroups).GPUs
-	for _, s := range r.shapes {
+	groupGPUs := make([]int, ng)
+	for g := range groupGPUs {
+		groupGPUs[g] = f.Stats(topology.Root, topology.GroupID(g)).GPUs
+	}
+	// Shares ascending (then arrival) so that Rank reads the partly used
+	// GPUs smaller than each share with one moving cursor.
+	order := make([]int, len(r.shapes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(r.shapes[a].share, r.shapes[b].share) })
+	for _, i := range order {
+		s := &r.shapes[i]
+		s.unit, s.set, s.slots, s.never = 0, -1, s.slots[:0], false
 		demand := s.k*topology.MilliGPU + s.share
 		if demand == 0 {
 			continue // a pod without GPUs leaves no GPU unusable by itself
 		}
-		c := fragCoef{k: s.k, share: s.share, weight: s.weight * float64(demand) / r.total / topology.MilliGPU}
+		s.need = append(s.need[:0], make([]int64, len(r.rids))...)
 		for _, res := range s.resources {
 			id, ok := f.Resource(res.Name)
-			switch {
-			case !ok:
-				c.need = append(c.need, resNeed{id: -1})
-			case int(id) < fragResources:
-				c.need = append(c.need, resNeed{id: int(id), amount: res.Amount})
+			if !ok {
+				s.never = true
+				continue
+			}
+			if at := slices.Index(r.rids, id); at >= 0 {
+				s.need[at] = res.Amount
 			}
 		}
-		c.accepts = make([]bool, f.NumGroups())
 		supply := 0
-		for g := range c.accepts {
-			c.accepts[g] = s.models == nil || slices.Contains(s.models, f.GroupFlavor(topology.GroupID(g)))
-			if c.accepts[g] {
-				supply += f.Stats(topology.Root, topology.GroupID(g)).GPUs
+		for g := range ng {
+			if s.models == nil || slices.Contains(s.models, f.GroupFlavor(topology.GroupID(g))) {
+				supply += groupGPUs[g]
 			}
 		}
 		if supply == 0 {
 			continue // it fits nowhere: the same on every node
 		}
+		s.unit = float64(demand) / topology.MilliGPU * float64(fleetGPUs) / float64(supply)
+		weight := s.count * s.unit
+		r.wAll += weight
 		if s.models != nil && supply < fleetGPUs {
-			c.bound = c.weight
+			s.set = r.setOf(f, s.models)
+			// The reserve weighs the shape's share of demand, not its
+			// weight over its supply.
+			r.sets[s.set].weight += s.count * float64(demand) / topology.MilliGPU
 		}
-		c.weight *= float64(fleetGPUs) / float64(supply)
-		r.gpu = append(r.gpu, c)
+		if s.never {
+			continue
+		}
+		for g := range ng {
+			if s.models != nil && !slices.Contains(s.models, f.GroupFlavor(topology.GroupID(g))) {
+				continue
+			}
+			// Shapes that differ only in the models they accept are one
+			// entry on a group that both accept.
+			fg := &r.groups[g]
+			R := len(r.rids)
+			if s.k > 0 {
+				at := fg.find(fg.k, fg.kneed, int32(s.k), s.need, R)
+				if at < 0 {
+					at = len(fg.k)
+					fg.k, fg.kw = append(fg.k, int32(s.k)), append(fg.kw, 0)
+					fg.kneed = append(fg.kneed, s.need...)
+				}
+				fg.kw[at] += weight
+				s.slots = append(s.slots, fragSlot{g: topology.GroupID(g), at: int32(at)})
+			} else {
+				at := fg.find(fg.sh, fg.shneed, int32(s.share), s.need, R)
+				if at < 0 {
+					at = len(fg.sh)
+					fg.sh, fg.sw = append(fg.sh, int32(s.share)), append(fg.sw, 0)
+					fg.shneed = append(fg.shneed, s.need...)
+				}
+				fg.sw[at] += weight
+				s.slots = append(s.slots, fragSlot{g: topology.GroupID(g), share: true, at: int32(at)})
+			}
+		}
 	}
+	for i := range r.sets {
+		for _, g := range r.sets[i].groups {
+			r.groups[g].boundTo = append(r.groups[g].boundTo, int32(i))
+		}
+	}
+}
+
+// find is the entry of GPU form x (GPUs or share) and resources need
+// among forms and needs (R amounts each), or -1. Entries of one form
+// are adjacent for shares (they come in share order); derive is the
+// only caller, so a scan is fine.
+func (fg *fragGroup) find(forms []int32, needs []int64, x int32, need []int64, R int) int {
+	for i := len(forms) - 1; i >= 0; i-- {
+		if forms[i] == x && slices.Equal(needs[i*R:i*R+R], need) {
+			return i
+		}
+	}
+	return -1
+}
+
+// setOf is the index of the bound model set models, added if new.
+func (r *Fragmentation) setOf(f *topology.Fleet, models []string) int {
+	for i := range r.sets {
+		if slices.Equal(r.sets[i].models, models) {
+			return i
+		}
+	}
+	set := fragSet{models: models}
+	for g := range topology.GroupID(f.NumGroups()) {
+		if slices.Contains(models, f.GroupFlavor(g)) {
+			set.groups = append(set.groups, g)
+		}
+	}
+	r.sets = append(r.sets, set)
+	return len(r.sets) - 1
 }
 
 // load reads node n into st and returns the thousandths left on its GPU
@@ -301,8 +528,8 @@ func (r *Fragmentation) load(f *topology.Fleet, n topology.NodeID, gpu int, st *
 			left = l
 		}
 	}
-	for i := range min(f.NumResources(), fragResources) {
-		st.res[i] = f.ResourceFree(n, topology.ResourceID(i))
+	for i, id := range r.rids {
+		st.res[i] = f.ResourceFree(n, id)
 	}
 	return left
 }
@@ -330,55 +557,69 @@ func (st *fragNode) remove(l int16) {
 	}
 }
 
-// expected is the node's fragmentation averaged over the mix, each shape
-// weighted by its frequency and its GPUs: for each shape, the free GPU
-// capacity that pods of the shape cannot use there (all of it when the
-// shape does not fit the node, for its model, GPUs or resources; else, for whole-GPU shapes, every partly
-// used GPU, and for shares, the partly used GPUs with less left than the
-// share).
-func (r *Fragmentation) expected(st *fragNode) float64 {
-	partial := st.total - st.whole*topology.MilliGPU
-	largest := 0
-	if st.np > 0 {
-		largest = int(st.parts[st.np-1])
-	}
-	if st.whole > 0 {
-		largest = topology.MilliGPU
-	}
-	var sum float64
-	// Shapes come ordered by GPUs, then share: the partly used GPUs
-	// smaller than a share grow with it, read by one moving cursor.
-	small, j := 0, 0
-	for i := range r.gpu {
-		s := &r.gpu[i]
-		var fits bool
-		var waste int
-		if s.k > 0 {
-			fits, waste = st.whole >= s.k, partial
-		} else {
-			for j < st.np && int(st.parts[j]) < s.share {
-				small += int(st.parts[j])
-				j++
+// usable is, for the node before and after the pod, what the shapes
+// that fit there can use of its free GPU capacity, weighted: a
+// whole-GPU shape the whole-free GPUs, a share the GPUs with at least
+// the share left (none when it fits nowhere on the node). The node's
+// expected fragmentation, summed over the mix with each shape weighted
+// by its frequency and its GPUs, is its free capacity times the
+// weight of every shape less this: for each shape, the free capacity
+// pods of the shape cannot use there (all of it when the shape does not
+// fit the node, for its model, GPUs or resources; else, for whole-GPU
+// shapes, every partly used GPU, and for shares, the partly used GPUs
+// with less left than the share). One pass serves both states.
+func (r *Fragmentation) usable(b, a *fragNode) (ub, ua float64) {
+	g := &r.groups[b.group]
+	R := len(r.rids)
+	if b.whole > 0 {
+		var kb, ka float64
+		for i, k := range g.k {
+			if int(k) > b.whole {
+				continue
 			}
-			fits, waste = largest >= s.share, small
+			need := g.kneed[i*R : i*R+R]
+			hb, ha := true, int(k) <= a.whole
+			for x, n := range need {
+				hb = hb && b.res[x] >= n
+				ha = ha && a.res[x] >= n
+			}
+			if hb {
+				kb += g.kw[i]
+			}
+			if ha {
+				ka += g.kw[i]
+			}
 		}
-		if fits && (!s.accepts[st.group] || !st.holds(s.need)) {
-			fits = false
-		}
-		if !fits {
-			waste = st.total
-		}
-		sum += s.weight * float64(waste)
+		ub += kb * float64(b.whole*topology.MilliGPU)
+		ua += ka * float64(a.whole*topology.MilliGPU)
 	}
-	return sum
-}
-
-// holds reports whether the node has the resources of a shape free.
-func (st *fragNode) holds(need []resNeed) bool {
-	for _, n := range need {
-		if n.id < 0 || st.res[n.id] < n.amount {
-			return false
+	// big is the free capacity on GPUs with at least the share left:
+	// the whole-free GPUs and the parts from the cursor on.
+	bigB, bigA, jb, ja := b.total, a.total, 0, 0
+	for i, sh := range g.sh {
+		for jb < b.np && int(b.parts[jb]) < int(sh) {
+			bigB -= int(b.parts[jb])
+			jb++
+		}
+		for ja < a.np && int(a.parts[ja]) < int(sh) {
+			bigA -= int(a.parts[ja])
+			ja++
+		}
+		if bigB == 0 && bigA == 0 {
+			break
+		}
+		need := g.shneed[i*R : i*R+R]
+		hb, ha := true, true
+		for x, n := range need {
+			hb = hb && b.res[x] >= n
+			ha = ha && a.res[x] >= n
+		}
+		if hb {
+			ub += g.sw[i] * float64(bigB)
+		}
+		if ha {
+			ua += g.sw[i] * float64(bigA)
 		}
 	}
-	return true
+	return ub, ua
 }

@@ -163,3 +163,46 @@ func TestFragmentationRankAfterManyObservations(t *testing.T) {
 		}
 	}
 }
+
+// TestFragmentationKeepsEveryShapeWhateverTheOrder: 300 distinct shapes
+// (GPUs, share, cores, memory, models) observed in one order and in the
+// reverse rank every option alike: no shape is merged into another, so
+// the 65th shape to arrive counts with its own cpu and memory.
+func TestFragmentationKeepsEveryShapeWhateverTheOrder(t *testing.T) {
+	f := twoModels(t)
+	var mix []*gang.Workload
+	for i := range 300 {
+		ps := gang.PodSet{Resources: []gang.Resource{{Name: "cpu", Amount: int64(1+i%16) * 1000}}}
+		if i%3 == 0 {
+			ps.GPUsPerPod = 1 + i%2
+		} else {
+			ps.GPUShare = 100 * (1 + i%9)
+		}
+		if i%5 == 0 {
+			ps.Resources = append(ps.Resources, gang.Resource{Name: "memory", Amount: int64(i)})
+		}
+		var models []string
+		if i%7 == 0 {
+			models = []string{"A"}
+		}
+		mix = append(mix, onePod(fmt.Sprintf("m%d", i), ps, models...))
+	}
+	forward, backward := placement.NewFragmentation(), placement.NewFragmentation()
+	for i := range mix {
+		forward.Observe(mix[i])
+		backward.Observe(mix[len(mix)-1-i])
+	}
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: 0, Share: 300}))
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: 5, Whole: 1}))
+	for _, pod := range []*gang.Workload{
+		onePod("s", gang.PodSet{GPUShare: 200, Resources: []gang.Resource{{Name: "cpu", Amount: 9000}}}),
+		onePod("k", gang.PodSet{GPUsPerPod: 1, Resources: []gang.Resource{{Name: "cpu", Amount: 15000}}}),
+	} {
+		for n := range topology.NodeID(f.NumNodes()) {
+			for gpu := -1; gpu < 2; gpu++ {
+				o := placement.Option{Node: n, Group: f.NodeGroup(n), GPU: gpu}
+				require.InDelta(t, forward.Rank(f, pod, o), backward.Rank(f, pod, o), 1e-9, "node %d gpu %d", n, gpu)
+			}
+		}
+	}
+}

@@ -10,8 +10,8 @@ import (
 // Option is one way to place a one-pod workload: a node, and the GPU the
 // pod would take there for a share or a MIG slice.
 type Option struct {
-	Node  topology.NodeID
-	Group topology.GroupID
+	Node  topology.NodeID  // the node
+	Group topology.GroupID // the (flavor, pool) partition the node is in
 	// GPU is the GPU a share or slice would take; -1 for whole-GPU and
 	// CPU-only pods (whole GPUs are the node's lowest whole-free ones).
 	GPU int
@@ -31,9 +31,12 @@ type Option struct {
 //
 // Placement shows it at most Options.MaxRanked options per capacity class
 // (nodes with as many free GPUs, GPUs with as much left) and group, so a
-// Ranker never makes it scan the fleet, except for pods that ask for no
-// GPU, whose options are every node that holds them. Rank must be
-// deterministic, must not modify f, and is called once per option.
+// Ranker never makes it scan the fleet; a pod that asks for no GPU is
+// shown the 2 x MaxRanked nodes that hold it with the least GPU capacity
+// left idle. These bounds order what it sees, never whether the pod
+// fits: a group whose bounded walk finds nothing is walked again to its
+// end, and its first option shown. Rank must be deterministic, must not
+// modify f, and is called once per option.
 type Ranker interface {
 	Rank(f *topology.Fleet, w *gang.Workload, o Option) float64
 }
@@ -50,7 +53,13 @@ func (p *Placer) placeOne() (Assignment, bool) {
 	p.setPodSet(p.order[0])
 	p.opts = p.opts[:0]
 	var lastTier int
+	if p.k == 0 && p.share == 0 && p.mig == "" {
+		p.gatherNoGPU()
+	}
 	for _, g := range p.groups {
+		if p.k == 0 && p.share == 0 && p.mig == "" {
+			break
+		}
 		rank, _ := w.Accepts(f.GroupFlavor(g))
 		if t := p.tier(g); len(p.opts) > 0 && t != lastTier {
 			break // a more preferred pool or model has room
@@ -120,44 +129,98 @@ func (p *Placer) scoreTies(o Option) Option {
 	return best
 }
 
-// gather adds group g's options. Without a Ranker the first option in
-// best-fit order is the tightest of the group, so it stops there.
+// gather adds group g's options. The indexes give them in best-fit order
+// class by class, and the walk reads a bounded number of entries per
+// class (visits) so that its cost does not grow with the fleet: the
+// bound orders the search, it never decides that nothing fits. When the
+// bounded walk finds no option in g, the same walk runs again without
+// the bound and stops at the first option: the indexes hold every GPU
+// and node with room for the pod's GPUs, so it reads only those that
+// lack its other resources. Without a Ranker the first option in
+// best-fit order is the tightest of the group, so the walk stops there.
 func (p *Placer) gather(g topology.GroupID, rank int) {
+	if !p.groupMayHold(g) {
+		return
+	}
+	start := len(p.opts)
+	p.gatherBounded(g, rank, false)
+	if len(p.opts) == start {
+		p.gatherBounded(g, rank, true)
+	}
+}
+
+// groupMayHold reports whether group g has, over its healthy nodes, the
+// free GPUs and resources of one pod of the current pod set.
+func (p *Placer) groupMayHold(g topology.GroupID) bool {
+	f := p.f
+	if p.k > 0 && f.FreeGPUs(topology.Root, g) < p.k {
+		return false
+	}
+	for _, r := range p.cur {
+		if f.FreeResource(topology.Root, g, r.Resource) < r.Amount {
+			return false
+		}
+	}
+	return true
+}
+
+// visits is the walk's bound per capacity class for a class of shared
+// GPUs (shared) or of nodes; without a bound when unbounded.
+func (p *Placer) visits(per int, shared, unbounded bool) int {
+	switch {
+	case unbounded:
+		return 1 << 62
+	case p.visitLimit > 0:
+		return p.visitLimit
+	case shared:
+		return 16 * per * 8
+	}
+	return 8 * per
+}
+
+// gatherBounded is gather's walk over the best-fit indexes: within the
+// visit bounds, or without them up to the first option (unbounded).
+func (p *Placer) gatherBounded(g topology.GroupID, rank int, unbounded bool) {
 	f := p.f
 	per := p.opt.MaxRanked
 	if p.opt.Ranker == nil {
 		per = 1
 	}
 	start := len(p.opts)
-	enough := func() bool { return p.opt.Ranker == nil && len(p.opts) > start }
+	enough := func() bool { return (p.opt.Ranker == nil || unbounded) && len(p.opts) > start }
 	add := func(n topology.NodeID, gpu int, fit int64) {
 		p.opts = append(p.opts, Option{Node: n, Group: g, GPU: gpu, Rank: rank, Fit: fit})
 	}
+	limit := p.visits(per, true, unbounded)
 	// Partly used GPUs first: a share or slice there is a tighter fit than
 	// on any whole-free GPU.
 	switch {
 	case p.share > 0:
 		// Class by class (GPUs with as much left): once a class has given
-		// its options, the walk seeks to the next one rather than visit
-		// the rest of it.
+		// its options, the walk passes over the rest of it, and seeks to
+		// the next class when more than a few are left (classes are often
+		// small, and a seek costs more than a step).
+		const seekAfter = 8
 		visits := 0
-		for from := p.share; from < topology.MilliGPU && !enough() && visits < 16*per*8; {
-			class, inClass := -1, 0
+		for from := p.share; from < topology.MilliGPU && !enough() && visits < limit; {
+			class, inClass, skipped, seek := -1, 0, 0, false
 			f.AscendSharedGPUs(g, from, func(n topology.NodeID, gpu, left int) bool {
-				if class < 0 {
-					class = left
-				}
 				if left != class {
-					return false
+					class, inClass, skipped = left, 0, 0
+				}
+				if inClass >= per {
+					skipped++
+					seek = skipped >= seekAfter
+					return !seek
 				}
 				visits++
 				if !p.avoided(n) && p.resourcesFit(n) {
 					add(n, gpu, int64(left-p.share)<<32|int64(f.Free(n)))
 					inClass++
 				}
-				return inClass < per && !enough() && visits < 16*per*8
+				return !enough() && visits < limit
 			})
-			if class < 0 {
+			if !seek {
 				break
 			}
 			from = class + 1
@@ -173,49 +236,151 @@ func (p *Placer) gather(g topology.GroupID, rank int) {
 			if !ok {
 				return true
 			}
-			used, sl := f.GPUUsed(n, gpu)
-			_ = used
+			_, sl := f.GPUUsed(n, gpu)
 			if _, fits := topology.MIGStart(sl, prof); fits && inClass < per && !p.avoided(n) && p.resourcesFit(n) {
 				add(n, gpu, int64(free-prof.Slices)<<32|int64(f.Free(n)))
 				inClass++
 			}
-			return !enough() && visits < 16*per*8
+			return !enough() && visits < limit
 		})
-	case p.k == 0:
-		// No GPU: every healthy node of the group that holds the pod; the
-		// tightest leaves the fewest whole-free GPUs idle beside it.
-		for n := range topology.NodeID(f.NumNodes()) {
-			if f.NodeGroup(n) == g && p.nodeCap(n) > 0 {
-				add(n, -1, int64(f.Free(n))<<32|int64(f.Capacity(n)))
-			}
-		}
-		return
 	}
 	if enough() {
 		return
 	}
 	// Whole-free GPUs, by node classes of as many free GPUs, fewest first.
 	need := max(p.k, 1)
-	for c := need; c <= f.MaxGPUsPerNode() && !enough(); c++ {
-		inClass, visits := 0, 0
+	limit = p.visits(per, false, unbounded)
+	// Each walk seeks to the next class that has nodes.
+	for c := need; c <= f.MaxGPUsPerNode() && !enough(); {
+		class, inClass, visits := -1, 0, 0
 		f.AscendNodesByFree(g, c, func(n topology.NodeID, free int) bool {
-			if free != c {
+			if class < 0 {
+				class = free
+			}
+			if free != class {
 				return false
 			}
 			visits++
 			if p.holdsOne(n) {
-				gpu := -1
-				fit := int64(free-need) << 32
-				if p.k == 0 {
-					gpu = bits.TrailingZeros64(f.FreeMask(n))
-					fit = int64(topology.MilliGPU-max(p.share, 0))<<32 | int64(free)
-				}
+				gpu, fit := p.wholeOption(n, free)
 				add(n, gpu, fit)
 				inClass++
 			}
-			return inClass < per && !enough() && visits < 8*per
+			return inClass < per && !enough() && visits < limit
 		})
+		if class < 0 {
+			break
+		}
+		c = class + 1
 	}
+}
+
+// wholeOption is the GPU and fit of the pod on node n's whole-free GPUs,
+// of which it has free.
+func (p *Placer) wholeOption(n topology.NodeID, free int) (int, int64) {
+	if p.k > 0 {
+		return -1, int64(free-p.k) << 32
+	}
+	gpu := bits.TrailingZeros64(p.f.FreeMask(n))
+	return gpu, int64(topology.MilliGPU-max(p.share, 0))<<32 | int64(free)
+}
+
+// gatherNoGPU adds the options of a pod that asks for no GPU: every
+// healthy node in bounds of a candidate group that holds it, in one pass
+// over the fleet that skips leaf domains without enough of a resource
+// free. Only the groups of the most preferred tier with room count. With
+// a Ranker it keeps the tightest Options.MaxRanked x 2 of them (the
+// least GPU capacity left idle beside the pod, where it keeps no GPU pod
+// out), so that ranking costs what a class walk does; without one, the
+// tightest.
+func (p *Placer) gatherNoGPU() {
+	f := p.f
+	keep := 1
+	if p.opt.Ranker != nil {
+		keep = p.opt.MaxRanked * 2
+	}
+	if len(p.tiers) != f.NumGroups() {
+		p.tiers, p.granks = make([]int32, f.NumGroups()), make([]int32, f.NumGroups())
+	}
+	for g := range p.tiers {
+		p.tiers[g] = -1
+	}
+	for _, g := range p.groups {
+		rank, _ := p.w.Accepts(f.GroupFlavor(g))
+		p.tiers[g], p.granks[g] = int32(p.tier(g)), int32(rank)
+	}
+	bestTier := int32(-1)
+	leaf := topology.Level(max(int(p.deep)-1, 0))
+	lo, hi := f.DomainsAt(leaf)
+	for d := lo; d < hi; d++ {
+		if len(p.opts) == keep && p.opts[keep-1].Fit == 0 && p.opts[keep-1].Rank == 0 && bestTier == 0 {
+			return // nothing later is tighter: nodes come in ID order
+		}
+		if !p.mayHold(d) {
+			continue
+		}
+		nlo, nhi := f.Nodes(d)
+		for n := nlo; n < nhi; n++ {
+			g := f.NodeGroup(n)
+			t := p.tiers[g]
+			if t < 0 || bestTier >= 0 && t > bestTier {
+				continue
+			}
+			rank := int(p.granks[g])
+			if t == bestTier && len(p.opts) == keep {
+				// Whole-free GPUs are idle: a bound on the fit below.
+				if low := int64(f.Free(n))*topology.MilliGPU<<32 | int64(f.Capacity(n)); low > p.opts[keep-1].Fit {
+					continue
+				}
+			}
+			if f.Health(n) != topology.Healthy || !p.resourcesFit(n) || p.avoided(n) {
+				continue
+			}
+			// The fit: the GPU capacity left idle beside the pod, in
+			// thousandths, then the node's GPUs.
+			idle := int64(f.Capacity(n))*topology.MilliGPU - f.MilliAllocated(f.NodeDomain(n), g)
+			fit := idle<<32 | int64(f.Capacity(n))
+			if t == bestTier && len(p.opts) == keep {
+				// Nodes come in ID order: a later node beats the last
+				// kept one only by a tighter fit or a preferred model.
+				if last := &p.opts[keep-1]; fit > last.Fit || fit == last.Fit && rank >= last.Rank {
+					continue
+				}
+			}
+			if t < bestTier || bestTier < 0 {
+				bestTier, p.opts = t, p.opts[:0]
+			}
+			p.keepTightest(Option{Node: n, Group: g, GPU: -1, Rank: rank, Fit: fit}, keep)
+		}
+	}
+}
+
+// mayHold reports whether domain d has enough of every resource of the
+// current pod set free, over its healthy nodes, for one pod.
+func (p *Placer) mayHold(d topology.DomainID) bool {
+	for _, r := range p.cur {
+		if p.f.FreeResource(d, topology.AllGroups, r.Resource) < r.Amount {
+			return false
+		}
+	}
+	return true
+}
+
+// keepTightest inserts o among p.opts in best-fit order, keeping at
+// most keep of them.
+func (p *Placer) keepTightest(o Option, keep int) {
+	if len(p.opts) == keep && !better(o, p.opts[len(p.opts)-1]) {
+		return
+	}
+	if len(p.opts) < keep {
+		p.opts = append(p.opts, o)
+	}
+	i := len(p.opts) - 1
+	for i > 0 && better(o, p.opts[i-1]) {
+		p.opts[i] = p.opts[i-1]
+		i--
+	}
+	p.opts[i] = o
 }
 
 // holdsOne reports whether node n, found with whole-free GPUs, can take

@@ -92,6 +92,7 @@ type Placer struct {
 	nodes   []candidate         // candidate nodes, when trials mutate
 	groups  []topology.GroupID
 	order   []int
+	orderAt []int // the order a trial of other orders started from
 	used    map[topology.NodeID]int
 	usedDom map[topology.DomainID]int
 
@@ -105,6 +106,8 @@ type Placer struct {
 	claim  []topology.ResourceAmount // scratch for trial claims
 	best   []Pod                     // the best assignment across groups
 	opts   []Option                  // one-pod candidates
+	tiers  []int32                   // by group: its tier for this call, -1 when not a candidate
+	granks []int32                   // by group: its model's rank among those accepted
 
 	// out lists the node ranges PlaceAvoiding and PlaceWithin keep out of
 	// bounds, sorted and disjoint (none for Place).
@@ -123,6 +126,10 @@ type Placer struct {
 	// crossing is set while a trial spans leaves with Options.Uplinks set:
 	// ties among the leaves go to those crossed by fewer gangs.
 	crossing bool
+
+	// visitLimit, when positive, replaces the bound on the index entries
+	// a one-pod walk reads per capacity class (tests set it).
+	visitLimit int
 
 	// touched[n] == trial when the current trial has emitted a pod on node
 	// n, so that loadNode looks for the trial's pods only on such nodes.
@@ -156,6 +163,9 @@ type nodeRange struct{ lo, hi topology.NodeID }
 // places other work around them, without changing the fleet. The policy
 // is Place's, over the rest of the fleet.
 func (p *Placer) PlaceAvoiding(f *topology.Fleet, w *gang.Workload, avoid ...topology.DomainID) (Assignment, error) {
+	if f == nil || w == nil {
+		return p.Place(f, w)
+	}
 	if nf := badDomain(f, w, nil, avoid); nf != nil {
 		return Assignment{}, nf
 	}
@@ -167,6 +177,9 @@ func (p *Placer) PlaceAvoiding(f *topology.Fleet, w *gang.Workload, avoid ...top
 // PlaceWithin is Place inside domain d only (say, a booked block),
 // minus the avoided domains: every other node is treated as full.
 func (p *Placer) PlaceWithin(f *topology.Fleet, w *gang.Workload, d topology.DomainID, avoid ...topology.DomainID) (Assignment, error) {
+	if f == nil || w == nil {
+		return p.Place(f, w)
+	}
 	if nf := badDomain(f, w, &d, avoid); nf != nil {
 		return Assignment{}, nf
 	}
@@ -247,6 +260,16 @@ func (p *Placer) avoided(n topology.NodeID) bool {
 // f is left exactly as it was. The returned Pods slice belongs to the
 // Placer and is valid until its next call: Clone the assignment to keep it.
 //
+// For a workload of one pod set, Place is complete: when some placement
+// meets the request (accepted models and pools, healthy nodes in bounds,
+// required level, spread, every pod's GPUs, share or MIG slice and
+// resources), it returns one. The bounds on what a search reads
+// (MaxRanked, MaxScored, the walk of a capacity class) only order it.
+// A malformed request (no workload, counts out of range, a resource
+// amount that is not positive, two GPU forms in one pod set, negative
+// spread limits) is refused with a NoFit of CauseInvalid whose Err says
+// which (ErrBadRequest, ErrBadAmount, ErrBadShare, ...), never a panic.
+//
 // The policy, in order of precedence:
 //
 //  1. Flavor and pools filter nodes, and a gang stays inside one (flavor,
@@ -300,6 +323,13 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 	}
 	if p.opt.MaxWarm <= 0 {
 		p.opt.MaxWarm = 256
+	}
+	if f == nil || w == nil {
+		nf := &NoFit{Cause: CauseInvalid, Detail: "no fleet or no workload", Err: ErrBadRequest}
+		if w != nil {
+			nf.Workload = w.ID
+		}
+		return Assignment{}, nf
 	}
 	p.f, p.w, p.pods, p.deep = f, w, p.pods[:0], topology.Level(f.Depth())
 	if len(p.touched) != f.NumNodes() {
@@ -439,6 +469,10 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 	if w.Topology.Segment.Size > 0 && p.segLevel < req {
 		return 0, 0, invalid("segment level is above the required level")
 	}
+	if w.Spread.MaxPerNode < 0 || w.Spread.MaxPerDomain < 0 || w.Topology.Segment.Size < 0 {
+		return 0, 0, p.invalidAs(fmt.Sprintf("spread limits %d per node, %d per domain, segment size %d: none is negative",
+			w.Spread.MaxPerNode, w.Spread.MaxPerDomain, w.Topology.Segment.Size), ErrBadRequest)
+	}
 	p.maxPerNode, p.maxPerDom = w.Spread.MaxPerNode, w.Spread.MaxPerDomain
 	p.spreadLevel = 0
 	if w.Spread.MaxPerDomain > 0 {
@@ -455,7 +489,7 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 		}
 	}
 	if len(w.PodSets) == 0 {
-		return 0, 0, invalid("no pods")
+		return 0, 0, p.invalidAs("no pods", ErrBadRequest)
 	}
 	p.order = p.order[:0]
 	p.shared = w.Shared()
@@ -464,8 +498,14 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 	p.active = p.active[:0]
 	segmented := w.SegmentedPodSet()
 	for i, ps := range w.PodSets {
-		if ps.Count <= 0 || ps.GPUsPerPod < 0 || ps.NoGPU() && len(ps.Resources) == 0 {
-			return 0, 0, invalid("empty pod set " + ps.Name)
+		switch {
+		case ps.Count <= 0 || ps.Count > gang.MaxGPUs || ps.GPUsPerPod < 0:
+			return 0, 0, p.invalidAs(fmt.Sprintf("pod set %s: %d pods of %d GPUs: counts are 1 to %d, GPUs not negative",
+				ps.Name, ps.Count, ps.GPUsPerPod, gang.MaxGPUs), ErrBadRequest)
+		case ps.GPUShare < 0 || ps.GPUShare > topology.MilliGPU:
+			return 0, 0, p.invalidAs("pod set "+ps.Name+": a GPU share is 1 to 1000 thousandths", ErrBadShare)
+		case ps.NoGPU() && len(ps.Resources) == 0:
+			return 0, 0, p.invalidAs("empty pod set "+ps.Name, ErrBadRequest)
 		}
 		if ps.GPUsPerPod > f.MaxGPUsPerNode() {
 			return 0, 0, invalid("a pod needs more GPUs than any node has")
@@ -509,6 +549,13 @@ func (p *Placer) invalid(detail string) *NoFit {
 		Preferred: w.Topology.Preferred, Pods: w.Pods(), NeedGPUs: w.GPUs(), Detail: detail}
 }
 
+// invalidAs is invalid with the specific kind of error err.
+func (p *Placer) invalidAs(detail string, err error) *NoFit {
+	nf := p.invalid(detail)
+	nf.Err = err
+	return nf
+}
+
 func (p *Placer) candidateGroups() {
 	f, w := p.f, p.w
 	p.groups = p.groups[:0]
@@ -541,7 +588,7 @@ func (p *Placer) wholeNodes() bool {
 	}
 	k := p.w.PodSets[0].GPUsPerPod
 	s := p.f.Stats(topology.Root, p.g)
-	return k == p.f.MaxGPUsPerNode() && s.GPUs == s.Nodes*k
+	return k > 0 && k == p.f.MaxGPUsPerNode() && s.GPUs == s.Nodes*k
 }
 
 // tryLevel finds the best-fitting domain of level l that holds the gang and
@@ -677,14 +724,17 @@ func (p *Placer) tryLevelByPods(l topology.Level, need, k int) (topology.DomainI
 // trial (a gang of several pod sets).
 func (p *Placer) trialsMutate() bool { return len(p.order) > 1 }
 
-// maxNodeTrials bounds the nodes tried for a gang of several pod sets that
-// must share one node: any node with enough free GPUs holds it unless a
-// spread limit forbids, which then forbids it on every node.
-const maxNodeTrials = 64
+// nodeTrials is how many candidate nodes a gang of several pod sets
+// lists per round before trying them: trials allocate on the fleet, so
+// they cannot run inside the index walk, and a round that finds nothing
+// resumes the walk where it stopped.
+const nodeTrials = 64
 
 // tryNodes places the whole gang on one node: the healthy node with the
 // fewest free GPUs that holds it, Scorer breaking ties among up to
-// MaxScored nodes with as many free GPUs.
+// MaxScored nodes with as many free GPUs. Every node is a candidate: a
+// gang that needs no whole GPU (shares, MIG slices, CPU only) is also
+// tried on the nodes with no free GPU, first, as the tightest.
 func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
 	f := p.f
 	best, bestFree, bestScore, seen := topology.NodeID(-1), 0, 0, 0
@@ -706,19 +756,44 @@ func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
 		}
 		return true
 	}
-	if p.trialsMutate() {
-		// As in tryLevel: no trial allocates inside the index walk.
-		p.nodes = p.nodes[:0]
-		f.AscendNodesByFree(p.g, need, func(n topology.NodeID, free int) bool {
-			p.nodes = append(p.nodes, candidate{n: n, free: free})
-			return len(p.nodes) < maxNodeTrials
-		})
-		for _, c := range p.nodes {
-			if !consider(c.n, c.free) {
+	more := true
+	if need == 0 {
+		// Nodes without a free GPU are in no free-GPU index.
+		for n := range topology.NodeID(f.NumNodes()) {
+			if f.Free(n) == 0 && f.NodeGroup(n) == p.g && f.Health(n) == topology.Healthy && !p.avoided(n) {
+				if more = consider(n, 0); !more {
+					break
+				}
+			}
+		}
+	}
+	switch {
+	case !more:
+	case p.trialsMutate():
+		// As in tryLevel: no trial allocates inside the index walk. List
+		// the candidates a round at a time and resume after the last.
+		from, fromFree := topology.NodeID(0), need
+		for more {
+			p.nodes = p.nodes[:0]
+			f.AscendNodesByFreeFrom(p.g, fromFree, from, func(n topology.NodeID, free int) bool {
+				p.nodes = append(p.nodes, candidate{n: n, free: free})
+				return len(p.nodes) < nodeTrials
+			})
+			if len(p.nodes) == 0 {
+				break
+			}
+			last := p.nodes[len(p.nodes)-1]
+			from, fromFree = last.n+1, last.free
+			for _, c := range p.nodes {
+				if more = consider(c.n, c.free); !more {
+					break
+				}
+			}
+			if len(p.nodes) < nodeTrials {
 				break
 			}
 		}
-	} else {
+	default:
 		f.AscendNodesByFree(p.g, need, consider)
 	}
 	if best < 0 {
@@ -731,7 +806,52 @@ func (p *Placer) tryNodes(need int) (topology.DomainID, bool) {
 // tryDomain places every pod set inside d, or nothing. Later pod sets see
 // the earlier ones' GPUs as taken: they are allocated on f for the trial
 // and released before returning, so f is unchanged either way.
+//
+// The pod sets go largest pods first. When that order fails for a gang
+// whose pods also ask for shares, slices or resources, other orders are
+// tried (every one for up to three pod sets, else the reverse): a
+// CPU-heavy pod set placed first can leave a node's cores to the
+// GPU-heavy one, or the other way round.
 func (p *Placer) tryDomain(d topology.DomainID) bool {
+	if p.tryDomainInOrder(d) {
+		return true
+	}
+	if len(p.order) < 2 || !p.shared {
+		return false
+	}
+	first := append(p.orderAt[:0], p.order...)
+	defer func() { p.order = append(p.order[:0], first...) }()
+	if len(p.order) > 3 {
+		slices.Reverse(p.order)
+		return p.tryDomainInOrder(d)
+	}
+	for nextPermutation(p.order); !slices.Equal(p.order, first); nextPermutation(p.order) {
+		if p.tryDomainInOrder(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// nextPermutation turns xs into the next permutation in lexicographic
+// order, the first after the last.
+func nextPermutation(xs []int) {
+	i := len(xs) - 2
+	for i >= 0 && xs[i] >= xs[i+1] {
+		i--
+	}
+	if i >= 0 {
+		j := len(xs) - 1
+		for xs[j] <= xs[i] {
+			j--
+		}
+		xs[i], xs[j] = xs[j], xs[i]
+	}
+	slices.Reverse(xs[i+1:])
+}
+
+// tryDomainInOrder is tryDomain with the pod sets in p.order.
+func (p *Placer) tryDomainInOrder(d topology.DomainID) bool {
 	mark := len(p.pods)
 	p.startTrial()
 	p.crossing = p.opt.Uplinks != nil && p.deep > 1 && p.f.DomainLevel(d) < p.deep-1
@@ -1126,12 +1246,22 @@ func (p *Placer) noFit(req, pref topology.Level) *NoFit {
 	if n := int(pref-req) + 1; n > 0 && n <= len(buf.tried) {
 		nf.Tried = buf.tried[:0:n]
 	}
-	bestG, healthy := topology.GroupID(-1), 0
+	nf.NeedMilliGPUs, nf.MIGPods = w.MilliGPUs(), 0
+	for i := range w.PodSets {
+		if w.PodSets[i].MIG != "" {
+			nf.MIGPods += w.PodSets[i].Count
+		}
+	}
+	bestG, healthy, everyShort := topology.GroupID(-1), 0, true
+	var best shortage
 	for _, g := range p.groups {
 		s := f.Stats(topology.Root, g)
 		healthy += s.HealthyNodes
+		sh := p.shortOf(g, s)
+		everyShort = everyShort && sh.what != ""
 		if bestG < 0 || s.FreeGPUs > nf.FreeGPUs {
-			bestG, nf.FreeGPUs, nf.FreeNodes = g, s.FreeGPUs, s.FreeNodes
+			bestG, nf.FreeGPUs, nf.FreeNodes, best = g, s.FreeGPUs, s.FreeNodes, sh
+			nf.FreeMilliGPUs = freeMilliOf(f, s, g)
 		}
 	}
 	switch {
@@ -1139,8 +1269,9 @@ func (p *Placer) noFit(req, pref topology.Level) *NoFit {
 		nf.Cause = CauseNoNodes
 		nf.Detail = "no healthy node of the workload's flavor and pools"
 		return nf
-	case nf.FreeGPUs < nf.NeedGPUs:
+	case everyShort:
 		nf.Cause = CauseCapacity
+		nf.Short, nf.ShortNeed, nf.ShortFree = best.what, best.need, best.free
 	default:
 		nf.Cause = CauseFragmented
 	}
@@ -1167,4 +1298,62 @@ func (p *Placer) noFit(req, pref topology.Level) *NoFit {
 		nf.Tried = append(nf.Tried, t)
 	}
 	return nf
+}
+
+// shortage is the first of what the workload asks that group g has too
+// little of in total: what is "" when g has enough of everything.
+type shortage struct {
+	what       string
+	need, free int64
+}
+
+// freeMilliOf is group g's free GPU capacity in thousandths on its
+// healthy nodes, from the aggregates: healthy GPUs less what is held.
+func freeMilliOf(f *topology.Fleet, s topology.Stats, g topology.GroupID) int64 {
+	return max(0, int64(s.HealthyGPUs)*topology.MilliGPU-f.MilliAllocated(topology.Root, g))
+}
+
+// shortOf is the first dimension (whole GPUs, GPU thousandths, then the
+// named resources in the order the pod sets list them) of which the
+// workload needs more in total than group g has free.
+func (p *Placer) shortOf(g topology.GroupID, s topology.Stats) shortage {
+	f, w := p.f, p.w
+	if need := int64(w.GPUs()); need > int64(s.FreeGPUs) {
+		return shortage{"gpu", need, int64(s.FreeGPUs)}
+	}
+	if need, free := w.MilliGPUs(), freeMilliOf(f, s, g); need > free {
+		return shortage{"gpu-milli", need, free}
+	}
+	for i := range w.PodSets {
+		for _, r := range p.res[p.resAt[i]:p.resAt[i+1]] {
+			need := int64(0)
+			for j := range w.PodSets {
+				for _, q := range p.res[p.resAt[j]:p.resAt[j+1]] {
+					if q.Resource == r.Resource {
+						need = satAdd(need, satMul(q.Amount, int64(w.PodSets[j].Count)))
+					}
+				}
+			}
+			if free := f.FreeResource(topology.Root, g, r.Resource); need > free {
+				return shortage{f.ResourceName(r.Resource), need, free}
+			}
+		}
+	}
+	return shortage{}
+}
+
+// satMul and satAdd are products and sums of non-negative amounts that
+// stop at the largest int64 rather than wrap.
+func satMul(a, b int64) int64 {
+	if a != 0 && b > (1<<63-1)/a {
+		return 1<<63 - 1
+	}
+	return a * b
+}
+
+func satAdd(a, b int64) int64 {
+	if a > 1<<63-1-b {
+		return 1<<63 - 1
+	}
+	return a + b
 }

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"math/bits"
 
 	"github.com/fleetsched/fleet/gang"
@@ -10,8 +11,9 @@ import (
 // resolveSharing checks what a pod set asks beyond whole GPUs against the
 // fleet, records its resources by ID, and refuses with a CauseInvalid
 // NoFit what no node of the fleet can ever give: a share outside
-// (0, 1000], a MIG profile no accepted MIG node's model has, an unknown
-// resource.
+// (0, 1000], more than one GPU form, a MIG profile no accepted MIG node's
+// model has, a resource amount that is not positive (ErrBadAmount), a
+// resource listed twice or unknown.
 func (p *Placer) resolveSharing(ps gang.PodSet) *NoFit {
 	w, f := p.w, p.f
 	invalid := func(detail string, err error) *NoFit {
@@ -20,6 +22,15 @@ func (p *Placer) resolveSharing(ps gang.PodSet) *NoFit {
 	}
 	if ps.GPUShare < 0 || ps.GPUShare > topology.MilliGPU {
 		return invalid("pod set "+ps.Name+": a GPU share is 1 to 1000 thousandths", ErrBadShare)
+	}
+	forms := 0
+	for _, set := range [...]bool{ps.GPUsPerPod > 0, ps.GPUShare > 0, ps.MIG != ""} {
+		if set {
+			forms++
+		}
+	}
+	if forms > 1 {
+		return invalid("pod set "+ps.Name+": a pod asks for whole GPUs, a share or a MIG slice, not several", ErrBadShare)
 	}
 	if ps.MinCount < 0 || ps.MinCount > ps.Count {
 		return invalid("pod set "+ps.Name+": minCount above count", ErrBadRequest)
@@ -38,7 +49,15 @@ func (p *Placer) resolveSharing(ps gang.PodSet) *NoFit {
 			return invalid("pod set "+ps.Name+": no accepted GPU model has MIG profile "+ps.MIG, ErrUnknownProfile)
 		}
 	}
-	for _, r := range ps.Resources {
+	for i, r := range ps.Resources {
+		if r.Amount <= 0 {
+			return invalid(fmt.Sprintf("pod set %s: resource %s amount %d: amounts are positive", ps.Name, r.Name, r.Amount), ErrBadAmount)
+		}
+		for _, q := range ps.Resources[:i] {
+			if q.Name == r.Name {
+				return invalid("pod set "+ps.Name+": resource "+r.Name+" listed twice", ErrBadRequest)
+			}
+		}
 		id, ok := f.Resource(r.Name)
 		if !ok {
 			return invalid("pod set "+ps.Name+": no node has resource "+r.Name, ErrUnknownResource)

@@ -156,8 +156,8 @@ func (x *Index) CheapestNodesBound(d topology.DomainID, m int, now time.Time, ov
 
 // NodeBound is a node and a lower bound on the work emptying it loses.
 type NodeBound struct {
-	Node       topology.NodeID
-	GPUSeconds float64
+	Node       topology.NodeID // the node
+	GPUSeconds float64         // at least this much work is lost emptying it
 }
 
 // CheapestNodes appends to dst the k cheapest nodes of domain d by the

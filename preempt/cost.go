@@ -20,7 +20,7 @@ type CostModel interface {
 // Unsaved), plus the same GPUs times a restart overhead. A workload
 // already draining costs 0: its work is lost whatever we decide.
 type DefaultCost struct {
-	RestartOverhead time.Duration
+	RestartOverhead time.Duration // the time a restart takes, charged on every GPU freed
 }
 
 // Cost implements CostModel.

@@ -26,11 +26,12 @@ var (
 // unchanged. It wraps ErrInvalid, ErrDuplicate or ErrUnknownWorkload.
 type IndexError struct {
 	Op     string // add, update, remove
-	ID     string
-	Err    error
-	Detail string
+	ID     string // the workload
+	Err    error  // one of the sentinels
+	Detail string // what is wrong, in words
 }
 
+// Error says what was refused, where, and why.
 func (e *IndexError) Error() string {
 	s := fmt.Sprintf("preempt: index %s %q: %v", e.Op, e.ID, e.Err)
 	if e.Detail != "" {
@@ -39,6 +40,7 @@ func (e *IndexError) Error() string {
 	return s
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *IndexError) Unwrap() error { return e.Err }
 
 // Why says why no plan exists.
@@ -66,6 +68,7 @@ const (
 	WhyAboveNominal
 )
 
+// String returns the why's name, as specs and messages spell it.
 func (w Why) String() string {
 	switch w {
 	case WhyInvalid:
@@ -84,9 +87,9 @@ func (w Why) String() string {
 
 // NoPlan is the structured reason Victims found no plan.
 type NoPlan struct {
-	Workload   string
-	Why        Why
-	Candidates int // running workloads the rules allow as victims
+	Workload   string // the workload that wanted room
+	Why        Why    // why no plan made it
+	Candidates int    // running workloads the rules allow as victims
 	// Excluded counts, per rule or limit, the running workloads that may
 	// not be victims: what would have to change for preemption to help.
 	Excluded Exclusions
@@ -97,6 +100,7 @@ type NoPlan struct {
 	cause  error
 }
 
+// Error says what was refused, where, and why.
 func (e *NoPlan) Error() string {
 	s := fmt.Sprintf("preempt: no plan for %q: %s (%d candidates", e.Workload, e.Why, e.Candidates)
 	if x := e.Excluded.String(); x != "" {

@@ -27,6 +27,7 @@ const (
 	numStrategies
 )
 
+// String returns the fair sharing strategy's name, as specs and messages spell it.
 func (st FairSharingStrategy) String() string {
 	switch st {
 	case LessThanOrEqualToFinalShare:

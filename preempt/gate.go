@@ -16,9 +16,9 @@ import (
 // own lower-priority work so that it can borrow is what Kueue refuses: it
 // answers "does not fit" and evicts nothing. The gate compares the
 // request, not usage plus request, with the nominal quota, as Kueue does.
-// Victims asks it only when some workload could be evicted (otherwise the
-// answer stays WhyNoCandidates). It returns nil when preemption may be
-// tried.
+// Victims asks it before looking for candidates, so a host sees this one
+// verdict whether or not some workload could be evicted. It returns nil
+// when preemption may be tried.
 func (s *Searcher) borrowGate() *NoPlan {
 	nominal := s.tree.Nominal(s.req.Queue, s.flavor)
 	r := s.rules

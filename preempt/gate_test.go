@@ -87,3 +87,23 @@ func TestAboveNominalWithReclaimBelowTheRootMayEvict(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"d1"}, ids(p))
 }
+
+// Above its nominal quota with no rule to preempt while borrowing, the
+// verdict is the gate's whether or not some workload could be evicted:
+// a host that routes on NoPlan.Why sees one answer for one situation.
+func TestAboveNominalIsOneVerdictWithOrWithoutCandidates(t *testing.T) {
+	for name, evictable := range map[string]bool{"with a candidate": true, "without candidates": false} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0), queue("a", "c", 4, reclaimAny), queue("b", "c", 4, lower))
+			prio := int32(20) // not below the preemptor's: no candidate
+			if evictable {
+				prio = 0
+			}
+			e.run("a1", "a", prio, time.Hour, []int{0}, []int{4})
+			_, err := victims(t, e, e.req("new", "a", 10, 2, 4, ""), nil)
+			var np *preempt.NoPlan
+			require.ErrorAs(t, err, &np)
+			assert.Equal(t, preempt.WhyAboveNominal, np.Why)
+		})
+	}
+}

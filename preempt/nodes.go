@@ -121,8 +121,19 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 	nodeLevel := topology.Level(f.Depth())
 	nodeBase := f.NodeDomain(0)
 	wb := s.wholeBound()
+	lazy := s.boundTouched()
 	for _, n := range s.touched {
 		if nd, ngi := s.cell(n); nd == d && ngi == gi {
+			if lazy {
+				if p, ok, known := s.touchedBound(n); known {
+					if ok {
+						s.push(frontierItem{prio: p, whole: wb, cold: s.coldNode(n), kind: frontierNodeBound, id: int32(n)})
+					} else {
+						s.nodeSeen[n] = s.cellEpoch
+					}
+					continue
+				}
+			}
 			s.nodeSeen[n] = s.cellEpoch
 			if p, w, c, ok := s.nodeSlot(n, a, false); ok {
 				s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
@@ -177,18 +188,8 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 			}
 		case frontierNode:
 			n := topology.NodeID(it.id)
-			p, w, c, ok := s.nodeSlot(n, a, false)
-			if !ok {
+			if !s.takeSlot(n, a, it) {
 				continue
-			}
-			if p != it.prio || w != it.whole || c != it.cost {
-				// Its room changed since it was priced (a victim on
-				// several nodes, a queue back within quota).
-				s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
-				continue
-			}
-			if _, _, _, ok := s.nodeSlot(n, a, true); !ok {
-				continue // a pick no longer passes the rules: the node is out
 			}
 			if p, w, c, ok := s.nodeSlot(n, a, false); ok {
 				s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
@@ -196,6 +197,81 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 		}
 	}
 	return true
+}
+
+// takeSlot takes the room for one more pod on node n that item it
+// priced, and reports whether it did: when the room's price changed
+// since (a victim on several nodes, a queue back within quota) it takes
+// nothing and pushes n again at its new price; when it can no longer be
+// made (a pick no longer passes the rules) the node is out. Taking first
+// and checking the price after spares pricing the node once more: the
+// picks nodeSlot takes are those it prices, and its price is theirs;
+// when the take fails or its price differs, the node is priced and then
+// taken as before.
+func (s *Searcher) takeSlot(n topology.NodeID, a attempt, it frontierItem) bool {
+	base := len(s.taken)
+	p, w, c, ok := s.nodeSlot(n, a, true)
+	if ok && p == it.prio && w == it.whole && c == it.cost {
+		return true
+	}
+	if ok {
+		for _, ci := range slices.Backward(s.taken[base:]) {
+			s.untake(ci)
+		}
+		s.taken = s.taken[:base]
+	}
+	// Otherwise price it first, then take.
+	p, w, c, ok = s.nodeSlot(n, a, false)
+	if !ok {
+		return false
+	}
+	if p != it.prio || w != it.whole || c != it.cost {
+		s.push(frontierItem{prio: p, whole: w, cold: s.coldNode(n), cost: c, kind: frontierNode, id: int32(n)})
+		return false
+	}
+	_, _, _, ok = s.nodeSlot(n, a, true)
+	return ok
+}
+
+// boundTouched reports whether fillCell may bound the nodes whose room
+// the search changed from the Index instead of pricing each at once:
+// when nothing is gone, every candidate is whole, costs are not negative
+// and every victim taken so far was picked for quota (so it counts in
+// the price of room on its node, see nodeSlot).
+func (s *Searcher) boundTouched() bool {
+	if len(s.gone) > 0 || s.index.splits > 0 || s.unbounded || s.noBounds {
+		return false
+	}
+	for _, ci := range s.taken {
+		if !s.cands[ci].forQuota {
+			return false
+		}
+	}
+	return true
+}
+
+// touchedBound is a lower bound on nodeSlot's price of room for one more
+// pod on node n, a node whose room the victims picked for quota changed:
+// nodeSlot's victims there, those picked for quota among them, bring the
+// node's free GPUs from the live figure to the next multiple of the pod
+// size above what is freed, so the Index's reach at that multiple (the
+// lowest priority at which the node's candidates can free that much)
+// bounds their highest priority. ok is false when nodeSlot can make no
+// room there (the multiple is above the node's capacity, or its
+// candidates cannot reach it); known is false when the Index has no
+// figure for that multiple (the node must be priced).
+func (s *Searcher) touchedBound(n topology.NodeID) (p int32, ok, known bool) {
+	f, x := s.fleet, s.index
+	k := s.shape.podGPUs
+	target := ((f.Free(n)+int(s.freed[n]))/k + 1) * k
+	switch {
+	case target > f.Capacity(n) || f.Health(n) != topology.Healthy:
+		return 0, false, true
+	case target > x.podSizes:
+		return 0, false, false
+	}
+	p = x.reach[int(n)*x.podSizes+target-1]
+	return p, p != noPrice, true
 }
 
 // fillCellFrugal is fillCell's last resort, for when what other queues

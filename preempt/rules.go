@@ -51,6 +51,7 @@ const (
 	numExclusions
 )
 
+// String names the exclusion as Explain prints it, e.g. "min runtime".
 func (e Exclusion) String() string {
 	switch e {
 	case ExcludedNotPreemptible:

@@ -353,11 +353,20 @@ func (s *Searcher) releaseFreed() *NoPlan {
 		}
 	}
 	s.dirty = true
-	for _, n := range s.touched {
-		if !s.releaseOn(n, int(s.freed[n])) {
-			s.giveBack()
-			return s.invalid("indexed workloads hold more GPUs than allocated on " + f.NodeName(n))
+	bad := topology.NodeID(-1)
+	// One batch: a leaf whose nodes the plan frees moves in the scratch
+	// fleet's ordered indexes once, not once per node.
+	f.Batch(func() {
+		for _, n := range s.touched {
+			if !s.releaseOn(n, int(s.freed[n])) {
+				bad = n
+				return
+			}
 		}
+	})
+	if bad >= 0 {
+		s.giveBack()
+		return s.invalid("indexed workloads hold more GPUs than allocated on " + f.NodeName(bad))
 	}
 	return nil
 }
@@ -388,6 +397,15 @@ func (s *Searcher) releaseOn(n topology.NodeID, g int) bool {
 // giveBack allocates back on the scratch fleet everything released, and
 // clears the dirty mark.
 func (s *Searcher) giveBack() {
+	if len(s.releasedOn) > 0 {
+		// One batch, as releaseFreed.
+		s.scratchFleet.Batch(s.giveBackEach)
+	}
+	s.dirty = false
+}
+
+// giveBackEach is giveBack's loop.
+func (s *Searcher) giveBackEach() {
 	for len(s.releasedOn) > 0 {
 		n := s.releasedOn[len(s.releasedOn)-1]
 		if g := s.released[n]; g > 0 {
@@ -398,7 +416,6 @@ func (s *Searcher) giveBack() {
 		s.released[n] = 0
 		s.releasedOn = s.releasedOn[:len(s.releasedOn)-1]
 	}
-	s.dirty = false
 }
 
 // simulation is the search's model of the victims gone: the candidates

@@ -298,23 +298,29 @@ func (s *Searcher) pickForQuota(a attempt) bool {
 	m := s.openAttempt(a)
 	run := 8
 	for !s.quotaOK(a.allowBorrow) {
+		// A run is at least as long as the GPUs quota is still short by:
+		// no shorter one can make it fit.
+		short := s.quotaShort()
 		chunk, from := s.chunk[:0], s.chunkFrom[:0]
-		for len(chunk) < run {
+		var gpus int64
+		for len(chunk) < run || gpus < short {
 			ci, fr := s.next(&m)
 			if ci < 0 {
 				break
 			}
-			if c := &s.cands[ci]; c.taken || !s.keep(c, a) {
+			c := &s.cands[ci]
+			if c.taken || !s.keep(c, a) {
 				continue
 			}
 			chunk, from = append(chunk, ci), append(from, fr)
+			gpus += int64(c.gpus)
 		}
 		s.chunk, s.chunkFrom = chunk, from
 		if len(chunk) == 0 {
 			s.untakeAll()
 			return false
 		}
-		if !s.req.FairSharing && s.takeRun(chunk, a.allowBorrow) {
+		if !s.req.FairSharing && s.takeRun(chunk, short, a.allowBorrow) {
 			run = min(2*run, 1024)
 			continue
 		}
@@ -342,8 +348,10 @@ func (s *Searcher) pickForQuota(a attempt) bool {
 // queue of the run stops borrowing within it (the run is then walked one
 // by one). Since borrowing only falls as victims go, a queue still
 // borrowing after the run borrowed at each of its picks; since fitting is
-// monotone in the prefix, the prefix is found by halving.
-func (s *Searcher) takeRun(run []int32, allowBorrow bool) bool {
+// monotone in the prefix, the prefix is found by halving, above the
+// longest prefix whose GPUs are fewer than short (quotaShort before the
+// run: such a prefix cannot make quota fit).
+func (s *Searcher) takeRun(run []int32, short int64, allowBorrow bool) bool {
 	base := len(s.taken)
 	s.takeAll(run)
 	for _, ci := range run {
@@ -359,6 +367,11 @@ func (s *Searcher) takeRun(run []int32, allowBorrow bool) bool {
 	// Quota fits with the whole run and not without it: find the shortest
 	// prefix that fits.
 	lo, hi := 0, len(run) // !fits(prefix lo), fits(prefix hi)
+	for sum := int64(0); lo+1 < hi; lo++ {
+		if sum += int64(s.cands[run[lo]].gpus); sum >= short {
+			break
+		}
+	}
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
 		s.takePrefix(base, run, mid)

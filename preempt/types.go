@@ -15,8 +15,8 @@ import (
 // MinRuntime, Grace) so that this package never needs priority classes.
 type Running struct {
 	W      *gang.Workload // spec: ID, Priority, Drain contract
-	Queue  quota.NodeID
-	Flavor quota.FlavorID
+	Queue  quota.NodeID   // its queue
+	Flavor quota.FlavorID // the flavor it runs on
 	// Nodes lists the GPUs it holds per node. A Victim shares this slice.
 	Nodes   []placement.NodeGPUs
 	Started time.Time
@@ -56,9 +56,9 @@ const DefaultGrace = 120 * time.Second
 // Request is the pending workload that needs room.
 type Request struct {
 	W      *gang.Workload // the pending preemptor
-	Queue  quota.NodeID
-	Flavor quota.FlavorID
-	Now    time.Time
+	Queue  quota.NodeID   // the queue asking
+	Flavor quota.FlavorID // the flavor asked for
+	Now    time.Time      // the now of the search
 	// FairSharing switches the rules for other queues' workloads to
 	// Kueue's fair-sharing preemption (borrowWithinCohort is then ignored).
 	FairSharing bool
@@ -132,6 +132,7 @@ const (
 	FairSharing
 )
 
+// String returns the reason's name, as specs and messages spell it.
 func (r Reason) String() string {
 	switch r {
 	case InQueue:
@@ -148,13 +149,13 @@ func (r Reason) String() string {
 
 // Victim is one workload to evict, or to shrink.
 type Victim struct {
-	ID       string
-	Reason   Reason
+	ID       string               // the victim
+	Reason   Reason               // why it is evicted
 	Deadline time.Time            // Now + grace: past it, the host kills it
 	Nodes    []placement.NodeGPUs // what it frees: Running.Nodes, shared; for a shrink, its Pods' GPUs
-	GPUs     int
-	Cost     float64 // by the Searcher's CostModel; for a shrink, of its Pods alone
-	Priority int32
+	GPUs     int                  // GPUs it frees
+	Cost     float64              // by the Searcher's CostModel; for a shrink, of its Pods alone
+	Priority int32                // its priority
 	// Pods, when set, are the only pods the victim gives up (a shrink, from
 	// Running.Shrinkable): it runs on with the others. Nil: it stops whole.
 	Pods []placement.Pod
@@ -165,7 +166,7 @@ func (v Victim) Shrink() bool { return v.Pods != nil }
 
 // Plan is what Victims proposes.
 type Plan struct {
-	Beneficiary string
+	Beneficiary string   // the workload the plan makes room for
 	Victims     []Victim // in eviction order
 	// Target is where the beneficiary runs once the victims are gone; it
 	// belongs to the plan (a Clone).

@@ -73,6 +73,17 @@ func (s *Searcher) quotaOK(allowBorrow bool) bool {
 	return v.Fits() && (allowBorrow || !v.Borrowing())
 }
 
+// quotaShort is a lower bound on the GPUs of usage the search must still
+// remove for the request to fit its queue's quota: what it is short by
+// (0 when it fits). Removing g GPUs of usage anywhere in the tree makes
+// at most g more available to the queue.
+func (s *Searcher) quotaShort() int64 {
+	if v := s.tree.Fits(s.req.Queue, s.flavor, s.needGPUs); !v.Fits() {
+		return max(0, v.Reason.ShortBy)
+	}
+	return 0
+}
+
 func (s *Searcher) removeUsage(c *cand) {
 	if err := s.tree.RemoveUsage(c.run.Queue, s.flavor, int64(c.gpus)); err != nil {
 		panic("preempt: usage of an indexed workload: " + err.Error())

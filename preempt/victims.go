@@ -184,11 +184,13 @@ func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, 
 		}
 		return plan, nil
 	}
+	// The gate stands for Kueue's "does not fit": one verdict whether or
+	// not some workload could be evicted.
+	if np := s.borrowGate(); np != nil {
+		return Plan{}, np
+	}
 	why := WhyNoCandidates
 	if other, _ := s.hasOtherCandidates(); other || s.hasOwnCandidates() {
-		if np := s.borrowGate(); np != nil {
-			return Plan{}, np
-		}
 		why = WhyQuota
 		if !s.req.FairSharing && s.shape.fast && s.outOfReach() && s.orderFree() {
 			// No attempt can find a plan: only why is left to learn (see

@@ -215,6 +215,7 @@ const (
 	FitsBorrowing
 )
 
+// String returns the mode's name, as specs and messages spell it.
 func (m Mode) String() string {
 	switch m {
 	case NoFit:
@@ -231,7 +232,7 @@ func (m Mode) String() string {
 type ReasonKind uint8
 
 const (
-	ReasonNone ReasonKind = iota
+	ReasonNone ReasonKind = iota // fits: nothing is short
 	// ReasonBadRequest: not a queue, unknown flavor or negative amount.
 	ReasonBadRequest
 	// ReasonNotServed: the queue has no quota entry for the flavor.
@@ -243,6 +244,7 @@ const (
 	ReasonQuota
 )
 
+// String returns the reason kind's name, as specs and messages spell it.
 func (k ReasonKind) String() string {
 	switch k {
 	case ReasonNone:
@@ -261,7 +263,7 @@ func (k ReasonKind) String() string {
 
 // Reason explains a NoFit verdict as data.
 type Reason struct {
-	Kind ReasonKind
+	Kind ReasonKind // which rule refused it
 	// Node is the node whose limit bites: the nearest one to the queue
 	// whose borrowing limit is below what its parent could give, else the
 	// root whose subtree quota is exhausted.
@@ -280,9 +282,9 @@ type Reason struct {
 // Verdict answers Fits. It holds names as well as IDs so that String needs
 // no Tree; building it does not allocate.
 type Verdict struct {
-	Mode   Mode
-	Queue  NodeID
-	Flavor FlavorID
+	Mode   Mode     // how it fits, or NoFit
+	Queue  NodeID   // the queue asked
+	Flavor FlavorID // the flavor asked
 	// Resource is what the verdict is about: GPU for Fits; for
 	// FitsRequest the resource that does not fit (GPUs and Available are
 	// then in its unit, thousandths of a GPU for GPU).

@@ -383,7 +383,9 @@ func TestValidateCapacity(t *testing.T) {
 		{Flavor: "H200", Guaranteed: 20, Capacity: 0},
 		{Flavor: "H100", Guaranteed: 1100, Capacity: 1000},
 	}, ce.Over)
-	assert.Equal(t, "quota: guarantees exceed fleet capacity: H200 guarantees 20 GPUs, fleet has 0; H100 guarantees 1100 GPUs, fleet has 1000", err.Error())
+	assert.Equal(t, "quota: guarantees exceed fleet capacity: H200 guarantees 20 GPUs, fleet has 0 "+
+		"(no node in service has flavor H200: set the nodes' Flavor, topology.NodeSpec.Flavor or UniformSpec.Flavor); "+
+		"H100 guarantees 1100 GPUs, fleet has 1000 (lower the nominal quotas or add nodes)", err.Error())
 }
 
 func TestFitsAndUsageDoNotAllocate(t *testing.T) {

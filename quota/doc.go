@@ -43,7 +43,13 @@
 // The promise the arithmetic keeps, and the tests check on random trees: a
 // queue below its nominal quota gets back to it once the queues above their
 // own quota give up their excess. Borrowed capacity is always reclaimable by
-// preemption.
+// preemption, and a queue takes it back exactly when its own Rules let it:
+// ReclaimWithinCohort Any (any borrower) or LowerPriority (borrowers of
+// lower priority), and the borrowers' drain contracts let them be stopped.
+// With Kueue's default, ReclaimNever, a queue that lent its quota waits for
+// the borrowers to end, as in Kueue; fleet.ReferenceConfig sets the rules
+// the guarantee needs, and the scheduler's Explain names the rule to change
+// when one keeps a workload waiting.
 //
 // # Quota over time
 //

@@ -54,9 +54,10 @@ type SpecError struct {
 	Flavor string // flavor name, "" when not about one flavor
 	Field  string // JSON field name, e.g. "lendingLimit"
 	Detail string // the offending values, for people
-	Err    error
+	Err    error  // one of the sentinels
 }
 
+// Error says what was refused, where, and why.
 func (e *SpecError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
@@ -89,13 +90,14 @@ func (e *SpecError) Unwrap() []error {
 
 // UsageError reports a refused AddUsage or RemoveUsage. The tree is unchanged.
 type UsageError struct {
-	Queue  NodeID
-	Flavor FlavorID
-	GPUs   int64
-	Detail string
-	Err    error
+	Queue  NodeID   // the queue
+	Flavor FlavorID // the flavor
+	GPUs   int64    // the GPUs asked to add or remove
+	Detail string   // what is wrong, in words
+	Err    error    // one of the sentinels
 }
 
+// Error says what was refused, where, and why.
 func (e *UsageError) Error() string {
 	if e.Detail == "" {
 		return fmt.Sprintf("%v: queue %d, flavor %d, %d GPUs", e.Err, e.Queue, e.Flavor, e.GPUs)
@@ -103,20 +105,22 @@ func (e *UsageError) Error() string {
 	return fmt.Sprintf("%v: %s", e.Err, e.Detail)
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *UsageError) Unwrap() error { return e.Err }
 
 // OverPromise is one flavor whose guarantees exceed the fleet's capacity.
 type OverPromise struct {
-	Flavor     string
-	Guaranteed int64 // sum of nominal quotas of every node
-	Capacity   int64
+	Flavor     string // the flavor
+	Guaranteed int64  // sum of nominal quotas of every node
+	Capacity   int64  // its GPUs in service
 }
 
 // CapacityError lists every over-promised flavor, in the tree's flavor order.
 type CapacityError struct {
-	Over []OverPromise
+	Over []OverPromise // every flavor over capacity, in the tree's flavor order
 }
 
+// Error says what was refused, where, and why.
 func (e *CapacityError) Error() string {
 	var b strings.Builder
 	b.WriteString(ErrOverPromised.Error())
@@ -126,23 +130,30 @@ func (e *CapacityError) Error() string {
 			sep = ": "
 		}
 		fmt.Fprintf(&b, "%s%s guarantees %d GPUs, fleet has %d", sep, o.Flavor, o.Guaranteed, o.Capacity)
+		if o.Capacity == 0 {
+			fmt.Fprintf(&b, " (no node in service has flavor %s: set the nodes' Flavor, topology.NodeSpec.Flavor or UniformSpec.Flavor)", o.Flavor)
+		} else {
+			b.WriteString(" (lower the nominal quotas or add nodes)")
+		}
 	}
 	return b.String()
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *CapacityError) Unwrap() error { return ErrOverPromised }
 
 // ScheduleCapacityError reports the first instant at which a schedule's
 // guarantees of one flavor exceed the fleet's capacity, and the node whose
 // rule took them there ("" when they exceed it from the start).
 type ScheduleCapacityError struct {
-	Node       string
-	Flavor     string
-	At         time.Time
-	Guaranteed int64
-	Capacity   int64
+	Node       string    // the node whose scheduled quota tips the balance
+	Flavor     string    // the flavor
+	At         time.Time // the first instant over capacity
+	Guaranteed int64     // guarantees in force then
+	Capacity   int64     // the flavor's GPUs in service
 }
 
+// Error says what was refused, where, and why.
 func (e *ScheduleCapacityError) Error() string {
 	who := ""
 	if e.Node != "" {
@@ -152,4 +163,5 @@ func (e *ScheduleCapacityError) Error() string {
 		e.At.Format(time.RFC3339), who, e.Capacity)
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *ScheduleCapacityError) Unwrap() error { return ErrOverPromised }

@@ -5,7 +5,7 @@ package quota
 // only by borrowing, whether to take it or to look for one that fits
 // within nominal quota first.
 type Fungibility struct {
-	WhenCanBorrow WhenCanBorrow `json:"whenCanBorrow,omitzero"`
+	WhenCanBorrow WhenCanBorrow `json:"whenCanBorrow,omitzero"` // which flavors to try when borrowing: Borrow (any that fits) or TryNextFlavor
 }
 
 // WhenCanBorrow says what a queue does with a flavor that fits only by
@@ -26,12 +26,17 @@ func whenCanBorrowNames() []string { return []string{"Borrow", "TryNextFlavor"} 
 // Valid reports whether w is one of the declared values.
 func (w WhenCanBorrow) Valid() bool { return int(w) < len(whenCanBorrowNames()) }
 
+// String returns the when can borrow's name, as specs and messages spell it.
 func (w WhenCanBorrow) String() string {
 	return enumString(whenCanBorrowNames(), uint8(w), "WhenCanBorrow")
 }
+
+// MarshalText encodes the when can borrow as its name, for JSON and YAML.
 func (w WhenCanBorrow) MarshalText() ([]byte, error) {
 	return enumMarshal(whenCanBorrowNames(), uint8(w), "WhenCanBorrow")
 }
+
+// UnmarshalText decodes a name as MarshalText writes it.
 func (w *WhenCanBorrow) UnmarshalText(b []byte) error {
 	v, err := enumUnmarshal(whenCanBorrowNames(), b, "flavorFungibility.whenCanBorrow")
 	*w = WhenCanBorrow(v)

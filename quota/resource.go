@@ -131,21 +131,28 @@ func (t *Tree) colOK(f FlavorID, r ResourceID) bool {
 	return f >= 0 && int(f) < len(t.s.flavors) && r >= 0 && int(r) <= len(t.s.resources)
 }
 
-// NominalOf, UsageOf, InUseOf and AvailableOf are Nominal, Usage, InUse
-// and Available for any resource of flavor f, in its unit (thousandths of
-// a GPU for GPU).
+// NominalOf is Nominal for any resource r of flavor f, in its unit
+// (thousandths of a GPU for GPU).
 func (t *Tree) NominalOf(n NodeID, f FlavorID, r ResourceID) int64 {
 	return t.nominal[t.at(n, t.s.col(int(f), r))]
 }
 
+// UsageOf is Usage for any resource r of flavor f, in its unit: Kueue's
+// Usage, counted against the subtree quota (for a queue what its
+// workloads hold, for a cohort what its children use above their own
+// quotas).
 func (t *Tree) UsageOf(n NodeID, f FlavorID, r ResourceID) int64 {
 	return t.usage[t.at(n, t.s.col(int(f), r))]
 }
 
+// InUseOf is InUse for any resource r of flavor f, in its unit: the plain
+// count of what every queue under n holds, whatever the quotas.
 func (t *Tree) InUseOf(n NodeID, f FlavorID, r ResourceID) int64 {
 	return t.inUse[t.at(n, t.s.col(int(f), r))]
 }
 
+// AvailableOf is Available for any resource r of flavor f, in its unit:
+// how much more n could take now, borrowing as its limits allow.
 func (t *Tree) AvailableOf(n NodeID, f FlavorID, r ResourceID) int64 {
 	a, _, _, _ := t.rawAvailable(n, t.s.col(int(f), r))
 	return max(0, a)
@@ -165,16 +172,16 @@ func (t *Tree) ServesResource(n NodeID, f FlavorID, r ResourceID) bool {
 
 // Amount is a quantity of one resource.
 type Amount struct {
-	Resource ResourceID
-	Value    int64
+	Resource ResourceID // the resource
+	Value    int64      // how much, in its unit
 }
 
 // Request is what one workload asks of one flavor: GPUs in thousandths
 // (a share of 0.5 GPU is 500) and named resources. The Resources slice
 // belongs to the caller; nothing keeps it.
 type Request struct {
-	MilliGPUs int64
-	Resources []Amount
+	MilliGPUs int64    // GPUs, in thousandths
+	Resources []Amount // named resources, at most one entry each
 }
 
 func (req Request) each(fn func(r ResourceID, v int64) bool) {
@@ -285,6 +292,7 @@ func (t *Tree) request(q NodeID, f FlavorID, req Request, sign int64) error {
 	return nil
 }
 
+// String is "GPU" for GPU and resource#N for another resource (Tree.ResourceName gives its name).
 func (r ResourceID) String() string {
 	if r == GPU {
 		return "GPU"

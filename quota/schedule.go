@@ -14,21 +14,21 @@ import (
 // exception goes after the weekly rule it overrides. Outside every rule the
 // base Spec's quota applies.
 type ScheduleSpec struct {
-	Rules []ScheduleRule `json:"rules,omitempty"`
+	Rules []ScheduleRule `json:"rules,omitempty"` // the rules, later ones winning
 }
 
 // ScheduleRule replaces node Node's quota for Quota.Flavor (nominal,
 // borrowing and lending limits, resources) while Window is in force.
 type ScheduleRule struct {
-	Node   string      `json:"node"`
-	Window Window      `json:"window"`
-	Quota  FlavorQuota `json:"quota"`
+	Node   string      `json:"node"`   // the cohort or queue
+	Window Window      `json:"window"` // when the rule is in force
+	Quota  FlavorQuota `json:"quota"`  // its quota then, for Quota.Flavor
 }
 
 // NodeQuota is the quota of one node and flavor in force at an instant.
 type NodeQuota struct {
-	Node  string
-	Quota FlavorQuota
+	Node  string      // the cohort or queue
+	Quota FlavorQuota // its quota in force
 }
 
 // Schedule is a checked ScheduleSpec over a base Spec, read in one

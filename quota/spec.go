@@ -15,7 +15,7 @@ import (
 // each is an independent tree that lends nothing to the others, exactly like
 // separate Kueue cohort trees and ClusterQueues without a cohort.
 type Spec struct {
-	Flavors []string `json:"flavors,omitempty"`
+	Flavors []string `json:"flavors,omitempty"` // the GPU models, in order; every quota names one
 	// Resources names the resources besides GPUs that quotas cover ("cpu",
 	// "memory", any extended resource), as a Kueue resource group's
 	// coveredResources: each flavor entry may give them a quota.
@@ -27,9 +27,9 @@ type Spec struct {
 // Cohort) or ClusterQueue (Kind Queue) with a single resource, GPUs, whose
 // flavors are GPU models.
 type NodeSpec struct {
-	Name   string `json:"name"`
+	Name   string `json:"name"`             // unique in the tree
 	Parent string `json:"parent,omitempty"` // "" for a root
-	Kind   Kind   `json:"kind"`
+	Kind   Kind   `json:"kind"`             // Cohort or Queue
 	// Quotas lists, per flavor, the node's own quota. A queue can use only
 	// the flavors listed here (as a ClusterQueue can use only the flavors of
 	// its resource groups), even when the nominal quota is 0.
@@ -49,8 +49,8 @@ type NodeSpec struct {
 // FlavorQuota is a node's quota for one flavor, as in a Kueue resource
 // group's flavor entry.
 type FlavorQuota struct {
-	Flavor  string `json:"flavor"`
-	Nominal int64  `json:"nominal"`
+	Flavor  string `json:"flavor"`  // the GPU model
+	Nominal int64  `json:"nominal"` // the guarantee, in GPUs
 	// BorrowingLimit caps how far above its subtree quota the node may go
 	// with capacity lent by the rest of the tree. Unset: no cap.
 	BorrowingLimit Limit `json:"borrowingLimit,omitzero"`
@@ -67,10 +67,10 @@ type FlavorQuota struct {
 // ResourceQuota is a quota of one named resource within a flavor entry,
 // in the resource's own unit (millicores, bytes...).
 type ResourceQuota struct {
-	Name           string `json:"name"`
-	Nominal        int64  `json:"nominal"`
-	BorrowingLimit Limit  `json:"borrowingLimit,omitzero"`
-	LendingLimit   Limit  `json:"lendingLimit,omitzero"`
+	Name           string `json:"name"`                    // the resource, as the nodes' Resources name it
+	Nominal        int64  `json:"nominal"`                 // the guarantee, in its unit
+	BorrowingLimit Limit  `json:"borrowingLimit,omitzero"` // at most this much above Nominal (unlimited when unset)
+	LendingLimit   Limit  `json:"lendingLimit,omitzero"`   // at most this much of Nominal lent (unlimited when unset)
 }
 
 // Kind says whether a node is a cohort (inner node) or a queue (leaf).
@@ -87,9 +87,9 @@ const (
 // Rules are a queue's preemption rules, Kueue's ClusterQueue
 // spec.preemption. quota stores them; preempt interprets them.
 type Rules struct {
-	WithinQueue         WithinQueue         `json:"withinQueue,omitzero"`
-	ReclaimWithinCohort ReclaimWithinCohort `json:"reclaimWithinCohort,omitzero"`
-	BorrowWithinCohort  BorrowWithinCohort  `json:"borrowWithinCohort,omitzero"`
+	WithinQueue         WithinQueue         `json:"withinQueue,omitzero"`         // preemption inside the queue (Kueue's withinClusterQueue)
+	ReclaimWithinCohort ReclaimWithinCohort `json:"reclaimWithinCohort,omitzero"` // reclaiming lent quota from the cohort (Kueue's reclaimWithinCohort)
+	BorrowWithinCohort  BorrowWithinCohort  `json:"borrowWithinCohort,omitzero"`  // preempting while borrowing (Kueue's borrowWithinCohort)
 }
 
 // WithinQueue says which workloads of the preemptor's own queue may be
@@ -123,7 +123,7 @@ const (
 
 // BorrowWithinCohort is Kueue's borrowWithinCohort.
 type BorrowWithinCohort struct {
-	Policy BorrowPolicy `json:"policy,omitzero"`
+	Policy BorrowPolicy `json:"policy,omitzero"` // whom a borrowing workload may preempt
 	// MaxPriorityThreshold, when set, admits as victims only workloads whose
 	// priority is at most this value. The Tree shares the pointed-to value
 	// between calls and clones: read it, never write through it.
@@ -186,50 +186,75 @@ func enumUnmarshal(names []string, b []byte, typ string) (uint8, error) {
 	return 0, fmt.Errorf("%w: unknown %s %q", ErrInvalidSpec, typ, b)
 }
 
-func (k Kind) String() string               { return enumString(kindNames(), uint8(k), "Kind") }
+// String returns the kind's name, as specs and messages spell it.
+func (k Kind) String() string { return enumString(kindNames(), uint8(k), "Kind") }
+
+// MarshalText encodes the kind as its name, for JSON and YAML.
 func (k Kind) MarshalText() ([]byte, error) { return enumMarshal(kindNames(), uint8(k), "Kind") }
+
+// UnmarshalText decodes a name as MarshalText writes it.
 func (k *Kind) UnmarshalText(b []byte) error {
 	v, err := enumUnmarshal(kindNames(), b, "kind")
 	*k = Kind(v)
 	return err
 }
 
+// String returns the within queue's name, as specs and messages spell it.
 func (w WithinQueue) String() string { return enumString(withinQueueNames(), uint8(w), "WithinQueue") }
+
+// MarshalText encodes the within queue as its name, for JSON and YAML.
 func (w WithinQueue) MarshalText() ([]byte, error) {
 	return enumMarshal(withinQueueNames(), uint8(w), "WithinQueue")
 }
+
+// UnmarshalText decodes a name as MarshalText writes it.
 func (w *WithinQueue) UnmarshalText(b []byte) error {
 	v, err := enumUnmarshal(withinQueueNames(), b, "withinQueue")
 	*w = WithinQueue(v)
 	return err
 }
 
+// String returns the reclaim within cohort's name, as specs and messages spell it.
 func (r ReclaimWithinCohort) String() string {
 	return enumString(reclaimNames(), uint8(r), "ReclaimWithinCohort")
 }
+
+// MarshalText encodes the reclaim within cohort as its name, for JSON and YAML.
 func (r ReclaimWithinCohort) MarshalText() ([]byte, error) {
 	return enumMarshal(reclaimNames(), uint8(r), "ReclaimWithinCohort")
 }
+
+// UnmarshalText decodes a name as MarshalText writes it.
 func (r *ReclaimWithinCohort) UnmarshalText(b []byte) error {
 	v, err := enumUnmarshal(reclaimNames(), b, "reclaimWithinCohort")
 	*r = ReclaimWithinCohort(v)
 	return err
 }
 
+// String returns the borrow policy's name, as specs and messages spell it.
 func (p BorrowPolicy) String() string { return enumString(borrowNames(), uint8(p), "BorrowPolicy") }
+
+// MarshalText encodes the borrow policy as its name, for JSON and YAML.
 func (p BorrowPolicy) MarshalText() ([]byte, error) {
 	return enumMarshal(borrowNames(), uint8(p), "BorrowPolicy")
 }
+
+// UnmarshalText decodes a name as MarshalText writes it.
 func (p *BorrowPolicy) UnmarshalText(b []byte) error {
 	v, err := enumUnmarshal(borrowNames(), b, "borrowWithinCohort.policy")
 	*p = BorrowPolicy(v)
 	return err
 }
 
+// String returns the strategy's name, as specs and messages spell it.
 func (s Strategy) String() string { return enumString(strategyNames(), uint8(s), "Strategy") }
+
+// MarshalText encodes the strategy as its name, for JSON and YAML.
 func (s Strategy) MarshalText() ([]byte, error) {
 	return enumMarshal(strategyNames(), uint8(s), "Strategy")
 }
+
+// UnmarshalText decodes a name as MarshalText writes it.
 func (s *Strategy) UnmarshalText(b []byte) error {
 	v, err := enumUnmarshal(strategyNames(), b, "queueingStrategy")
 	*s = Strategy(v)

@@ -279,7 +279,11 @@ func checkNode(n NodeSpec, s *shape) error {
 		return &SpecError{Field: "name", Detail: "empty node name", Err: ErrInvalidName}
 	}
 	if n.Kind != Cohort && n.Kind != Queue {
-		return &SpecError{Node: n.Name, Field: "kind", Detail: fmt.Sprintf("kind %v", n.Kind), Err: ErrInvalidKind}
+		got := "missing"
+		if n.Kind != 0 {
+			got = n.Kind.String()
+		}
+		return &SpecError{Node: n.Name, Field: "kind", Detail: got + `: want "cohort" (quota.Cohort) or "queue" (quota.Queue)`, Err: ErrInvalidKind}
 	}
 	if n.Parent == n.Name {
 		return &SpecError{Node: n.Name, Field: "parent", Detail: "a node cannot be its own parent", Err: ErrCycle}

@@ -18,6 +18,7 @@ func ClockOf(h, m int) Clock { return Clock(h*60 + m) }
 // Valid reports whether c is a time of day.
 func (c Clock) Valid() bool { return c >= 0 && c < 24*60 }
 
+// String prints the time of day as hh:mm.
 func (c Clock) String() string { return fmt.Sprintf("%02d:%02d", c/60, c%60) }
 
 // MarshalText writes "HH:MM".
@@ -44,17 +45,17 @@ func (c *Clock) UnmarshalText(b []byte) error {
 // saving changes.
 //
 //   - Days empty means every day. A window that starts on a listed day and
-//     runs past midnight (To before From) ends on the next day, listed or
+//     runs past midnight (End before Start) ends on the next day, listed or
 //     not: "Friday 20:00-08:00" ends on Saturday morning.
-//   - From == To means the whole day (from midnight to midnight).
+//   - Start == End means the whole day (from midnight to midnight).
 //   - From (the instant) and Until bound the whole window; zero means
 //     unbounded on that side. The range is half-open: [From, Until).
 type Window struct {
-	Days  []time.Weekday `json:"days,omitempty"`
-	Start Clock          `json:"start,omitzero"`
-	End   Clock          `json:"end,omitzero"`
-	From  time.Time      `json:"from,omitzero"`
-	Until time.Time      `json:"until,omitzero"`
+	Days  []time.Weekday `json:"days,omitempty"` // the weekdays it starts on, empty for every day
+	Start Clock          `json:"start,omitzero"` // the time of day it starts
+	End   Clock          `json:"end,omitzero"`   // the time of day it ends
+	From  time.Time      `json:"from,omitzero"`  // the first instant it may be in force
+	Until time.Time      `json:"until,omitzero"` // the instant it stops, exclusive
 }
 
 // weekdayNames are the JSON forms of the days, Sunday first as time.Weekday.

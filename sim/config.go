@@ -30,6 +30,7 @@ const (
 	Static
 )
 
+// String returns the policy's name, as specs and messages spell it.
 func (p Policy) String() string {
 	switch p {
 	case Borrow:
@@ -42,9 +43,9 @@ func (p Policy) String() string {
 
 // Queue names of the reference quota tree the workload model submits to.
 const (
-	QueueInference = "prod-inference"
-	QueueResearch  = "research"
-	QueueBatch     = "batch"
+	QueueInference = "prod-inference" // guaranteed inference
+	QueueResearch  = "research"       // research training, guaranteed its share
+	QueueBatch     = "batch"          // preemptible batch, no guarantee
 )
 
 // FleetSpec is the fleet of about gpus GPUs in 8-GPU nodes: the scaled
@@ -100,8 +101,8 @@ func FleetConfig(gpus int, p Policy) fleet.Config {
 
 // Node pools of the static split.
 const (
-	PoolInference = "inference"
-	PoolTraining  = "training"
+	PoolInference = "inference" // the inference partition's nodes
+	PoolTraining  = "training"  // the training and batch partition's nodes
 )
 
 // Workload sets the synthetic workload model. Fractions are of the
@@ -247,8 +248,8 @@ type Config struct {
 
 // Arrival is one workload submitted by the host at a given time.
 type Arrival struct {
-	At       time.Time
-	Workload gang.Workload
+	At       time.Time     // when the host submits it
+	Workload gang.Workload // the workload submitted
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -9,6 +9,7 @@ import (
 // A run carried on from the scheduler another run left behind keeps the
 // host's and the scheduler's books equal, and is deterministic.
 func TestCarryOn(t *testing.T) {
+	t.Parallel()
 	day := 24 * time.Hour
 	first, err := Run(Config{Seed: 3, Duration: day})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 // The model fitted to a run's history is close to the model that ran.
 func TestHistoryFitsTheModel(t *testing.T) {
+	t.Parallel()
 	var h History
 	if _, err := Run(Config{Seed: 2, Duration: 4 * 24 * time.Hour, Observer: &h}); err != nil {
 		t.Fatal(err)

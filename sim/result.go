@@ -15,13 +15,13 @@ import (
 // Result holds the figures of one run. GPU-hours integrate the host's own
 // bookkeeping exactly over simulated time; quantiles are exact.
 type Result struct {
-	Policy string
-	GPUs   int
-	Seed   uint64
-	Start  time.Time
-	Hours  float64 // simulated hours
+	Policy string    // "static" or "borrow"
+	GPUs   int       // the fleet's size
+	Seed   uint64    // the random seed
+	Start  time.Time // the simulated start
+	Hours  float64   // simulated hours
 
-	InferenceNominal, ResearchNominal int
+	InferenceNominal, ResearchNominal int // the inference and research guarantees, in GPUs
 
 	// Simulation effort: agenda events, Schedule calls, scheduler events.
 	Events, Cycles, SchedulerEvents int
@@ -105,7 +105,7 @@ type Result struct {
 // QueueUse is one queue's allocation over a run, in GPU-hours; OffPeak
 // is the part held while inference demand was at its daily trough.
 type QueueUse struct {
-	Queue string
+	Queue string // the queue
 	// Inference is set when the queue ran inference replicas.
 	Inference         bool
 	GPUh, OffPeakGPUh float64
@@ -116,24 +116,24 @@ type QueueUse struct {
 // drain made for it.
 type Reclaim struct {
 	At            time.Duration // since the start
-	Wait, Restore time.Duration
+	Wait, Restore time.Duration // since submission; since the first drain for it
 }
 
 // QueueWaits is the admission-wait distribution of one queue.
 type QueueWaits struct {
-	Queue         string
-	Admissions    int
-	P50, P90, P99 time.Duration
+	Queue         string        // the queue
+	Admissions    int           // admissions counted
+	P50, P90, P99 time.Duration // quantiles of the wait
 }
 
 // Point is the fleet at one sample time, in GPUs.
 type Point struct {
 	At                            time.Duration // since the start
 	Demand                        int           // inference demand
-	Inference, Training, Batch    int
-	Borrowed                      int // training and batch above their own share
-	Idle, Stranded, Down          int
-	PendingResearch, PendingBatch int
+	Inference, Training, Batch    int           // GPUs held by each shape
+	Borrowed                      int           // training and batch above their own share
+	Idle, Stranded, Down          int           // idle healthy GPUs, stranded ones, GPUs on down nodes
+	PendingResearch, PendingBatch int           // workloads pending in research and in batch
 }
 
 func (r *Result) wait(queue string, d time.Duration) {

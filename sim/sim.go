@@ -27,9 +27,9 @@ type Observer interface {
 
 // Usage is one workload's measured use over the last sample period.
 type Usage struct {
-	Workload string
-	Shape    gang.Shape
-	GPUs     int
+	Workload string     // the workload's ID
+	Shape    gang.Shape // its shape
+	GPUs     int        // its GPUs
 	// SMActivity is the share of time its GPUs' SMs were busy (0-1).
 	SMActivity float64
 	// MFU is the model FLOPs utilisation: useful FLOPs over peak (0-1).

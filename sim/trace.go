@@ -18,21 +18,24 @@ var ErrTrace = errors.New("sim: bad trace")
 // TraceJob is one job of a trace: when it arrives (after the trace's
 // first job), how long it runs at full speed, its GPUs and its team.
 type TraceJob struct {
-	Arrival  time.Duration
-	Duration time.Duration
-	GPUs     int
-	Team     string
+	Arrival  time.Duration // after the trace's first job
+	Duration time.Duration // its run time at full speed
+	GPUs     int           // its GPUs
+	Team     string        // its team (the trace's virtual cluster)
 }
 
 // TraceError says where a trace is malformed.
 type TraceError struct {
-	Line   int
-	Detail string
+	Line   int    // the line, from 1
+	Detail string // what is wrong
 }
 
+// Error says what was refused, where, and why.
 func (e *TraceError) Error() string {
 	return fmt.Sprintf("%v: line %d: %s", ErrTrace, e.Line, e.Detail)
 }
+
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *TraceError) Unwrap() error { return ErrTrace }
 
 // ReadPhilly reads the job-level CSV of the Microsoft Philly trace

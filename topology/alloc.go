@@ -96,15 +96,23 @@ func (f *Fleet) WholeHeld(n NodeID) int {
 }
 
 func (f *Fleet) setWhole(n NodeID, g int, held bool) {
-	f.setGPU(n, g, func() {
-		f.gwhole[g], f.gused[g], f.gmig[g] = held, 0, 0
-		if held {
-			f.gused[g] = MilliGPU
-			if f.nmig[n] >= 0 {
-				f.gmig[g] = migFull
-			}
+	// Allocate and Release move a GPU between whole-free and held whole,
+	// and neither state is in the indexes of partly used GPUs (see
+	// sharedKey): unlike setGPU, nothing to take out or put back there.
+	was := !f.gpuFree(g)
+	f.gwhole[g], f.gused[g], f.gmig[g] = held, 0, 0
+	if held {
+		f.gused[g] = MilliGPU
+		if f.nmig[n] >= 0 {
+			f.gmig[g] = migFull
 		}
-	})
+	}
+	switch now := !f.gpuFree(g); {
+	case now && !was:
+		f.nalloc[n]++
+	case was && !now:
+		f.nalloc[n]--
+	}
 }
 
 // SetHealth changes node n's health. Allocations stay recorded whatever
@@ -183,6 +191,10 @@ func (f *Fleet) change(n NodeID, fn func(), res []ResourceAmount, sign int64) {
 				f.changeResources(n, (int(d)*f.slots+s)*R, oldH, newH, res, sign)
 			}
 			if i == 0 && l >= 1 && l < f.depth {
+				if f.batch != nil && f.batch.on {
+					f.noteDomain(l, g, d, old)
+					continue
+				}
 				if old.freeNodes != a.freeNodes {
 					t := f.byFreeNodes[l][g]
 					t.Delete(key(old.freeNodes, int32(d)))
@@ -195,6 +207,10 @@ func (f *Fleet) change(n NodeID, fn func(), res []ResourceAmount, sign int64) {
 				}
 			}
 		}
+	}
+	if f.batch != nil && f.batch.on {
+		f.noteNode(n, before.bucket)
+		return
 	}
 	if before.bucket != after.bucket {
 		t := f.nodesByFree[g]

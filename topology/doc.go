@@ -12,7 +12,10 @@
 //     count, updated in O(depth) per Allocate, Release or SetHealth;
 //   - ordered indexes (domains by free whole nodes and by free GPUs per
 //     level, nodes by free GPUs) give best-fit look-ups in O(log n);
-//   - Clone is a cheap independent copy for what-if simulations.
+//   - Clone is a cheap independent copy for what-if simulations;
+//   - Batch runs a series of changes and moves each ordered-index key
+//     once at its end, so freeing several nodes of one leaf (a victim
+//     plan on a scratch copy) moves the leaf and its ancestors once.
 //
 // Nodes and domains are small integer IDs over flat slices; names are for
 // people and look-ups. The nodes below any domain are a contiguous ID

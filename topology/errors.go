@@ -41,10 +41,11 @@ type SpecError struct {
 	Node   string // offending node name, if any
 	Index  int    // offending node's index in Spec.Nodes, -1 if none
 	Level  string // offending level name, if any
-	Detail string
-	Err    error // one of the sentinels above
+	Detail string // what is wrong, in words
+	Err    error  // one of the sentinels above
 }
 
+// Error names the sentinel, the node or level, and what is wrong.
 func (e *SpecError) Error() string {
 	msg := e.Err.Error()
 	if e.Node != "" || e.Index >= 0 {
@@ -59,17 +60,19 @@ func (e *SpecError) Error() string {
 	return msg
 }
 
+// Unwrap returns the sentinel, for errors.Is.
 func (e *SpecError) Unwrap() error { return e.Err }
 
 // NodeError says which node a change was refused on.
 type NodeError struct {
-	Node      string
-	Requested int // GPUs asked to allocate or release
-	Available int // free GPUs (allocate) or allocated GPUs (release)
-	Detail    string
-	Err       error
+	Node      string // the node's name
+	Requested int    // GPUs asked to allocate or release
+	Available int    // free GPUs (allocate) or allocated GPUs (release)
+	Detail    string // what is wrong, in words
+	Err       error  // one of the sentinels above
 }
 
+// Error names the sentinel, the node and the amounts.
 func (e *NodeError) Error() string {
 	msg := fmt.Sprintf("%v: node %q", e.Err, e.Node)
 	if e.Requested != 0 || e.Available != 0 {
@@ -81,4 +84,5 @@ func (e *NodeError) Error() string {
 	return msg
 }
 
+// Unwrap returns the sentinel, for errors.Is.
 func (e *NodeError) Unwrap() error { return e.Err }

@@ -37,8 +37,13 @@ const Root DomainID = 0
 type Health uint8
 
 const (
+	// Healthy: in service; its free GPUs can be allocated.
 	Healthy Health = iota
+	// Cordoned: in service for the work it holds, allocating nothing new
+	// (maintenance ahead).
 	Cordoned
+	// Down: lost; its capacity is gone and its work must be replaced or
+	// ended.
 	Down
 	// Absent: out of service, holding nothing. A node whose NodeSpec says
 	// Absent starts so; a host moves nodes in and out with SetHealth.
@@ -52,6 +57,7 @@ func (h Health) Valid() bool { return h <= Absent }
 // can be allocated on it.
 func (h Health) Gone() bool { return h == Down || h == Absent }
 
+// String is the state's name, e.g. "cordoned".
 func (h Health) String() string {
 	switch h {
 	case Healthy:
@@ -120,6 +126,7 @@ type Fleet struct {
 	byFreeNodes [][]*btree.BTreeG[uint64]
 	byFreeGPUs  [][]*btree.BTreeG[uint64]
 	nodesByFree []*btree.BTreeG[uint64]
+	batch       *batch // Batch's state; nil until the first batch
 
 	// Per GPU (see gpu.go): node n's GPUs are gbase[n]..gbase[n+1]-1.
 	gbase     []int32
@@ -194,7 +201,8 @@ func validate(spec Spec) error {
 		return &SpecError{Index: -1, Level: spec.NVLink, Detail: "nvlink level is not one of the levels", Err: ErrUnknownLevel}
 	}
 	if len(spec.Nodes) == 0 {
-		return &SpecError{Index: -1, Err: ErrEmptyFleet}
+		return &SpecError{Index: -1, Detail: "Spec.Nodes is empty: declare at least one node (Uniform builds none unless " +
+			"Fanout has one positive entry per level, the node level included)", Err: ErrEmptyFleet}
 	}
 	if len(spec.Nodes) > 1<<30 {
 		return &SpecError{Index: -1, Detail: "too many nodes", Err: ErrInvalidSpec}
@@ -447,6 +455,7 @@ func (f *Fleet) histBase(d DomainID, s int) int { return (int(d)*f.slots + s) * 
 // cloned copy-on-write, so a clone costs O(nodes) copies and no rebuild.
 func (f *Fleet) Clone() *Fleet {
 	c := *f
+	c.batch = nil
 	c.nalloc = slices.Clone(f.nalloc)
 	c.nhealth = slices.Clone(f.nhealth)
 	c.agg = slices.Clone(f.agg)

@@ -310,7 +310,11 @@ func TestSpecErrorsNameANodeOnlyForANode(t *testing.T) {
 		text  string
 	}{
 		{"no levels", Spec{Nodes: []NodeSpec{{Name: "a", GPUs: 8}}}, -1, "topology: invalid spec: no levels"},
-		{"empty fleet", Spec{Levels: levels}, -1, "topology: empty fleet"},
+		{"empty fleet", Spec{Levels: levels}, -1, "topology: empty fleet: Spec.Nodes is empty: declare at least one node " +
+			"(Uniform builds none unless Fanout has one positive entry per level, the node level included)"},
+		{"fanout without the node level", Uniform(UniformSpec{Levels: []string{"spine", "leaf", "node"}, Fanout: []int{4, 8},
+			GPUsPerNode: 8, Flavor: "H100"}), -1, "topology: empty fleet: Spec.Nodes is empty: declare at least one node " +
+			"(Uniform builds none unless Fanout has one positive entry per level, the node level included)"},
 		{"bad node", Spec{Levels: levels, Nodes: []NodeSpec{{Name: "a", GPUs: 8, Path: []string{"l"}}, {Name: "b", Path: []string{"l"}}}}, 1,
 			`topology: GPU count must be positive: node "b" (nodes[1]): gpus=0`},
 	} {

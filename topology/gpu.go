@@ -17,14 +17,14 @@ const MilliGPU = 1000
 
 // ResourceAmount is an amount of one named resource of the fleet.
 type ResourceAmount struct {
-	Resource ResourceID
-	Amount   int64
+	Resource ResourceID // the resource
+	Amount   int64      // how much, in the resource's unit
 }
 
 // Claim is what one pod holds on one node: whole GPUs, or a share of one
 // GPU, or a MIG slice of one GPU (or no GPU), and amounts of resources.
 type Claim struct {
-	Node NodeID
+	Node NodeID // the node
 	// Whole is the set of GPUs held whole, bit i for GPU i; only the
 	// first 64 GPUs of a node can be named.
 	Whole uint64

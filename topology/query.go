@@ -80,9 +80,11 @@ func (f *Fleet) Group(flavor, pool string) (GroupID, bool) {
 	return 0, false
 }
 
-// GroupFlavor and GroupPool describe group g.
+// GroupFlavor is group g's flavor, its GPU model.
 func (f *Fleet) GroupFlavor(g GroupID) string { return f.groups[g].flavor }
-func (f *Fleet) GroupPool(g GroupID) string   { return f.groups[g].pool }
+
+// GroupPool is group g's pool name ("" for the default pool).
+func (f *Fleet) GroupPool(g GroupID) string { return f.groups[g].pool }
 
 // MaxGPUsPerNode is the largest node's GPU count.
 func (f *Fleet) MaxGPUsPerNode() int { return f.maxGPUs }
@@ -158,10 +160,10 @@ func (f *Fleet) Span(nodes []NodeID) Level {
 // Stats are a domain's figures for one group or for all groups.
 type Stats struct {
 	Nodes        int // every node, whatever its health
-	HealthyNodes int
+	HealthyNodes int // nodes neither cordoned, down nor absent
 	FreeNodes    int // healthy and with every GPU free: usable by whole-node gangs
 	GPUs         int // capacity of every node
-	HealthyGPUs  int
+	HealthyGPUs  int // capacity of healthy nodes
 	FreeGPUs     int // free GPUs on healthy nodes
 	Allocated    int // GPUs held on nodes of any health
 	Stranded     int // free GPUs on healthy, partly used nodes
@@ -281,7 +283,14 @@ func (f *Fleet) AscendDomainsByFreeGPUs(l Level, g GroupID, min int, fn func(d D
 // least min (>= 1) free GPUs, in increasing order of free GPUs and then of
 // ID, until fn returns false: the best-fit order for one pod.
 func (f *Fleet) AscendNodesByFree(g GroupID, min int, fn func(n NodeID, free int) bool) {
-	f.nodesByFree[g].AscendGreaterOrEqual(key(int32(max(min, 1)), 0), func(k uint64) bool {
+	f.AscendNodesByFreeFrom(g, min, 0, fn)
+}
+
+// AscendNodesByFreeFrom is AscendNodesByFree starting at the node
+// (free, from) in its order, so that a walk cut short resumes where it
+// stopped.
+func (f *Fleet) AscendNodesByFreeFrom(g GroupID, free int, from NodeID, fn func(n NodeID, free int) bool) {
+	f.nodesByFree[g].AscendGreaterOrEqual(key(int32(max(free, 1)), int32(max(from, 0))), func(k uint64) bool {
 		return fn(NodeID(uint32(k)), int(k>>32))
 	})
 }

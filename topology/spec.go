@@ -25,7 +25,7 @@ type Spec struct {
 
 // NodeSpec is one node: a machine whose GPUs share its NVLink fabric.
 type NodeSpec struct {
-	Name string `json:"name"`
+	Name string `json:"name"` // unique across the fleet
 	// Path holds the node's domain name at every level above the node,
 	// top first: len(Path) == len(Spec.Levels)-1. A domain name is unique
 	// within its level, so "leaf-3" is one switch wherever it appears.
@@ -136,6 +136,7 @@ func Scaled(gpus int) Spec {
 	})
 }
 
+// String sums the spec up: its levels and its node count.
 func (s Spec) String() string {
 	return fmt.Sprintf("topology.Spec{levels=%v nodes=%d}", s.Levels, len(s.Nodes))
 }

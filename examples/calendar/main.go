@@ -84,7 +84,7 @@ func run(o options, stdout, stderr io.Writer) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stderr, "history: %s simulated in %.1fs\n", o.history, time.Since(t0).Seconds())
+	fmt.Fprintf(stderr, "history: %s simulated in %.1fs\n", span(o.history), time.Since(t0).Seconds())
 	s, now := h.Scheduler, h.Start.Add(o.history)
 	demand := hist.Workload(2048)
 	p("Recorded %.0f days: inference %.0f-%.0f GPUs, training %.0f GPU-h, batch %.0f GPU-h.\n",
@@ -97,7 +97,7 @@ func run(o options, stdout, stderr io.Writer) (*outcome, error) {
 		return nil, err
 	}
 	p("\n%s: research asks for %d GPUs as %d whole spines from %s for %s.\n", now.Format("2 Jan 15:04"),
-		req.GPUs, req.Blocks, req.Start.Format("2 Jan 15:04"), o.window)
+		req.GPUs, req.Blocks, req.Start.Format("2 Jan 15:04"), span(o.window))
 	for _, op := range opts {
 		state := "approvable"
 		if !op.Feasible() {
@@ -134,7 +134,7 @@ func run(o options, stdout, stderr io.Writer) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stderr, "quote: %d forecasts of %s in %.1fs\n", len(opts)+1, req.End().Sub(now), time.Since(t0).Seconds())
+	fmt.Fprintf(stderr, "quote: %d forecasts of %s in %.1fs\n", len(opts)+1, span(req.End().Sub(now)), time.Since(t0).Seconds())
 	p("\n")
 	if err := q.WriteMemo(stdout); err != nil {
 		return nil, err
@@ -168,7 +168,7 @@ func run(o options, stdout, stderr io.Writer) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stderr, "realised: %s simulated in %.1fs\n", req.End().Sub(now), time.Since(t0).Seconds())
+	fmt.Fprintf(stderr, "realised: %s simulated in %.1fs\n", span(req.End().Sub(now)), time.Since(t0).Seconds())
 	if len(r.Violations) > 0 {
 		return nil, fmt.Errorf("scheduler contract broken: %s", r.Violations[0])
 	}
@@ -203,6 +203,20 @@ func bookingWork(req calendar.Request) []gang.Workload {
 // CPU (three forecasts on two cores end together, not two then one);
 // each writes its own slot, so the quote does not depend on which ends
 // first.
+// span prints a length of simulated time as people say it: "21 days",
+// "31 days", "36 hours".
+func span(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%.1f days", d.Hours()/24)
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d hours", d/time.Hour)
+	}
+	return d.String()
+}
+
 func parallel(n int, one func(i int)) {
 	var wg sync.WaitGroup
 	for i := range n {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // short is a short version of the example: two days of history, a
@@ -54,5 +56,21 @@ func TestLinesFitATerminal(t *testing.T) {
 		if len(line) > 100 {
 			t.Errorf("line %d is %d columns: %s", i+1, len(line), line)
 		}
+	}
+}
+
+// Windows print in days, as the memo beside them does, never as 504h0m0s.
+func TestSpanInDays(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{21 * 24 * time.Hour, "21 days"},
+		{744 * time.Hour, "31 days"},
+		{60 * time.Hour, "2.5 days"},
+		{36 * time.Hour, "36 hours"},
+		{90 * time.Minute, "1h30m0s"},
+	} {
+		assert.Equal(t, tc.want, span(tc.d), "%v", tc.d)
 	}
 }

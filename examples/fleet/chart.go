@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -71,13 +73,54 @@ func (c *chart) add(name string, thumb plot.Thumbnailer) {
 	c.entries = append(c.entries, legendEntry{name, thumb})
 }
 
+// newPlot starts a chart. An x axis of "days since the start" gets a tick
+// a day and a label every day, 5 or 10 days, by the span.
 func newPlot(title, x, y string) *chart {
 	pl := plot.New()
 	pl.Title.Text = title
 	pl.X.Label.Text = x
 	pl.Y.Label.Text = y
 	pl.Y.Min = 0
+	if x == daysAxis {
+		pl.X.Tick.Marker = dayTicks{}
+	}
 	return &chart{Plot: pl}
+}
+
+// daysAxis labels the x axis of the charts over the run: day d spans
+// [d, d+1), its figures sit at d+0.5.
+const daysAxis = "days since the start"
+
+// stepTicks puts a tick every minor and a label every major units.
+type stepTicks struct{ minor, major float64 }
+
+// Ticks returns the ticks from min to max.
+func (s stepTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for i := math.Ceil(lo / s.minor); i*s.minor <= hi+1e-9; i++ {
+		v := i * s.minor
+		t := plot.Tick{Value: v}
+		if r := math.Mod(v, s.major); math.Abs(r) < 1e-9 || math.Abs(r-s.major) < 1e-9 {
+			t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// dayTicks is a tick a day, labelled every 1, 5 or 10 days by the span.
+type dayTicks struct{}
+
+// Ticks returns the ticks from min to max.
+func (dayTicks) Ticks(lo, hi float64) []plot.Tick {
+	major := 1.0
+	switch {
+	case hi-lo > 60:
+		major = 10
+	case hi-lo > 12:
+		major = 5
+	}
+	return stepTicks{minor: 1, major: major}.Ticks(lo, hi)
 }
 
 func line(xys plotter.XYs, c color.Color, width vg.Length, dashed bool) (*plotter.Line, error) {
@@ -121,7 +164,7 @@ func dayChart(path string, oc *outcome) error {
 		{"inference", blue, func(p sim.Point) int { return p.Inference }},
 		{"training, own share", green, func(p sim.Point) int { return p.Training - (p.Borrowed - borrowedBatch(p)) }},
 		{"training on lent GPUs", lightGrn, func(p sim.Point) int { return p.Borrowed - borrowedBatch(p) }},
-		{"batch, own share", orange, func(p sim.Point) int { return p.Batch - borrowedBatch(p) }},
+		{"batch on research's unused quota", orange, func(p sim.Point) int { return p.Batch - borrowedBatch(p) }},
 		{"batch on lent GPUs", lightOrg, borrowedBatch},
 		{"idle", grey, func(p sim.Point) int { return p.Idle }},
 	}
@@ -130,6 +173,7 @@ func dayChart(path string, oc *outcome) error {
 		"seed "+fmt.Sprint(r.Seed), r.Policy), "hour of day (UTC)", "GPUs")
 	pl.Y.Max = float64(r.GPUs) * 1.02
 	pl.X.Min, pl.X.Max = 0, 24
+	pl.X.Tick.Marker = stepTicks{minor: 1, major: 3}
 	for li := len(layers) - 1; li >= 0; li-- {
 		xys := make(plotter.XYs, len(pts))
 		for i, p := range pts {
@@ -177,7 +221,7 @@ func dayChart(path string, oc *outcome) error {
 // mean as a line in a band from its least to its most, and down GPUs.
 func strandedChart(path string, oc *outcome) error {
 	r := oc.res
-	pl := newPlot(fmt.Sprintf("Stranded GPUs per hour (free on partly used nodes), policy %s, seed %d", r.Policy, r.Seed), "day of the run", "GPUs")
+	pl := newPlot(fmt.Sprintf("Stranded GPUs per hour (free on partly used nodes), policy %s, seed %d", r.Policy, r.Seed), daysAxis, "GPUs")
 	type agg struct{ sum, n, lo, hi, down float64 }
 	hours := map[int]*agg{}
 	var keys []int
@@ -263,7 +307,7 @@ func capacityBackChart(path string, oc *outcome) error {
 			}
 		}
 	}
-	pl := newPlot(fmt.Sprintf("%s, policy %s, seed %d", title, r.Policy, r.Seed), "day of the run", "minutes")
+	pl := newPlot(fmt.Sprintf("%s, policy %s, seed %d", title, r.Policy, r.Seed), daysAxis, "minutes")
 	var med, most plotter.XYs
 	for d, ws := range perDay {
 		if len(ws) == 0 {
@@ -319,10 +363,11 @@ func daily(oc *outcome) []metrics.Report {
 // waitChart draws each team's p90 queue wait per day, on a log scale.
 func waitChart(path string, oc *outcome) error {
 	r := oc.res
-	pl := newPlot(fmt.Sprintf("Queue wait p90 per team per day, policy %s, seed %d", r.Policy, r.Seed), "day of the run", "hours (log scale)")
+	pl := newPlot(fmt.Sprintf("Queue wait p90 per team per day, policy %s, seed %d", r.Policy, r.Seed), daysAxis, "hours (log scale)")
 	pl.Y.Scale = plot.LogScale{}
 	pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	pl.Y.Min, pl.Y.Max = 0.01, 1
+	pl.X.Min, pl.X.Max = 0, math.Ceil(r.Hours/24)
 	series := map[string]plotter.XYs{}
 	for d, rep := range daily(oc) {
 		for _, q := range rep.Waits.ByTeam {
@@ -354,7 +399,7 @@ func waitChart(path string, oc *outcome) error {
 // among them, and the runs failed nodes ended.
 func drainsChart(path string, oc *outcome) error {
 	r := oc.res
-	pl := newPlot(fmt.Sprintf("Drains per day, policy %s, seed %d", r.Policy, r.Seed), "day of the run", "per day")
+	pl := newPlot(fmt.Sprintf("Drains per day, policy %s, seed %d", r.Policy, r.Seed), daysAxis, "per day")
 	var drains, kills, lost plotter.Values
 	for _, rep := range daily(oc) {
 		drains = append(drains, float64(rep.Drains.Count))
@@ -374,10 +419,10 @@ func drainsChart(path string, oc *outcome) error {
 		b.Color = s.c
 		b.LineStyle.Width = 0
 		b.Offset = vg.Length(i-1) * w
-		b.XMin = 1
+		b.XMin = 0.5 // day d's bars centred on d+0.5, as the other charts' days
 		pl.Add(b)
 		pl.add(s.name, b)
 	}
-	pl.X.Min, pl.X.Max = 0, float64(len(drains))+1
+	pl.X.Min, pl.X.Max = 0, float64(len(drains))
 	return pl.save(path, 9*vg.Inch, 4*vg.Inch, 1)
 }

@@ -4,12 +4,15 @@
 // GPUs and their nodes to itself; training and batch share the other 848,
 // with priorities and preemption inside that partition) and quotas with
 // borrowing (inference lends up to 700 idle GPUs and takes them back with
-// a 120 s drain). It runs several seeds at once and prints one table,
-// each figure as the median and range over the seeds, beside the
-// published estimates:
+// a 120 s drain). By default it runs one seed of each policy, the two at
+// once, and prints the headline figures beside the published estimates;
+// stderr shows the simulated days done and the time left as it goes.
+// -seeds runs several seeds and prints each figure as the median and
+// range over them; -full prints every row of the table:
 //
 //	go run ./examples/fleet
-//	go run ./examples/fleet -days 7 -seeds 1 -out out
+//	go run ./examples/fleet -seeds 5 -full
+//	go run ./examples/fleet -days 7 -out out
 //	go run ./examples/fleet -trace philly.csv -load 1.1   # Philly arrivals for training and batch
 //
 // With -out it also writes, for the first seed and per policy, the
@@ -25,6 +28,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -44,24 +48,46 @@ type options struct {
 	load   float64
 	out    string
 	defrag float64
+	full   bool
+	cpu    string
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.days, "days", 30, "simulated days")
 	flag.Uint64Var(&o.seed, "seed", 1, "first random seed: the same seeds give the same runs")
-	flag.IntVar(&o.seeds, "seeds", 5, "seeds run (in parallel), from -seed on")
+	flag.IntVar(&o.seeds, "seeds", 1, "seeds run (in parallel), from -seed on; with more than one, each figure is a median (range)")
+	flag.BoolVar(&o.full, "full", false, "print every row of the table, not only the headline figures")
 	flag.IntVar(&o.gpus, "gpus", 2048, "fleet size in GPUs (8-GPU nodes)")
 	flag.StringVar(&o.policy, "policy", "both", "static, borrow or both")
 	flag.StringVar(&o.trace, "trace", "", "Philly job CSV whose arrivals replace the synthetic training and batch streams")
 	flag.Float64Var(&o.load, "load", 0, "with -trace: compress arrivals to offer this multiple of the non-inference capacity (0: as recorded)")
 	flag.Float64Var(&o.defrag, "defrag", 0, "defragmentation budget, GPU-hours of lost work an hour (0: off)")
 	flag.StringVar(&o.out, "out", "", "folder for the Markdown reviews and the PNG charts of the first seed")
+	flag.StringVar(&o.cpu, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof reads it)")
 	flag.Parse()
-	if err := run(o, os.Stdout, os.Stderr); err != nil {
+	if err := profiled(o.cpu, func() error { return run(o, os.Stdout, os.Stderr) }); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		os.Exit(1)
 	}
+}
+
+// profiled runs f, writing a CPU profile of it to path unless path is empty.
+func profiled(path string, f func() error) error {
+	if path == "" {
+		return f()
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return fmt.Errorf("-cpuprofile: %w", err)
+	}
+	err = f()
+	pprof.StopCPUProfile()
+	return errors.Join(err, out.Close())
 }
 
 // outcome is one run (a policy and a seed) and its metrics.
@@ -129,9 +155,10 @@ func run(o options, stdout, stderr io.Writer) error {
 	// first.
 	runs := make([][]*outcome, len(policies))
 	errs := make([][]error, len(policies))
+	prog := newProgress(stderr, isTerminal(stderr), time.Now, len(policies)*o.seeds, o.days)
+	defer prog.finish()
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	for pi, p := range policies {
 		runs[pi] = make([]*outcome, o.seeds)
 		errs[pi] = make([]error, o.seeds)
@@ -142,17 +169,18 @@ func run(o options, stdout, stderr io.Writer) error {
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				seed := o.seed + uint64(k)
-				oc, err := simulate(o, p, seed, trace)
+				slot := pi*o.seeds + k
+				oc, err := simulate(o, p, seed, trace, func(_ time.Time, share float64) { prog.update(slot, share) })
 				runs[pi][k], errs[pi][k] = oc, err
-				mu.Lock()
-				defer mu.Unlock()
 				if err == nil {
-					fmt.Fprintf(stderr, "%-6s seed %d: %d days in %.1fs, %d events\n", p, seed, o.days, oc.wall.Seconds(), oc.res.Events)
+					prog.update(slot, 1)
+					prog.note(fmt.Sprintf("%-6s seed %d: %d days in %.1fs, %d events", p, seed, o.days, oc.wall.Seconds(), oc.res.Events))
 				}
 			}()
 		}
 	}
 	wg.Wait()
+	prog.finish()
 	for pi, p := range policies {
 		for k, err := range errs[pi] {
 			if err != nil {
@@ -199,14 +227,14 @@ func metricsConfig() metrics.Config {
 		MFUFloors: map[string]float64{fleet.ClassReservedResearch: 0.2}}
 }
 
-func simulate(o options, p sim.Policy, seed uint64, trace []sim.TraceJob) (*outcome, error) {
+func simulate(o options, p sim.Policy, seed uint64, trace []sim.TraceJob, progress func(time.Time, float64)) (*outcome, error) {
 	rec, err := metrics.New(metricsConfig())
 	if err != nil {
 		return nil, err
 	}
 	oc := &outcome{rec: rec}
 	cfg := sim.Config{GPUs: o.gpus, Policy: p, Seed: seed, Duration: time.Duration(o.days) * 24 * time.Hour,
-		Trace: trace, Observer: recorder{rec}}
+		Trace: trace, Observer: recorder{rec}, Progress: progress}
 	if o.defrag > 0 {
 		cfg.Fleet = sim.FleetConfig(o.gpus, p)
 		cfg.Fleet.Policy.DefragBudget = o.defrag

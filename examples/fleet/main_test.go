@@ -9,10 +9,29 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/sim"
 )
 
 func small(out string) options {
-	return options{days: 1, seed: 1, seeds: 2, gpus: 512, policy: "both", out: out}
+	return options{days: 1, seed: 1, seeds: 2, gpus: 512, policy: "both", out: out, full: true}
+}
+
+// Without -full the table keeps the headline figures and says how to see
+// the rest; the progress lines reach stderr, ending at every day done.
+func TestDefaultTableIsTheHeadline(t *testing.T) {
+	o := small("")
+	o.full, o.seeds, o.days = false, 1, 2
+	var out, errs bytes.Buffer
+	require.NoError(t, run(o, &out, &errs))
+	assert.Contains(t, out.String(), "preemption tax")
+	assert.Contains(t, out.String(), "queue wait p90")
+	assert.NotContains(t, out.String(), "hot-swap lost work")
+	assert.Contains(t, out.String(), "-full prints every row")
+	assert.Contains(t, errs.String(), "simulated 0 of 4 days (0%)")
+	assert.Contains(t, errs.String(), "simulated 4 of 4 days (100%)")
+	assert.NotContains(t, errs.String(), "\r", "stderr is not a terminal here")
 }
 
 func TestRunWritesTableAndFiles(t *testing.T) {
@@ -131,4 +150,19 @@ func TestTraceLoadPrinted(t *testing.T) {
 		trace: filepath.Join("..", "..", "sim", "testdata", "philly-sample.csv"), load: 0.5}
 	require.NoError(t, run(o, &out, &errs))
 	assert.Regexp(t, `offered load 10\d GPUs = 0\.5\dx the non-inference capacity \(212 GPUs\)`, out.String())
+}
+
+// A seed whose figures stand far from the others' median is named under
+// the table, so a median does not hide it.
+func TestApartNamesTheOddSeed(t *testing.T) {
+	var runs []*outcome
+	for _, done := range []int{900, 920, 250} {
+		r := &sim.Result{Hours: 720, GPUs: 2048}
+		r.Completed[gang.Training] = done
+		runs = append(runs, &outcome{res: r})
+	}
+	lines := apart(options{seed: 4}, runs, nil)
+	require.Len(t, lines, 2)
+	assert.Equal(t, "static split, seed 6 stands apart: training jobs done 250 jobs against a median of 900 jobs", lines[1])
+	assert.Empty(t, apart(options{seed: 4}, runs[:2], nil), "two seeds have no median to stand apart from")
 }

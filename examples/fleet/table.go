@@ -53,12 +53,47 @@ func team(rep metrics.Report, name string) metrics.Usage {
 }
 
 func wait90(rep metrics.Report, queue string) (float64, bool) {
-	for _, q := range rep.Waits.ByTeam {
-		if q.Key == queue && q.Count > 0 {
+	return waitQ(rep.Waits.ByTeam, queue, 0.9)
+}
+
+// waitQ is quantile p (0.9 or 0.99) of the waits keyed key: a team or a
+// gang-size class.
+func waitQ(qs []metrics.Quantiles, key string, p float64) (float64, bool) {
+	for _, q := range qs {
+		if q.Key == key && q.Count > 0 {
+			if p > 0.95 {
+				return q.P99.Seconds(), true
+			}
 			return q.P90.Seconds(), true
 		}
 	}
 	return 0, false
+}
+
+// second is the p99 printed after a row's p90 ("p90 / p99"; with several
+// seeds each is the median), for the rows of waits by gang size.
+func second(name string) func(oc *outcome) (float64, bool) {
+	for _, r := range []struct{ row, class string }{
+		{"gang wait p90 / p99, 1-8 GPUs", "1-8"}, {"  9-64 GPUs", "9-64"}, {"  65-512 GPUs", "65-512"}, {"  more than 512", "513+"},
+	} {
+		if r.row == name {
+			return bySize(r.class, 0.99)
+		}
+	}
+	return nil
+}
+
+// bySize is the wait of gangs of one size class at quantile p.
+func bySize(class string, p float64) func(oc *outcome) (float64, bool) {
+	return func(oc *outcome) (float64, bool) { return waitQ(oc.rep.Waits.ByGangSize, class, p) }
+}
+
+// ownTax is a team's preemption tax: what it lost over what it borrowed.
+func ownTax(name string) func(oc *outcome) (float64, bool) {
+	return func(oc *outcome) (float64, bool) {
+		u := team(oc.rep, name)
+		return 100 * u.PreemptionTax(), u.BorrowedGPUHours > 0
+	}
 }
 
 // month scales a run's figure to 30 days.
@@ -94,6 +129,8 @@ func figures() []figure {
 			return oc.rep.Fleet.LostGPUHours - oc.rep.Fleet.RestartGPUHours
 		}), ""},
 		{"  restarts", percent, share(func(oc *outcome) float64 { return oc.rep.Fleet.RestartGPUHours }), ""},
+		{"  research's own", percent, ownTax(sim.QueueResearch), ""},
+		{"  batch's own", percent, ownTax(sim.QueueBatch), ""},
 		{"drains per day", count, always(func(oc *outcome) float64 { return float64(oc.res.Drains) / (oc.res.Hours / 24) }), ""},
 		{"  killed at the deadline", count, always(func(oc *outcome) float64 { return float64(oc.res.Kills) / (oc.res.Hours / 24) }), ""},
 		{"defrag moves per day", count, always(func(oc *outcome) float64 { return float64(oc.res.Moves) / (oc.res.Hours / 24) }), ""},
@@ -111,6 +148,13 @@ func figures() []figure {
 		{"queue wait p90, inference", hours, func(oc *outcome) (float64, bool) { return wait90(oc.rep, sim.QueueInference) }, ""},
 		{"  research", hours, func(oc *outcome) (float64, bool) { return wait90(oc.rep, sim.QueueResearch) }, ""},
 		{"  batch", hours, func(oc *outcome) (float64, bool) { return wait90(oc.rep, sim.QueueBatch) }, ""},
+		{"queue wait p99, inference", hours, func(oc *outcome) (float64, bool) {
+			return waitQ(oc.rep.Waits.ByTeam, sim.QueueInference, 0.99)
+		}, ""},
+		{"gang wait p90 / p99, 1-8 GPUs", hours, bySize("1-8", 0.9), ""},
+		{"  9-64 GPUs", hours, bySize("9-64", 0.9), ""},
+		{"  65-512 GPUs", hours, bySize("65-512", 0.9), ""},
+		{"  more than 512", hours, bySize("513+", 0.9), ""},
 		{"allocated, of GPU-h", percent, pct(func(r *sim.Result) float64 { return r.InferenceGPUh + r.TrainingGPUh + r.BatchGPUh }), ""},
 		{"  SM-busy", percent, pct(func(r *sim.Result) float64 { return r.BusyGPUh }), ""},
 		{"  MFU", percent, pct(func(r *sim.Result) float64 { return r.UsefulGPUh }), ""},
@@ -120,6 +164,20 @@ func figures() []figure {
 		{"batch jobs done", jobs, always(func(oc *outcome) float64 { return float64(oc.res.Completed[gang.Batch]) }), ""},
 		{"node failures", count, always(func(oc *outcome) float64 { return float64(oc.res.NodeFailures) }), "~31 a month"},
 	}
+}
+
+// detail are the rows printed only with -full: the parts of a headline
+// figure and the figures a first reading can skip.
+func detail(name string) bool {
+	switch name {
+	case "  work since checkpoint", "  restarts", "  killed at the deadline",
+		"defrag moves per day", "  lost work, of borrowed", "node losses, per month",
+		"  hot-swapped gangs", "  hot-swap lost work", "  hot-swaps failed",
+		"  peak", "  p50", "  SM-busy", "  MFU",
+		"training, average", "batch, average", "node failures":
+		return true
+	}
+	return false
 }
 
 // capacityBack is the quantile p of the time an inference replica waited
@@ -286,13 +344,24 @@ func table(w io.Writer, o options, offered *load, static, borrow []*outcome) err
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprintln(tw, "\tstatic split\tborrowing\testimate")
 	for _, f := range figures() {
+		if detail(f.name) && !o.full {
+			continue
+		}
 		cells := []string{f.name}
 		for _, ocs := range [][]*outcome{static, borrow} {
 			if len(ocs) == 0 {
 				cells = append(cells, "-")
 				continue
 			}
-			cells = append(cells, cell(over(ocs, f), f.unit))
+			c := cell(over(ocs, f), f.unit)
+			if p99 := second(f.name); p99 != nil {
+				first, second := over(ocs, f), over(ocs, figure{value: p99})
+				c = "n/a"
+				if first.n > 0 && second.n > 0 {
+					c = format(first.med, f.unit) + " / " + format(second.med, f.unit)
+				}
+			}
+			cells = append(cells, c)
 		}
 		fmt.Fprintln(tw, strings.Join(append(cells, f.estimate), "\t"))
 	}
@@ -311,9 +380,56 @@ func table(w io.Writer, o options, offered *load, static, borrow []*outcome) err
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, line := range apart(o, static, borrow) {
+		fmt.Fprintln(w, line)
+	}
 	fmt.Fprintln(w, "\nTax, waits and drains come from the metrics report the review renders. Batch is\n"+
 		"elastic: a preemptor takes the pods it needs, each drained alone, before stopping a job whole.")
+	switch {
+	case !o.full && o.seeds == 1:
+		fmt.Fprintln(w, "-full prints every row (tax parts, hot-swaps, MFU); -seeds 5 the range over seeds.")
+	case !o.full:
+		fmt.Fprintln(w, "-full prints every row (tax parts, hot-swaps, MFU).")
+	case o.seeds == 1:
+		fmt.Fprintln(w, "-seeds 5 prints each figure as the median and range over five seeds.")
+	}
 	return nil
+}
+
+// apart names each seed whose figure stands apart from the others': off
+// the median of the seeds by more than half of it, for the figures a
+// reader compares across policies. The run is not wrong, but a median
+// hides it.
+func apart(o options, static, borrow []*outcome) []string {
+	var out []string
+	watch := map[string]bool{"training jobs done": true, "batch jobs done": true, "preemption tax, of borrowed": true,
+		"  research": true, "idle inference guarantee": true}
+	for _, pol := range []struct {
+		name string
+		ocs  []*outcome
+	}{{"static split", static}, {"borrowing", borrow}} {
+		if len(pol.ocs) < 3 {
+			continue
+		}
+		for _, f := range figures() {
+			if !watch[f.name] {
+				continue
+			}
+			s := over(pol.ocs, f)
+			for k, oc := range pol.ocs {
+				v, ok := f.value(oc)
+				if !ok || s.med <= 0 || math.Abs(v-s.med) <= 0.5*s.med {
+					continue
+				}
+				out = append(out, fmt.Sprintf("%s, seed %d stands apart: %s %s against a median of %s",
+					pol.name, o.seed+uint64(k), strings.TrimSpace(f.name), format(v, f.unit), format(s.med, f.unit)))
+			}
+		}
+	}
+	if len(out) > 0 {
+		out = append([]string{""}, out...)
+	}
+	return out
 }
 
 // spreadOf is the median, least and most of vs.

@@ -3,7 +3,7 @@
 // the decisions, the occupancy map, explanations and the utilisation
 // review.
 //
-//	go run ./examples/scenarios                  # list them
+//	go run ./examples/scenarios                  # list them (or -h)
 //	go run ./examples/scenarios inference_spike  # play one
 //	go run ./examples/scenarios all              # play them all
 package main
@@ -26,7 +26,7 @@ func main() {
 
 func run(args []string, w io.Writer) error {
 	names := script.Scenarios()
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintln(w, "scenarios (go run ./examples/scenarios NAME, or all):")
 		for _, n := range names {
 			text, _ := script.Scenario(n)
@@ -38,11 +38,44 @@ func run(args []string, w io.Writer) error {
 		names = args
 	}
 	for _, n := range names {
-		if err := play(n, w); err != nil {
+		var b strings.Builder
+		err := play(n, &b)
+		io.WriteString(w, wrap(b.String(), width))
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// width is the console's: longer lines (node lists, long commands) wrap.
+const width = 100
+
+// wrap breaks every line of s longer than cols at spaces; the lines it
+// adds keep the line's indent and four spaces more. A word longer than a
+// line stays whole.
+func wrap(s string, cols int) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(s, "\n") {
+		body := strings.TrimSuffix(line, "\n")
+		nl := line[len(body):]
+		lead := len(body) - len(strings.TrimLeft(body, " "))
+		pad := body[:lead] + "    "
+		for len(body) > cols {
+			cut := strings.LastIndexByte(body[:cols+1], ' ')
+			if cut <= lead {
+				if next := strings.IndexByte(body[cols:], ' '); next >= 0 {
+					cut = cols + next
+				} else {
+					break
+				}
+			}
+			b.WriteString(body[:cut] + "\n")
+			body, lead = pad+strings.TrimLeft(body[cut:], " "), len(pad)
+		}
+		b.WriteString(body + nl)
+	}
+	return b.String()
 }
 
 func firstComment(text string) string {
@@ -54,7 +87,8 @@ func firstComment(text string) string {
 func play(name string, w io.Writer) error {
 	text, ok := script.Scenario(name)
 	if !ok {
-		return fmt.Errorf("no scenario %q", name)
+		return fmt.Errorf("no scenario %q: run without arguments for the list, or name one of %s, or all",
+			name, strings.Join(script.Scenarios(), ", "))
 	}
 	blocks, err := script.Parse(text)
 	if err != nil {

@@ -23,3 +23,28 @@ func TestListsAndPlaysEveryScenario(t *testing.T) {
 	}
 	assert.Error(t, run([]string{"nope"}, &all))
 }
+
+// Every line of every scenario fits the console, and -h lists them.
+func TestLinesFitAndHelpLists(t *testing.T) {
+	var all strings.Builder
+	require.NoError(t, run([]string{"all"}, &all))
+	for _, line := range strings.Split(all.String(), "\n") {
+		assert.LessOrEqual(t, len(line), width, line)
+	}
+	var help strings.Builder
+	require.NoError(t, run([]string{"-h"}, &help))
+	assert.Contains(t, help.String(), "booking_life")
+	err := run([]string{"nope"}, &help)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `no scenario "nope": run without arguments for the list`)
+}
+
+func TestWrap(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"short\n", "short\n"},
+		{"  aaaa bbbb cccc\n", "  aaaa\n      bbbb\n      cccc\n"},
+		{"x aaaaaaaaaaaaaaaaaaaa b\n", "x\n    aaaaaaaaaaaaaaaaaaaa\n    b\n"},
+	} {
+		assert.Equal(t, tc.want, wrap(tc.in, 10), "%q", tc.in)
+	}
+}

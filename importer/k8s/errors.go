@@ -24,10 +24,11 @@ var (
 type Error struct {
 	Node   string // node name, "" when the entry has none
 	Index  int    // index in the node list, -1 when not about one entry
-	Detail string
-	Err    error
+	Detail string // what is wrong, in words
+	Err    error  // one of the sentinels
 }
 
+// Error says what was refused, where, and why.
 func (e *Error) Error() string {
 	msg := e.Err.Error()
 	if e.Node != "" || e.Index >= 0 {
@@ -39,6 +40,7 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 // WarningKind classifies what Import accepted under a documented policy.
@@ -63,6 +65,7 @@ const (
 	WarnNoFlavor
 )
 
+// String returns the warning kind's name, as specs and messages spell it.
 func (k WarningKind) String() string {
 	names := []string{"", "missing-label", "no-gpus", "padded", "not-nested", "no-flavor"}
 	if k > 0 && int(k) < len(names) {
@@ -73,11 +76,12 @@ func (k WarningKind) String() string {
 
 // Warning is one decision Import made on a node or a domain.
 type Warning struct {
-	Kind   WarningKind
-	Node   string // node concerned, "" for a domain-wide warning
-	Detail string
+	Kind   WarningKind // what Import decided
+	Node   string      // node concerned, "" for a domain-wide warning
+	Detail string      // why, in words
 }
 
+// String renders the warning as one line: its kind, where, and what.
 func (w Warning) String() string {
 	s := "warning " + w.Kind.String()
 	if w.Node != "" {

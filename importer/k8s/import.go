@@ -10,8 +10,8 @@ import (
 
 // Result is an imported fleet and the decisions taken on the way.
 type Result struct {
-	Spec     topology.Spec
-	Warnings []Warning
+	Spec     topology.Spec // the fleet's topology spec
+	Warnings []Warning     // what Import decided on the way, in node order
 	// Skipped lists nodes left out because Selector did not match.
 	Skipped []string
 }

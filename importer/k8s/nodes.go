@@ -16,8 +16,8 @@ const MaxFileSize = 64 << 20
 
 // Node is one Kubernetes node as the importer needs it.
 type Node struct {
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels,omitempty"`
+	Name   string            `json:"name"`             // the node's name
+	Labels map[string]string `json:"labels,omitempty"` // its labels
 	// GPUs is the node's allocatable GPUs; 0 means "read the count label"
 	// (nvidia.com/gpu.count), except for a node ParseNodes read from a
 	// core/v1 Node whose status gave the resource: its 0 is a count.

@@ -2,11 +2,11 @@ package k8s
 
 // Well-known label keys and resource names.
 const (
-	GPUResource   = "nvidia.com/gpu"
-	HostnameLabel = "kubernetes.io/hostname"
-	CliqueLabel   = "nvidia.com/gpu.clique"
-	ProductLabel  = "nvidia.com/gpu.product"
-	CountLabel    = "nvidia.com/gpu.count"
+	GPUResource   = "nvidia.com/gpu"         // the extended resource of NVIDIA's device plugin
+	HostnameLabel = "kubernetes.io/hostname" // the node's name
+	CliqueLabel   = "nvidia.com/gpu.clique"  // the NVLink domain (GPU feature discovery)
+	ProductLabel  = "nvidia.com/gpu.product" // the GPU model (GPU feature discovery)
+	CountLabel    = "nvidia.com/gpu.count"   // GPUs per node (GPU feature discovery)
 	// GKEAcceleratorLabel is the GPU model GKE writes on every GPU node
 	// ("nvidia-h100-80gb"); GKE nodes carry no nvidia.com/gpu.product
 	// unless the NVIDIA GPU operator runs on them.
@@ -16,8 +16,8 @@ const (
 // Level is one level of the fleet: the node label whose value names the
 // domain, and the level's name in the fleet.
 type Level struct {
-	Label string
-	Name  string
+	Label string // the node label whose value names the domain
+	Name  string // the level's name in the fleet
 }
 
 // Options says how node labels become a fleet.

@@ -25,15 +25,16 @@ var (
 // document's index in the file (0-based) and its first line, the kind and
 // name, and the field path.
 type ObjectError struct {
-	Doc    int
-	Line   int
-	Kind   string
-	Name   string
-	Field  string
-	Detail string
-	Err    error
+	Doc    int    // the document's index, from 0
+	Line   int    // its first line, from 1
+	Kind   string // the object's kind
+	Name   string // its name
+	Field  string // the field path
+	Detail string // what is wrong, in words
+	Err    error  // one of the sentinels
 }
 
+// Error says what was refused, where, and why.
 func (e *ObjectError) Error() string {
 	msg := e.Err.Error()
 	if e.Line > 0 {
@@ -51,18 +52,20 @@ func (e *ObjectError) Error() string {
 	return msg
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *ObjectError) Unwrap() error { return e.Err }
 
 // Note records something read but not turned into quota: a skipped kind,
 // a field or resource fleet does not model, an implicit cohort, a rounded
 // quantity. Nothing in the file is dropped without one.
 type Note struct {
-	Line   int
-	Kind   string
-	Name   string
-	Detail string
+	Line   int    // the line, from 1
+	Kind   string // the object's kind
+	Name   string // its name
+	Detail string // what was not turned into quota, and why
 }
 
+// String renders the note as one line: where, and what.
 func (n Note) String() string {
 	s := "note"
 	if n.Line > 0 {

@@ -45,30 +45,30 @@ type Options struct {
 
 // PriorityClass is a WorkloadPriorityClass.
 type PriorityClass struct {
-	Name        string
-	Value       int32
-	Description string
+	Name        string // the class's name
+	Value       int32  // its priority
+	Description string // its description, as written
 }
 
 // Flavor is a ResourceFlavor: the node labels that select its nodes and
 // the Topology it uses, if any.
 type Flavor struct {
-	Name         string
-	NodeLabels   map[string]string
-	TopologyName string
+	Name         string            // the flavor's name
+	NodeLabels   map[string]string // the labels selecting its nodes
+	TopologyName string            // the Topology it uses, "" for none
 }
 
 // Topology is a Topology object: node-label keys, top level first.
 type Topology struct {
-	Name   string
-	Levels []string
+	Name   string   // the Topology's name
+	Levels []string // its node-label keys, top level first
 }
 
 // LocalQueue is a namespaced LocalQueue and the ClusterQueue it feeds.
 type LocalQueue struct {
-	Namespace    string
-	Name         string
-	ClusterQueue string
+	Namespace    string // its namespace
+	Name         string // its name
+	ClusterQueue string // the ClusterQueue it feeds
 }
 
 // Result is everything Parse read.

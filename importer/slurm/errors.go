@@ -39,26 +39,29 @@ var (
 type HostlistError struct {
 	Expr   string // the whole expression
 	Offset int    // byte offset of the offending item in Expr
-	Detail string
-	Err    error // ErrHostlist or ErrTooManyHosts
+	Detail string // what is wrong, in words
+	Err    error  // ErrHostlist or ErrTooManyHosts
 }
 
+// Error says what was refused, where, and why.
 func (e *HostlistError) Error() string {
 	return fmt.Sprintf("%v: %q at offset %d: %s", e.Err, e.Expr, e.Offset, e.Detail)
 }
 
+// Unwrap returns the wrapped sentinel, for errors.Is and errors.As.
 func (e *HostlistError) Unwrap() error { return e.Err }
 
 // ParseError says where in a topology file a record was refused: the line
 // (1-based; 0 for topology.yaml, whose decoder keeps no lines) and the
 // switch, block or topology it names.
 type ParseError struct {
-	Line   int
-	Name   string
-	Detail string
-	Err    error
+	Line   int    // the line, from 1 (0 for topology.yaml)
+	Name   string // the switch, block or topology
+	Detail string // what is wrong, in words
+	Err    error  // one of the sentinels
 }
 
+// Error says what was refused, where, and why.
 func (e *ParseError) Error() string {
 	msg, detail := e.Err.Error(), e.Detail
 	if he, ok := e.Err.(*HostlistError); ok {
@@ -119,6 +122,7 @@ const (
 	WarnIgnoredField
 )
 
+// String returns the warning kind's name, as specs and messages spell it.
 func (k WarningKind) String() string {
 	names := []string{"", "multi-parent", "multi-homed", "padded", "disjoint", "empty", "uncovered",
 		"unknown-node", "partial-aggregate", "level-dropped", "ignored-field"}
@@ -130,12 +134,13 @@ func (k WarningKind) String() string {
 
 // Warning is one case the importer accepted under a documented policy.
 type Warning struct {
-	Kind   WarningKind
-	Line   int    // line of the record concerned, 0 if none
-	Name   string // switch, block or node concerned
-	Detail string
+	Kind   WarningKind // what Import decided
+	Line   int         // line of the record concerned, 0 if none
+	Name   string      // switch, block or node concerned
+	Detail string      // why, in words
 }
 
+// String renders the warning as one line: its kind, where, and what.
 func (w Warning) String() string {
 	s := "warning " + w.Kind.String()
 	if w.Line > 0 {

@@ -97,6 +97,11 @@ func (l *Ledger) CheckInvariants() error {
 			if claimed[c.beneficiary] == nil {
 				claimed[c.beneficiary] = map[topology.NodeID]int{}
 			}
+			// A victim promising GPUs to a nomination is one it waits on:
+			// it must not start on GPUs still held.
+			if n, ok := l.noms[c.beneficiary]; ok && !slices.Contains(n.WaitOn, id) {
+				return fmt.Errorf("%s: promises GPUs to %s, whose nomination does not wait on it", id, c.beneficiary)
+			}
 			claimed[c.beneficiary][c.node] += c.gpus
 			if r.unclaimedOn(c.node) < 0 {
 				return fmt.Errorf("%s: promises more GPUs of %s than it holds", id, f.NodeName(c.node))

@@ -138,11 +138,19 @@ func (r *Record) Shrinkable() ([]placement.Pod, []int) {
 		return nil, nil
 	}
 	var out []placement.Pod
-	for _, p := range slices.Backward(r.Assign.Pods) {
+	for _, p := range r.Assign.Pods {
 		if elasticPodSet(r.W.PodSets[p.PodSet]) {
 			out = append(out, p)
 		}
 	}
+	// Highest index first, whatever order the pods were placed, replaced
+	// or adopted in: a host rebuilding the books lists them as it likes.
+	slices.SortFunc(out, func(a, b placement.Pod) int {
+		if a.PodSet != b.PodSet {
+			return b.PodSet - a.PodSet
+		}
+		return b.Index - a.Index
+	})
 	return out, keep
 }
 

@@ -123,7 +123,8 @@ func (l *Ledger) RestoreBorrowing(id string, borrowing bool) {
 // victims there, in ID order, up to what no other nomination claims of
 // them; the rest must be free, and is reserved for it now. It waits on
 // the victims whose GPUs it claims, and is ready by the latest of their
-// deadlines (now when it claims none). It is refused, changing nothing,
+// deadlines (now when it claims none), as when it was accepted: a
+// deadline already past stays the time it was due by. It is refused, changing nothing,
 // when b is not pending without a nomination, the target is not a size its
 // pod sets allow, or its GPUs cannot be covered.
 func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now time.Time) error {
@@ -141,7 +142,7 @@ func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now time
 	var claims []victimClaim
 	var reserved []placement.NodeGPUs
 	var waitOn []string
-	readyBy := now
+	var readyBy time.Time
 	for _, x := range target.NodeGPUs() {
 		need := x.GPUs
 		for _, id := range l.onNode[x.Node] {
@@ -169,6 +170,9 @@ func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now time
 			}
 			reserved = append(reserved, placement.NodeGPUs{Node: x.Node, GPUs: need})
 		}
+	}
+	if readyBy.IsZero() {
+		readyBy = now
 	}
 	for _, c := range claims {
 		c.victim.Drain.claims = append(c.victim.Drain.claims, c.claim)

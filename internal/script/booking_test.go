@@ -18,7 +18,7 @@ func TestBookingCommands(t *testing.T) {
 	}
 	tests := []struct{ cmd, want string }{
 		{"bookings", "(none)\n"},
-		{"propose big queue=research gpus=4096 level=spine start=1h duration=1h", "error: calendar: more than the fleet has"},
+		{"propose big queue=research gpus=4096 level=spine start=1h duration=1h", "error: calendar: request too large"},
 		{"propose x queue=research gpus=64 level=leaf start=1h duration=2h", "option 0: leaf-0-0 gpus=64 stranded=0"},
 		{"approve x who=", "error: calendar: decision names nobody"},
 		{"approve x option=0 who=alice", "approved x: leaf leaf-0-0 for research from Nov 1 01:00:00 to Nov 1 03:00:00"},

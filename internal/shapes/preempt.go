@@ -120,6 +120,34 @@ func Reclaim(gpus int, fill Fill, seed uint64) *Victim {
 	return v
 }
 
+// BorrowPreempt is the reclaim shape with every queue allowed to preempt
+// while it borrows (borrowWithinCohort LowerPriority, no threshold), and
+// the request from queue 1, which uses exactly its nominal quota: 8 x 8
+// GPUs at priority 1000 that it can only borrow, so the victims must be
+// queue 0's borrowed work, taken while the preemptor borrows.
+func BorrowPreempt(gpus int, fill Fill, seed uint64) *Victim {
+	v := Reclaim(gpus, fill, seed)
+	specs := v.Tree.Spec()
+	for i := range specs.Nodes {
+		if specs.Nodes[i].Kind == quota.Queue {
+			specs.Nodes[i].Preemption.BorrowWithinCohort = quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority}
+		}
+	}
+	t, err := quota.New(specs)
+	if err != nil {
+		panic(fmt.Sprintf("shapes: %v", err))
+	}
+	for _, r := range v.Running {
+		if err := t.AddUsage(r.Queue, r.Flavor, int64(r.W.GPUs())); err != nil {
+			panic(fmt.Sprintf("shapes: %v", err))
+		}
+	}
+	v.Tree = t
+	v.Queue = "q1"
+	v.Request = v.request("borrow", "q1", 8, 8, "")
+	return v
+}
+
 // Spike is inference returning to its guarantee: "inference" is promised
 // 1,200 of every 2,048 GPUs but uses about 500, "training" uses its 848,
 // and "batch" (nominal 0) borrows the rest; the fleet is full. The

@@ -3,7 +3,7 @@ module github.com/fleetsched/fleet/metrics/prom
 go 1.26.8
 
 require (
-	github.com/fleetsched/fleet v0.0.0-00010101000000-000000000000
+	github.com/fleetsched/fleet v0.1.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1
 )

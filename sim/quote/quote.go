@@ -69,7 +69,7 @@ const DefaultTie = 0.01
 // Quote is the forecast of every option of a proposal, beside a
 // baseline without the booking, and the recommendation.
 type Quote struct {
-	Request calendar.Request
+	Request calendar.Request // the booking request quoted
 	// From and To bound the forecast: now to the end of the window.
 	From, To time.Time
 	Seed     uint64
@@ -106,8 +106,8 @@ type Option struct {
 
 // Team is one queue's change from the baseline.
 type Team struct {
-	Queue     string
-	Inference bool
+	Queue     string // the queue
+	Inference bool   // true for a guaranteed inference queue
 	// DisplacedGPUh is the GPU-hours it ran less than in the baseline
 	// (negative: more), the booking's own work apart.
 	DisplacedGPUh float64
