@@ -3,9 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -19,8 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // benchQPS and benchBurst are the client limits both schedulers get.
@@ -56,34 +51,6 @@ func watchBindings(ctx context.Context, t testing.TB, client kubernetes.Interfac
 	f.Start(ctx.Done())
 	f.WaitForCacheSync(ctx.Done())
 	return bc
-}
-
-// startKubeScheduler runs kube-scheduler v1.37 with its default profile.
-func startKubeScheduler(t testing.TB, cl *cluster) {
-	bin := binaries(t)
-	sched := filepath.Join(bin, "kube-scheduler")
-	if _, err := os.Stat(sched); err != nil {
-		cmd := exec.Command("bash", "hack/apiserver-binaries", "--scheduler")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "building kube-scheduler: %s", out)
-	}
-	dir := t.TempDir()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cl.cfg.Host, CertificateAuthorityData: cl.cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cl.cfg.BearerToken}
-	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "x"
-	kcFile := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, kcFile))
-	logf, err := os.Create(filepath.Join(dir, "kube-scheduler.log"))
-	require.NoError(t, err)
-	cmd := exec.Command(sched, "--kubeconfig", kcFile, "--authentication-kubeconfig", kcFile,
-		"--authorization-kubeconfig", kcFile, "--leader-elect=false",
-		"--kube-api-qps", fmt.Sprint(benchQPS), "--kube-api-burst", fmt.Sprint(benchBurst),
-		"--secure-port", fmt.Sprint(freePort(t)), "--bind-address", "127.0.0.1")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logf.Close() })
 }
 
 // benchPods creates the pods from 16 goroutines, recording each creation.
@@ -127,38 +94,31 @@ func benchPods(t testing.TB, client kubernetes.Interface, bc *bindClock, schedul
 	wg.Wait()
 }
 
-// BenchmarkClusterBind compares fleet-scheduler with kube-scheduler
-// v1.37.2 (default profile) through one real API server each, on the same
-// 256 nodes of 8 GPUs with the same pods and the same client QPS and
-// burst: (a) 2,000 one-GPU pods, (b) 64 gangs of 8 pods of 8 GPUs, of
-// which the 2,048 GPUs hold 32 (kube-scheduler sees them as plain pods: it
-// runs without the alpha Workload API its gang scheduling needs, and
-// part-bound-gangs counts the gangs it left part bound). The pods are
-// inference's, whose queue reaches the whole fleet by borrowing. It reports pods bound per
-// second from the first creation to the last binding, and the p50 and p99
-// of creation-to-binding. Starting the cluster and the nodes is not timed.
+// BenchmarkClusterBind measures fleet-scheduler through a real API server
+// on 256 nodes of 8 GPUs, with the client QPS and burst of the default
+// configuration: (a) 2,000 one-GPU pods, (b) 64 gangs of 8 pods of 8 GPUs,
+// of which the 2,048 GPUs hold 32 (part-bound-gangs counts gangs left
+// part bound: it must stay 0). The pods are inference's, whose queue
+// reaches the whole fleet by borrowing. It reports pods bound per second
+// from the first creation to the last binding, and the p50 and p99 of
+// creation-to-binding. Starting the cluster and the nodes is not timed.
 func BenchmarkClusterBind(b *testing.B) {
 	for _, shape := range []struct {
 		name              string
 		gangs, size, gpus int
 	}{{"pods-2000x1gpu", 2000, 1, 1}, {"gangs-64x8x8gpu", 64, 8, 8}} {
-		for _, who := range []string{"fleet", "kube-scheduler"} {
+		for _, who := range []string{"fleet"} {
 			b.Run(shape.name+"/"+who, func(b *testing.B) {
-				for b.Loop() {
+				for range b.N {
 					b.StopTimer()
 					cl := startCluster(b)
 					cl.addNodes(b, 256)
 					ctx, cancel := context.WithCancel(context.Background())
 					bc := watchBindings(ctx, b, cl.client)
 					name := "fleet"
-					if who == "fleet" {
-						clock := &testClock{}
-						s := startScheduler(b, cl, clock, "bench", nil)
-						eventually(b, 20*time.Second, "fleet leads", s.c.Leading)
-					} else {
-						name = corev1.DefaultSchedulerName
-						startKubeScheduler(b, cl)
-					}
+					clock := &testClock{}
+					s := startScheduler(b, cl, clock, "bench", nil)
+					eventually(b, 20*time.Second, "fleet leads", s.c.Leading)
 					rc := rest.CopyConfig(cl.cfg)
 					rc.QPS, rc.Burst = 2000, 4000
 					creator, err := kubernetes.NewForConfig(rc)

@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -192,9 +193,11 @@ func startCluster(t testing.TB) *cluster {
 	require.NoError(t, err)
 	c := &cluster{cfg: cfg, client: client}
 	ctx := context.Background()
-	for _, ns := range []string{"team", "fleet-system"} {
+	for _, ns := range []string{"team", "fleet-system", "kube-system"} {
 		_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		require.NoError(t, err)
+		if !apierrors.IsAlreadyExists(err) { // the API server makes kube-system itself
+			require.NoError(t, err)
+		}
 	}
 	for _, pc := range []struct {
 		name  string
