@@ -1,0 +1,186 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// podRef names a pod by its workload key (namespace/...) and name.
+type podRef struct {
+	workload string
+	name     string
+}
+
+func (r podRef) namespace() string {
+	ns, _, _ := strings.Cut(r.workload, "/")
+	return ns
+}
+
+// action is one API write the worker carries out after a decision,
+// without holding the scheduler.
+type action struct {
+	pod  podRef
+	kind string // bind, delete, drain, nominate, condition
+	node string
+	// grace is the deletion's grace period in seconds (delete, drain).
+	grace   int64
+	note    DrainNote
+	reason  string
+	message string
+}
+
+func bind(p podRef, node string, at time.Time) action {
+	return action{pod: p, kind: "bind", node: node, note: DrainNote{Since: at}}
+}
+
+func deletePod(p podRef, grace int64, reason, msg string) action {
+	return action{pod: p, kind: "delete", grace: grace, reason: reason, message: msg}
+}
+
+func drainPod(p podRef, note DrainNote, grace int64, msg string) action {
+	return action{pod: p, kind: "drain", note: note, grace: grace, reason: "Preempted", message: msg}
+}
+
+func annotate(p podRef, note DrainNote) action { return action{pod: p, kind: "annotate", note: note} }
+
+func nominate(p podRef, node string) action { return action{pod: p, kind: "nominate", node: node} }
+
+func condition(p podRef, msg, reason string) action {
+	return action{pod: p, kind: "condition", message: msg, reason: reason}
+}
+
+// carryOut runs the actions, Config.Binders at a time. Bindings of one
+// gang are all issued in the same pass; a failed write is logged and
+// given an Event, and the next sync of the workload sees the pods as they
+// are.
+func (c *Controller) carryOut(ctx context.Context, acts []action) {
+	if len(acts) == 0 {
+		return
+	}
+	work := make(chan action)
+	var wg sync.WaitGroup
+	n := min(c.cfg.Binders, len(acts))
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for a := range work {
+				if err := c.write(ctx, a); err != nil && ctx.Err() == nil {
+					c.log.Warn("api write", "kind", a.kind, "pod", a.pod.workload+"/"+a.pod.name, "err", err)
+				}
+			}
+		}()
+	}
+	for _, a := range acts {
+		work <- a
+	}
+	close(work)
+	wg.Wait()
+}
+
+func (c *Controller) write(ctx context.Context, a action) error {
+	ns := a.pod.namespace()
+	pods := c.client.CoreV1().Pods(ns)
+	switch a.kind {
+	case "bind":
+		// The binding's annotations are copied onto the pod: the
+		// admission time survives a restart.
+		err := pods.Bind(ctx, &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: a.pod.name, Namespace: ns, Annotations: map[string]string{
+				AnnotationAdmitted: a.note.Since.UTC().Format(time.RFC3339Nano)}},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: a.node},
+		}, metav1.CreateOptions{})
+		if err != nil && !isGone(err) {
+			c.event(ctx, a.pod, corev1.EventTypeWarning, "FailedBinding", fmt.Sprintf("binding to %s: %v", a.node, err))
+		}
+		return err
+	case "annotate":
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"annotations": map[string]string{AnnotationDrain: EncodeDrain(a.note)}}})
+		_, err := pods.Patch(ctx, a.pod.name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if isGone(err) {
+			return nil
+		}
+		return err
+	case "drain":
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"annotations": map[string]string{AnnotationDrain: EncodeDrain(a.note)}}})
+		if _, err := pods.Patch(ctx, a.pod.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			if isGone(err) {
+				return nil
+			}
+			return err
+		}
+		c.event(ctx, a.pod, corev1.EventTypeNormal, a.reason, a.message)
+		return c.delete(ctx, a.pod, a.grace)
+	case "delete":
+		c.event(ctx, a.pod, corev1.EventTypeNormal, a.reason, a.message)
+		return c.delete(ctx, a.pod, a.grace)
+	case "nominate":
+		var v any = a.node
+		if a.node == "" {
+			v = nil
+		}
+		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"nominatedNodeName": v}})
+		_, err := pods.Patch(ctx, a.pod.name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		if isGone(err) {
+			return nil
+		}
+		return err
+	case "condition":
+		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{
+			"type": corev1.PodScheduled, "status": corev1.ConditionFalse, "reason": corev1.PodReasonUnschedulable,
+			"message": a.message, "lastTransitionTime": metav1.NewTime(c.clock.Now()),
+		}}}})
+		_, err := pods.Patch(ctx, a.pod.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		if isGone(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		c.event(ctx, a.pod, corev1.EventTypeWarning, a.reason, a.message)
+		return nil
+	}
+	return fmt.Errorf("kube: unknown action %q", a.kind)
+}
+
+func (c *Controller) delete(ctx context.Context, p podRef, grace int64) error {
+	err := c.client.CoreV1().Pods(p.namespace()).Delete(ctx, p.name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	if isGone(err) {
+		return nil
+	}
+	return err
+}
+
+// event records an Event on the pod, as kube-scheduler does.
+func (c *Controller) event(ctx context.Context, p podRef, typ, reason, msg string) {
+	now := metav1.NewTime(c.clock.Now())
+	ns := p.namespace()
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: p.name + ".", Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: p.name, APIVersion: "v1"},
+		Reason:         reason,
+		Message:        msg,
+		Type:           typ,
+		Source:         corev1.EventSource{Component: c.cfg.SchedulerName},
+		FirstTimestamp: now,
+		LastTimestamp:  now,
+		Count:          1,
+		ReportingController: "fleetsched.io/" + c.cfg.SchedulerName,
+		ReportingInstance:   c.cfg.Identity,
+		Action:              reason,
+		EventTime:           metav1.NewMicroTime(now.Time.Truncate(time.Microsecond)),
+	}
+	if _, err := c.client.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+		c.log.Debug("event", "pod", p.name, "err", err)
+	}
+}

@@ -1,0 +1,1112 @@
+package kube
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/importer/kueue"
+	"github.com/fleetsched/fleet/metrics/prom"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// Clock is where the controller reads the time: the wall clock in
+// production, a virtual one in tests.
+type Clock interface{ Now() time.Time }
+
+// WallClock reads time.Now.
+type WallClock struct{}
+
+// Now returns the wall-clock time.
+func (WallClock) Now() time.Time { return time.Now() }
+
+// Queue keys besides the workload keys ("w:" + namespace/name).
+const (
+	keyCycle = "cycle"
+	keyNodes = "nodes"
+	keyWork  = "w:"
+)
+
+// Index names of the pod informer.
+const (
+	indexWorkload = "fleet-workload"
+	indexForeign  = "foreign-node"
+)
+
+// Options are what a Controller is built from besides its Config.
+type Options struct {
+	Client kubernetes.Interface
+	// Quota is the Kueue file's parsed objects.
+	Quota *kueue.Result
+	// Clock defaults to WallClock.
+	Clock  Clock
+	Logger *slog.Logger
+	// Metrics, when set, receives the scheduler's events and snapshots.
+	Metrics *prom.Exporter
+	// Policy is fleet's policy (zero: the defaults).
+	Policy fleet.Policy
+}
+
+// tracked is what the controller knows of one workload it gave the
+// scheduler.
+type tracked struct {
+	spec gang.Workload
+	// pods is the pod names the workload was submitted or adopted with.
+	pods    []string
+	running bool
+	// slots is, for a running workload, the node of every pod index.
+	slots []string
+	// slotPod names the pod bound to each slot ("" while none is).
+	slotPod []string
+	drain   *DrainNote
+	// deadline of its drain.
+	deadline   time.Time
+	killed     bool
+	checkpoint time.Time
+	// message is the PodScheduled=False message last written.
+	message string
+	// nominated is the nominatedNodeName last written per pod index.
+	nominated []string
+}
+
+// Controller schedules the pods whose schedulerName is the configured
+// one: informers fill listers, handlers enqueue keys, and one worker
+// reconciles them with the Scheduler and writes the API.
+type Controller struct {
+	cfg     Config
+	client  kubernetes.Interface
+	clock   Clock
+	log     *slog.Logger
+	metrics *prom.Exporter
+	tr      *Translator
+	policy  fleet.Policy
+	quota   quota.Spec
+	classes []fleet.PriorityClass
+
+	factory informers.SharedInformerFactory
+	podInf  cache.SharedIndexInformer
+	pods    corelisters.PodLister
+	nodes   corelisters.NodeLister
+	queue   workqueue.TypedRateLimitingInterface[string]
+
+	mu sync.Mutex // guards what follows; never held across an API call
+	s  *fleet.Scheduler
+	// fleetKey fingerprints the topology the scheduler was built with.
+	fleetKey string
+	health   map[string]topology.Health
+	work     map[string]*tracked
+	// ended holds workloads the scheduler ended (node lost, failed hot
+	// swap) whose pods are still being removed: they are not resubmitted
+	// until every pod is gone.
+	ended map[string]bool
+	// bad holds the last refusal written per workload key.
+	bad    map[string]string
+	leader bool
+	cycles int
+	// observe, when set (tests), sees every cycle's decisions under the
+	// lock.
+	observe func(fleet.Decisions)
+}
+
+// New builds a controller. Nothing runs until Run.
+func New(cfg Config, o Options) (*Controller, error) {
+	if o.Client == nil {
+		return nil, fmt.Errorf("%w: no client", ErrConfig)
+	}
+	if o.Quota == nil {
+		return nil, fmt.Errorf("%w: no quota (Kueue objects)", ErrConfig)
+	}
+	tr, err := NewTranslator(&cfg, o.Quota)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		cfg: cfg, client: o.Client, clock: o.Clock, log: o.Logger, metrics: o.Metrics, tr: tr,
+		policy: o.Policy, quota: o.Quota.Spec,
+		health: map[string]topology.Health{}, work: map[string]*tracked{},
+		ended: map[string]bool{}, bad: map[string]string{},
+	}
+	if c.clock == nil {
+		c.clock = WallClock{}
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	for _, k := range cfg.Classes {
+		c.classes = append(c.classes, fleet.PriorityClass{Name: k.Name, Value: k.Value,
+			Grace: k.Grace.Duration, MinRuntime: k.MinRuntime.Duration})
+	}
+	if len(c.classes) == 0 {
+		for _, pc := range o.Quota.PriorityClasses {
+			c.classes = append(c.classes, fleet.PriorityClass{Name: pc.Name, Value: pc.Value})
+		}
+	}
+	c.factory = informers.NewSharedInformerFactory(o.Client, 0)
+	c.podInf = c.factory.Core().V1().Pods().Informer()
+	name := cfg.SchedulerName
+	if err := c.podInf.AddIndexers(cache.Indexers{
+		indexWorkload: func(obj any) ([]string, error) {
+			p, ok := obj.(*corev1.Pod)
+			if !ok || p.Spec.SchedulerName != name {
+				return nil, nil
+			}
+			return []string{WorkloadKey(p)}, nil
+		},
+		indexForeign: func(obj any) ([]string, error) {
+			p, ok := obj.(*corev1.Pod)
+			if !ok || p.Spec.SchedulerName == name || p.Spec.NodeName == "" || Terminal(p) {
+				return nil, nil
+			}
+			return []string{p.Spec.NodeName}, nil
+		},
+	}); err != nil {
+		return nil, err
+	}
+	c.pods = c.factory.Core().V1().Pods().Lister()
+	c.nodes = c.factory.Core().V1().Nodes().Lister()
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "fleet"})
+	_, err = c.podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.podChanged,
+		UpdateFunc: func(old, cur any) { c.podChanged(cur) },
+		DeleteFunc: c.podChanged,
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, err = c.factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.queue.Add(keyNodes) },
+		UpdateFunc: func(any, any) { c.queue.Add(keyNodes) },
+		DeleteFunc: func(any) { c.queue.Add(keyNodes) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// podChanged only enqueues: the key of a pod fleet schedules, or the
+// nodes for a pod that takes capacity fleet does not manage.
+func (c *Controller) podChanged(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if c.tr.Ours(p) {
+		c.queue.Add(keyWork + WorkloadKey(p))
+		return
+	}
+	if p.Spec.NodeName != "" && ForeignGPUs(p) > 0 {
+		c.queue.Add(keyNodes)
+	}
+}
+
+// StartInformers starts the informers and waits for their caches.
+func (c *Controller) StartInformers(ctx context.Context) error {
+	c.factory.Start(ctx.Done())
+	for typ, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("kube: cache of %v did not sync", typ)
+		}
+	}
+	return nil
+}
+
+// Lead runs the scheduling loop until ctx ends: it rebuilds the state
+// from the cluster, then reconciles keys. The informers must be started.
+func (c *Controller) Lead(ctx context.Context) error {
+	// A fleet the quotas do not fit (nodes not registered yet) is retried
+	// every period until it does.
+	for {
+		c.mu.Lock()
+		err := c.rebuild(c.clock.Now())
+		c.leader = err == nil
+		c.mu.Unlock()
+		if err == nil {
+			break
+		}
+		c.log.Error("rebuild from the cluster", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(c.cfg.Period.Duration):
+		}
+	}
+	c.queue.Add(keyCycle)
+	go func() {
+		t := time.NewTicker(c.cfg.Period.Duration)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				c.queue.ShutDown()
+				return
+			case <-t.C:
+				c.queue.Add(keyCycle)
+			}
+		}
+	}()
+	for c.next(ctx) {
+	}
+	c.mu.Lock()
+	c.leader = false
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+// Leading reports whether the loop runs and has rebuilt its state.
+func (c *Controller) Leading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leader
+}
+
+// Kick asks for a scheduling cycle now (tests move their clock, then
+// kick).
+func (c *Controller) Kick() { c.queue.Add(keyCycle) }
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if ctx.Err() != nil {
+		return false
+	}
+	var acts []action
+	var err error
+	switch {
+	case key == keyCycle:
+		acts = c.cycle()
+	case key == keyNodes:
+		acts, err = c.syncNodes()
+	default:
+		var changed bool
+		acts, changed = c.syncWorkload(key[len(keyWork):])
+		if changed {
+			c.queue.Add(keyCycle)
+		}
+	}
+	if err != nil {
+		c.log.Error("reconcile", "key", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	c.carryOut(ctx, acts)
+	return true
+}
+
+// Scheduler gives f the scheduler under the controller's lock (for
+// metrics and tests); f must not keep it.
+func (c *Controller) Scheduler(f func(*fleet.Scheduler)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s != nil {
+		f(c.s)
+	}
+}
+
+// workloadPods lists the pods fleet schedules under one workload key.
+func (c *Controller) workloadPods(key string) []*corev1.Pod {
+	objs, err := c.podInf.GetIndexer().ByIndex(indexWorkload, key)
+	if err != nil {
+		return nil
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		pods = append(pods, o.(*corev1.Pod))
+	}
+	return pods
+}
+
+// foreignGPUs sums, per node, the GPUs pods fleet does not schedule hold.
+func (c *Controller) foreignGPUs() map[string]int {
+	used := map[string]int{}
+	idx := c.podInf.GetIndexer()
+	for _, node := range idx.ListIndexFuncValues(indexForeign) {
+		objs, _ := idx.ByIndex(indexForeign, node)
+		for _, o := range objs {
+			used[node] += ForeignGPUs(o.(*corev1.Pod))
+		}
+	}
+	return used
+}
+
+// fleetSpec builds the topology from the node lister.
+func (c *Controller) fleetSpec() (topology.Spec, string, map[string]topology.Health, error) {
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return topology.Spec{}, "", nil, err
+	}
+	res, err := c.tr.Nodes(nodes, c.foreignGPUs())
+	if err != nil {
+		return topology.Spec{}, "", nil, err
+	}
+	health := map[string]topology.Health{}
+	for _, n := range nodes {
+		health[n.Name] = Health(n)
+	}
+	key := fmt.Sprintf("%v|%v", res.Spec.Levels, res.Spec.Nodes)
+	return res.Spec, key, health, nil
+}
+
+// syncNodes rebuilds the scheduler when the fleet's shape changed (nodes
+// added, removed, relabelled, capacity taken by others) and reports
+// health changes otherwise.
+func (c *Controller) syncNodes() ([]action, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s == nil {
+		return nil, nil
+	}
+	_, key, health, err := c.fleetSpec()
+	if err != nil {
+		return nil, err
+	}
+	now := c.clock.Now()
+	if key != c.fleetKey {
+		c.log.Info("fleet changed: rebuilding from the cluster")
+		if err := c.rebuild(now); err != nil {
+			return nil, err
+		}
+		c.queue.Add(keyCycle)
+		return nil, nil
+	}
+	var acts []action
+	for node, h := range health {
+		if c.health[node] == h {
+			continue
+		}
+		if _, ok := c.health[node]; !ok {
+			continue
+		}
+		lost, err := c.s.SetNodeHealth(now, node, h)
+		if err != nil {
+			c.log.Warn("node health", "node", node, "err", err)
+			continue
+		}
+		c.health[node] = h
+		c.log.Info("node health", "node", node, "health", h.String(), "ended", lost)
+		for _, id := range lost {
+			acts = append(acts, c.endWorkload(id, "its node "+node+" is down")...)
+		}
+	}
+	c.queue.Add(keyCycle)
+	return acts, nil
+}
+
+// endWorkload forgets a workload the scheduler ended and deletes its pods.
+func (c *Controller) endWorkload(id, why string) []action {
+	t := c.work[id]
+	delete(c.work, id)
+	c.ended[id] = true
+	var acts []action
+	if t == nil {
+		return nil
+	}
+	for _, p := range c.workloadPods(id) {
+		if p.DeletionTimestamp == nil {
+			acts = append(acts, deletePod(podRef{id, p.Name}, 0, "Failed", why))
+		}
+	}
+	return acts
+}
+
+// rebuild makes a new scheduler from what the cluster shows, in the
+// order fleet.Adoption gives: running work (bound pods; terminating ones
+// under a drain, its deadline, reason and beneficiaries read back from
+// AnnotationDrain) in the order it started, then pending work (nominated
+// where status.nominatedNodeName says) in the order it was created, then
+// the health of cordoned and down nodes. c.mu is held.
+func (c *Controller) rebuild(now time.Time) error {
+	spec, key, health, err := c.fleetSpec()
+	if err != nil {
+		return err
+	}
+	q := c.quota
+	if c.s != nil {
+		q = c.s.Quota()
+	}
+	s, err := fleet.New(fleet.Config{Topology: spec, Quota: q, Classes: c.classes, Policy: c.policy})
+	if err != nil {
+		return fmt.Errorf("kube: the cluster's fleet: %w", err)
+	}
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	downSince := map[string]time.Time{}
+	for _, n := range nodes {
+		if Health(n) != topology.Down {
+			continue
+		}
+		downSince[n.Name] = now
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && !cond.LastTransitionTime.IsZero() {
+				downSince[n.Name] = cond.LastTransitionTime.Time
+			}
+		}
+	}
+	groups := map[string][]*corev1.Pod{}
+	idx := c.podInf.GetIndexer()
+	for _, key := range idx.ListIndexFuncValues(indexWorkload) {
+		for _, p := range c.workloadPods(key) {
+			if !Terminal(p) {
+				groups[key] = append(groups[key], p)
+			}
+		}
+	}
+	exists := func(id string) bool { return len(groups[id]) > 0 }
+	type adopted struct {
+		a fleet.Adoption
+		t *tracked
+	}
+	var running, pending []adopted
+	for key, pods := range groups {
+		a, t, err := c.adoption(key, pods, now, downSince, exists)
+		if err != nil {
+			c.log.Debug("not adopted", "workload", key, "err", err)
+			continue
+		}
+		if a.Started.IsZero() {
+			pending = append(pending, adopted{a, t})
+		} else {
+			running = append(running, adopted{a, t})
+		}
+	}
+	slices.SortFunc(running, func(x, y adopted) int {
+		return cmp.Or(x.a.Started.Compare(y.a.Started), cmp.Compare(x.a.Workload.ID, y.a.Workload.ID))
+	})
+	slices.SortFunc(pending, func(x, y adopted) int {
+		return cmp.Or(x.a.Submitted.Compare(y.a.Submitted), cmp.Compare(x.a.Workload.ID, y.a.Workload.ID))
+	})
+	work := map[string]*tracked{}
+	for _, x := range slices.Concat(running, pending) {
+		err := s.Adopt(now, x.a)
+		if err != nil && len(x.a.Nominated) > 0 {
+			c.log.Warn("nomination not adopted", "workload", x.a.Workload.ID, "err", err)
+			// A nomination the fleet cannot hold any more (a node went
+			// away): the workload queues again without it.
+			x.a.Nominated = nil
+			err = s.Adopt(now, x.a)
+		}
+		if err != nil {
+			c.log.Warn("adopt", "workload", x.a.Workload.ID, "err", err)
+			continue
+		}
+		work[x.a.Workload.ID] = x.t
+	}
+	for node, h := range health {
+		if h == topology.Healthy {
+			continue
+		}
+		if _, err := s.SetNodeHealth(now, node, h); err != nil && !errors.Is(err, fleet.ErrUnknownNode) {
+			return err
+		}
+	}
+	for id, t := range c.work {
+		if nt, ok := work[id]; ok {
+			nt.message = t.message
+		}
+	}
+	c.log.Info("rebuilt from the cluster", "nodes", len(spec.Nodes), "running", len(running), "pending", len(pending))
+	c.s, c.fleetKey, c.health, c.work = s, key, health, work
+	return nil
+}
+
+// adoption reads one workload from its live pods: pending (no pod bound),
+// or running (every pod bound), with its drain and lost pods.
+func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
+	downSince map[string]time.Time, exists func(string) bool) (fleet.Adoption, *tracked, error) {
+	w, ordered, err := c.tr.Workload(key, pods)
+	if err != nil {
+		return fleet.Adoption{}, nil, err
+	}
+	a := fleet.Adoption{Workload: w}
+	for _, p := range ordered {
+		if t := p.CreationTimestamp.Time; a.Submitted.IsZero() || t.Before(a.Submitted) {
+			a.Submitted = t
+		}
+	}
+	if a.Submitted.After(now) {
+		a.Submitted = now
+	}
+	t := &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
+	bound := 0
+	for _, p := range ordered {
+		if p.Spec.NodeName != "" {
+			bound++
+		}
+	}
+	gpus := w.PodSets[0].GPUsPerPod
+	switch {
+	case bound == 0:
+		if err := Complete(w, ordered); err != nil {
+			return a, nil, err
+		}
+		var nom []fleet.PodAssignment
+		for i, p := range ordered {
+			if p.Status.NominatedNodeName != "" {
+				nom = append(nom, fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: p.Status.NominatedNodeName, GPUs: gpus})
+			}
+		}
+		if len(nom) == len(ordered) {
+			a.Nominated = nom
+			t.nominated = make([]string, len(nom))
+			for i, pa := range nom {
+				t.nominated[i] = pa.Node
+			}
+		}
+		return a, t, nil
+	case bound < len(ordered) || len(ordered) != w.PodSets[0].Count:
+		return a, nil, fmt.Errorf("%d of %d pods bound: left as it is", bound, len(ordered))
+	}
+	t.running = true
+	t.slots = make([]string, len(ordered))
+	t.slotPod = make([]string, len(ordered))
+	for i, p := range ordered {
+		pa := fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: p.Spec.NodeName, GPUs: gpus}
+		t.slots[i], t.slotPod[i] = p.Spec.NodeName, p.Name
+		if at := admitted(p); !at.IsZero() && (a.Started.IsZero() || at.Before(a.Started)) {
+			a.Started = at
+		}
+		if since, down := downSince[p.Spec.NodeName]; down && w.Drain.SurvivesNodeLoss {
+			a.Lost = append(a.Lost, fleet.LostPodView{Pod: pa, Since: since})
+			continue
+		}
+		a.Pods = append(a.Pods, pa)
+	}
+	if a.Started.IsZero() || a.Started.After(now) {
+		a.Started = now
+	}
+	if a.Submitted.After(a.Started) {
+		a.Submitted = a.Started
+	}
+	for i := range a.Lost {
+		a.Lost[i].Since = clamp(a.Lost[i].Since, a.Started, now)
+	}
+	if note, deadline, ok := drainOf(ordered); ok && note.Reason != "" {
+		var reason gang.DrainReason
+		if err := reason.UnmarshalText([]byte(note.Reason)); err == nil {
+			d := &fleet.AdoptedDrain{Since: clamp(note.Since, a.Started, now), Deadline: deadline, Reason: reason,
+				Beneficiaries: note.Beneficiaries, KillAsked: note.KillAsked}
+			for _, b := range note.Beneficiaries {
+				if exists(b) {
+					d.Live = append(d.Live, b)
+				}
+			}
+			if !d.Deadline.After(d.Since) {
+				d.Deadline = d.Since.Add(time.Nanosecond)
+			}
+			a.Drain = d
+			t.drain, t.deadline = &note, deadline
+		}
+	}
+	return a, t, nil
+}
+
+func clamp(t, lo, hi time.Time) time.Time {
+	if t.Before(lo) {
+		t = lo
+	}
+	if t.After(hi) {
+		t = hi
+	}
+	return t
+}
+
+// admitted is when the scheduler bound the pod (AnnotationAdmitted, which
+// the binding carries), else when its PodScheduled condition turned true.
+func admitted(p *corev1.Pod) time.Time {
+	if v := p.Annotations[AnnotationAdmitted]; v != "" {
+		if at, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return at
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// drainOf reads the drain of a workload whose pods terminate: the note
+// the scheduler wrote, and the deadline (the note's, else the earliest
+// deletionTimestamp).
+func drainOf(pods []*corev1.Pod) (DrainNote, time.Time, bool) {
+	var note DrainNote
+	var deadline time.Time
+	found := false
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			continue
+		}
+		found = true
+		if n, ok := DecodeDrain(p.Annotations[AnnotationDrain]); ok {
+			note = n
+			if !n.Deadline.IsZero() {
+				deadline = n.Deadline
+			}
+		}
+		if deadline.IsZero() || p.DeletionTimestamp.Time.Before(deadline) && note.Deadline.IsZero() {
+			deadline = p.DeletionTimestamp.Time
+		}
+	}
+	return note, deadline, found
+}
+
+func names(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// syncWorkload brings the scheduler's view of one workload in line with
+// its pods: submit, cancel, exit, checkpoint, or a refusal to write.
+// changed says whether a cycle may now decide something new.
+func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s == nil {
+		return nil, false
+	}
+	now := c.clock.Now()
+	all := c.workloadPods(key)
+	var live []*corev1.Pod
+	failed, succeeded := 0, 0
+	for _, p := range all {
+		switch {
+		case p.Status.Phase == corev1.PodFailed:
+			failed++
+		case p.Status.Phase == corev1.PodSucceeded:
+			succeeded++
+		case p.DeletionTimestamp == nil || p.Spec.NodeName != "":
+			live = append(live, p)
+		}
+	}
+	if c.ended[key] {
+		if len(all) == 0 {
+			delete(c.ended, key)
+		}
+		return nil, false
+	}
+	t := c.work[key]
+	if t != nil && t.running {
+		if len(live) == 0 {
+			how := gang.ExitCancelled
+			switch {
+			case t.killed:
+				how = gang.ExitKilled
+			case t.drain != nil:
+				how = gang.ExitDrained
+			case failed > 0:
+				how = gang.ExitFailed
+			case succeeded > 0:
+				how = gang.ExitFinished
+			}
+			if err := c.s.Exited(now, key, how); err != nil {
+				c.log.Warn("exit", "workload", key, "err", err)
+			}
+			delete(c.work, key)
+			c.ended[key] = len(all) > 0
+			if len(all) == 0 {
+				delete(c.ended, key)
+			}
+			return nil, true
+		}
+		if failed > 0 && t.drain == nil {
+			// A rank failed on its own: the gang fails whole, and what is
+			// left of it is stopped, as Kueue's pod groups do.
+			if err := c.s.Exited(now, key, gang.ExitFailed); err != nil {
+				c.log.Warn("exit", "workload", key, "err", err)
+			}
+			return c.endWorkload(key, "a pod of the group failed"), true
+		}
+		if at, err := LastCheckpoint(live); err == nil && at.After(t.checkpoint) && !at.After(now) {
+			if err := c.s.Checkpointed(now, key, at); err == nil {
+				t.checkpoint = at
+				changed = true
+			}
+		}
+		return c.fillSlots(t, live), changed
+	}
+	if len(live) == 0 {
+		if t != nil {
+			_ = c.s.Cancel(now, key)
+			delete(c.work, key)
+			return nil, true
+		}
+		delete(c.bad, key)
+		return nil, false
+	}
+	if t == nil && slices.ContainsFunc(live, func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }) {
+		// Pods bound that the scheduler does not know (bound by an earlier
+		// leader after this one rebuilt): adopted as they run.
+		a, nt, err := c.adoption(key, live, now, nil, func(string) bool { return true })
+		if err == nil {
+			err = c.s.Adopt(now, a)
+		}
+		if err != nil {
+			c.log.Debug("not adopted", "workload", key, "err", err)
+			return nil, false
+		}
+		c.work[key] = nt
+		return nil, true
+	}
+	w, ordered, err := c.tr.Workload(key, live)
+	if err == nil {
+		err = Complete(w, ordered)
+	}
+	if t != nil {
+		if err == nil && slices.Equal(t.pods, names(ordered)) {
+			return nil, false
+		}
+		// The pods changed under a waiting workload: withdraw it and
+		// submit what the pods say now.
+		_ = c.s.Cancel(now, key)
+		delete(c.work, key)
+		changed = true
+	}
+	if err == nil {
+		err = c.s.Submit(now, w)
+		c.log.Debug("submit", "workload", key, "err", err)
+		if err == nil {
+			delete(c.bad, key)
+			c.work[key] = &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
+			return nil, true
+		}
+	}
+	msg := err.Error()
+	var pe *PodError
+	if errors.As(err, &pe) {
+		msg = pe.Message
+	}
+	c.bad[key] = msg
+	return c.conditions(key, ordered, msg), changed
+}
+
+// fillSlots binds unbound pods of a running workload (a pod recreated
+// after a failed binding or a lost node) to the slots left without one.
+func (c *Controller) fillSlots(t *tracked, live []*corev1.Pod) []action {
+	present := map[string]*corev1.Pod{}
+	var unbound []*corev1.Pod
+	taken := map[string]bool{}
+	for _, name := range t.slotPod {
+		taken[name] = name != ""
+	}
+	for _, p := range live {
+		present[p.Name] = p
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && !taken[p.Name] {
+			unbound = append(unbound, p)
+		}
+	}
+	slices.SortFunc(unbound, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+	var acts []action
+	for i := range t.slots {
+		if p := present[t.slotPod[i]]; t.slotPod[i] != "" && p != nil {
+			if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && t.slots[i] != "" {
+				// Its binding failed and it is still there: bind it again
+				// (a binding already done is refused as a conflict).
+				acts = append(acts, bind(podRef{t.spec.ID, p.Name}, t.slots[i], c.clock.Now()))
+			}
+			continue
+		}
+		t.slotPod[i] = ""
+		if len(unbound) == 0 || t.slots[i] == "" {
+			continue
+		}
+		p := unbound[0]
+		unbound = unbound[1:]
+		t.slotPod[i] = p.Name
+		acts = append(acts, bind(podRef{t.spec.ID, p.Name}, t.slots[i], c.clock.Now()))
+	}
+	return acts
+}
+
+// cycle runs one scheduling cycle and turns its decisions into API
+// writes, carried out after the lock is released.
+func (c *Controller) cycle() []action {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s == nil {
+		return nil
+	}
+	now := c.clock.Now()
+	d := c.s.Schedule(now)
+	c.cycles++
+	c.log.Debug("cycle", "admit", len(d.Admit), "drain", len(d.Drain), "kill", len(d.Kill), "work", len(c.work))
+	if c.observe != nil {
+		c.observe(d)
+	}
+	if c.metrics != nil {
+		c.metrics.RecordAll(d.Events)
+	}
+	var acts []action
+	for _, k := range d.Kill {
+		t := c.work[k.ID]
+		if k.Of != "" || t == nil || t.killed {
+			continue
+		}
+		t.killed = true
+		for _, p := range c.workloadPods(k.ID) {
+			acts = append(acts, deletePod(podRef{k.ID, p.Name}, 0, "Killed",
+				fmt.Sprintf("killed: its drain deadline %s passed %s ago", k.Deadline.Format(time.RFC3339), k.Overdue.Round(time.Second))))
+		}
+	}
+	for _, dr := range d.Drain {
+		if dr.Of != "" {
+			continue // elastic shrinks are not carried out by this host
+		}
+		t := c.work[dr.ID]
+		if t == nil {
+			continue
+		}
+		note := DrainNote{Reason: dr.Reason.String(), Since: now, Deadline: dr.Deadline, Beneficiaries: dr.Beneficiaries}
+		t.drain, t.deadline = &note, dr.Deadline
+		grace := graceSeconds(dr.Deadline.Sub(now))
+		msg := fmt.Sprintf("drained (%s) for %v: checkpoint and exit within %ds", dr.Reason, dr.Beneficiaries, grace)
+		for _, name := range t.slotPod {
+			if name != "" {
+				acts = append(acts, drainPod(podRef{dr.ID, name}, note, grace, msg))
+			}
+		}
+	}
+	for _, id := range d.Failed {
+		acts = append(acts, c.endWorkload(id, "no replacement node was found in time")...)
+	}
+	for _, r := range d.Replace {
+		t := c.work[r.ID]
+		if t == nil || r.Index >= len(t.slots) {
+			continue
+		}
+		t.slots[r.Index] = r.NewNode
+		if name := t.slotPod[r.Index]; name != "" {
+			acts = append(acts, deletePod(podRef{r.ID, name}, 0, "NodeLost", "its node "+r.OldNode+" is down"))
+			t.slotPod[r.Index] = ""
+		}
+		acts = append(acts, c.fillSlots(t, c.workloadPods(r.ID))...)
+	}
+	for _, a := range d.Admit {
+		t := c.work[a.ID]
+		if t == nil {
+			continue
+		}
+		t.running = true
+		t.slots = make([]string, len(t.pods))
+		t.slotPod = slices.Clone(t.pods)
+		for _, pa := range a.Pods {
+			if pa.Index < len(t.slots) {
+				t.slots[pa.Index] = pa.Node
+			}
+		}
+		for i, name := range t.pods {
+			acts = append(acts, bind(podRef{a.ID, name}, t.slots[i], now))
+		}
+	}
+	var snap *fleet.Snapshot
+	if len(d.Drain) > 0 || c.anyNominated() || c.anyDraining() {
+		sn := c.s.Snapshot()
+		snap = &sn
+		acts = append(acts, c.beneficiaries(snap)...)
+	}
+	acts = append(acts, c.pending(snap)...)
+	return acts
+}
+
+// pending writes, for every waiting workload, its nominations and the
+// reason it waits, when they changed.
+func (c *Controller) pending(snap *fleet.Snapshot) []action {
+	var acts []action
+	noms := map[string][]string{}
+	if snap != nil {
+		for _, p := range snap.Pending {
+			if p.Nomination == nil {
+				continue
+			}
+			nodes := make([]string, p.Spec.PodSets[0].Count)
+			for _, pa := range p.Nomination.Pods {
+				if pa.Index < len(nodes) {
+					nodes[pa.Index] = pa.Node
+				}
+			}
+			noms[p.ID] = nodes
+		}
+	}
+	ids := make([]string, 0, len(c.work))
+	for id, t := range c.work {
+		if !t.running {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		t := c.work[id]
+		if nodes, ok := noms[id]; ok && !slices.Equal(nodes, t.nominated) {
+			t.nominated = nodes
+			for i, name := range t.pods {
+				if i < len(nodes) {
+					acts = append(acts, nominate(podRef{id, name}, nodes[i]))
+				}
+			}
+		} else if !ok && t.nominated != nil {
+			t.nominated = nil
+			for _, name := range t.pods {
+				acts = append(acts, nominate(podRef{id, name}, ""))
+			}
+		}
+		x, err := c.s.Explain(id)
+		if err != nil || x.Waiting == fleet.WaitUnscheduled {
+			continue
+		}
+		msg := Sentence(x)
+		if msg == t.message {
+			continue
+		}
+		t.message = msg
+		acts = append(acts, c.conditions(id, c.workloadPods(id), msg)...)
+	}
+	return acts
+}
+
+// Sentence is Explain's sentence as a pod condition says it: without the
+// time of the cycle, which the condition's lastTransitionTime carries, so
+// that the condition changes only when the reason does.
+func Sentence(x fleet.Explanation) string {
+	msg := x.Message
+	if i := strings.LastIndex(msg, "; as of the cycle at "); i >= 0 {
+		msg = msg[:i]
+	} else if i := strings.LastIndex(msg, "as of the cycle at "); i >= 0 {
+		msg = strings.TrimRight(msg[:i], "; :")
+	}
+	return msg
+}
+
+// conditions writes the PodScheduled=False condition, and an Event, on
+// the pods whose condition does not say msg already: a pod's own status is
+// the record, so a new leader does not write it again.
+func (c *Controller) conditions(key string, pods []*corev1.Pod, msg string) []action {
+	var acts []action
+	for _, p := range pods {
+		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		if cur, ok := scheduledFalse(p); ok && cur == msg {
+			continue
+		}
+		acts = append(acts, condition(podRef{key, p.Name}, msg, "FailedScheduling"))
+	}
+	return acts
+}
+
+// scheduledFalse is the message of a pod's PodScheduled=False condition.
+func scheduledFalse(p *corev1.Pod) (string, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c.Message, true
+		}
+	}
+	return "", false
+}
+
+// beneficiaries keeps every draining victim's AnnotationDrain listing all
+// the workloads counting on it: those its Drain named and those whose
+// nominations claim its GPUs (in the same cycle or a later one), so that a
+// new leader can give each its nomination back.
+func (c *Controller) beneficiaries(snap *fleet.Snapshot) []action {
+	var acts []action
+	for _, r := range snap.Running {
+		t := c.work[r.ID]
+		if r.Drain == nil || t == nil || t.drain == nil {
+			continue
+		}
+		all := slices.Clone(r.Drain.Beneficiaries)
+		for _, cl := range r.Drain.Claims {
+			if !slices.Contains(all, cl.Beneficiary) {
+				all = append(all, cl.Beneficiary)
+			}
+		}
+		for _, b := range r.Drain.Live {
+			if !slices.Contains(all, b) {
+				all = append(all, b)
+			}
+		}
+		if slices.Equal(all, t.drain.Beneficiaries) {
+			continue
+		}
+		note := *t.drain
+		note.Beneficiaries = all
+		t.drain = &note
+		for _, name := range t.slotPod {
+			if name != "" {
+				acts = append(acts, annotate(podRef{r.ID, name}, note))
+			}
+		}
+	}
+	return acts
+}
+
+func (c *Controller) anyDraining() bool {
+	for _, t := range c.work {
+		if t.drain != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Controller) anyNominated() bool {
+	for _, t := range c.work {
+		if t.nominated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// graceSeconds is a drain's time left as the pod deletion's grace period:
+// whole seconds, rounded down so that the kubelet's kill comes no later
+// than the deadline, and at least 1 (0 would be a kill).
+func graceSeconds(left time.Duration) int64 {
+	s := int64(left / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
+
+// Cycles is the number of scheduling cycles run so far.
+func (c *Controller) Cycles() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cycles
+}
+
+// isGone reports an API error that means the pod is not there any more.
+func isGone(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsConflict(err) }

@@ -1,0 +1,171 @@
+// Package kube runs the fleet scheduler on a Kubernetes cluster: it reads
+// Nodes and the Pods whose spec.schedulerName is "fleet" (by default),
+// turns them into fleet's topology and gang.Workloads, and carries the
+// Scheduler's decisions out through the API server: one pods/binding per
+// pod of an admitted gang, pod deletion with the drain's grace period,
+// status.nominatedNodeName for beneficiaries, and a PodScheduled=False
+// condition with Explain's sentence on every pod that waits.
+//
+// The command hosts/kube/cmd/fleet-scheduler wraps Run; manifests for a
+// Deployment of two replicas, its ServiceAccount, RBAC and the Lease are
+// in hosts/kube/deploy.
+//
+// # The controller
+//
+// The shape is kube-scheduler's and the sample-controller's: shared
+// informers fill the pod and node listers; event handlers only enqueue a
+// key (a workload's namespace/name, "nodes", or "cycle"); one worker takes
+// a key, reads the listers, calls the Scheduler under a mutex, releases
+// it, and only then writes the API (Config.Binders writes at a time). No
+// decision is made in a handler and no API call is made while holding the
+// Scheduler. A workload key is synced (submit, cancel, exit, checkpoint,
+// refusal) and then asks for a cycle; the queue folds a burst of keys into
+// few cycles. A cycle also runs every Config.Period. The clock is
+// injectable (Options.Clock): the wall clock in production, the tests'
+// virtual one in the cluster suite.
+//
+// # Pods and nodes: the one seam
+//
+// translate.go maps the cluster's objects to fleet's values and back. Its
+// keys:
+//
+//	key                                        on     read as
+//	kueue.x-k8s.io/queue-name                  label  LocalQueue, mapped to its ClusterQueue by the quota file
+//	kueue.x-k8s.io/pod-group-name              label  the gang: every pod with the same value is one workload
+//	kueue.x-k8s.io/pod-group-total-count       annot  the gang's pod count; it waits until all exist
+//	kueue.x-k8s.io/podset-required-topology    annot  a node label of the preset's levels: the required level
+//	kueue.x-k8s.io/podset-preferred-topology   annot  the same, preferred
+//	spec.priorityClassName                     field  fleet's priority class (Config.PriorityClasses maps names)
+//	spec.schedulerName                         field  only pods naming Config.SchedulerName are scheduled
+//	limits nvidia.com/gpu                      field  the pod's whole GPUs (every pod of a group alike)
+//	fleetsched.io/shape                        annot  inference, training or batch (default: Config.Shapes by class)
+//	fleetsched.io/preemptible                  annot  "true": the drain contract allows eviction
+//	fleetsched.io/checkpoint-interval          annot  a Go duration ("10m"): how often it checkpoints
+//	fleetsched.io/last-checkpoint              annot  RFC 3339: the workload writes its last checkpoint's time
+//	fleetsched.io/survives-node-loss           annot  "true": a lost rank is hot-swapped, not the gang requeued
+//	fleetsched.io/gpu-share                    annot  thousandths of one GPU (time-slicing), instead of whole GPUs
+//	fleetsched.io/mig-profile                  annot  the MIG profile of each pod's slice ("1g.10gb")
+//	fleetsched.io/min-count                    annot  an elastic group's fewest pods
+//	fleetsched.io/admitted                     annot  written: the admission time, carried by the binding
+//	fleetsched.io/drain                        annot  written: a victim's drain (JSON: reason, since, deadline,
+//	                                                  beneficiaries) before its pods are deleted
+//
+// The workload's ID is namespace/group (or namespace/pod for a pod alone);
+// its pods are indexed in name order. Nodes become the fleet through
+// importer/k8s with Config.Preset (gke, aws, topograph): the topology
+// levels and NVLink cliques from node labels, GPUs from allocatable
+// nvidia.com/gpu, the GPU model from a Kueue ResourceFlavor whose
+// nodeLabels the node matches (else the preset's label). GPUs held by pods
+// fleet does not schedule (DaemonSets, other schedulers' pods) are taken
+// off their node's GPUs: fleet never places work on them and never evicts
+// those pods. A node with Ready False or Unknown is down; spec.unschedulable
+// is cordoned. Quota is Kueue's ClusterQueue, Cohort, ResourceFlavor and
+// LocalQueue YAML through importer/kueue, from Config.QuotaFile or the key
+// quota.yaml of Config.QuotaConfigMap.
+//
+// A pod that Kueue's plain-pod integration accepts runs under fleet by
+// changing its schedulerName alone. Not supported of those conventions:
+// pod groups whose pods differ in shape (Kueue's several pod sets per
+// group, by role hash: here every pod of a group must ask the same GPUs;
+// the others are refused with a condition), kueue.x-k8s.io/priority-class
+// labels (WorkloadPriorityClass; spec.priorityClassName is read),
+// podset-slice-* and podset-group-name annotations, the retriable-in-group
+// annotation, and admission checks. Nodes joining or leaving, or
+// relabelled, rebuild the scheduler from the cluster (as a failover does).
+//
+// # Decisions on the cluster
+//
+//   - Admit: every pod of the gang gets its pods/binding in the same pass,
+//     only once the whole gang was admitted. Kubernetes binds one pod at a
+//     time, so a watcher can see a gang part bound only during that pass
+//     (TestClusterAllOrNothing measures it). If a binding fails half way,
+//     because the pod was deleted meanwhile or its node went away, the
+//     pods already bound stay bound and the gang keeps the place of the
+//     missing pod: a pod its owner creates again for the group is bound to
+//     that node, and a pod still there but unbound is bound again. The API
+//     server does not check the binding's node; a node deleted from the
+//     cluster rebuilds the fleet without it, and the pods bound to it are
+//     not adopted again: they are left to their owners.
+//   - Drain: the victim's pods are annotated with fleetsched.io/drain and
+//     deleted with gracePeriodSeconds = the whole seconds left to the
+//     drain's deadline (at least 1): the kubelet sends SIGTERM and kills at
+//     the end of the grace period, which is the drain contract.
+//   - Kill: deletion with grace 0, once per victim.
+//   - Nominations: status.nominatedNodeName on each beneficiary pod, cleared
+//     when the nomination ends.
+//   - Exits: a running workload ends when none of its pods is left or
+//     running: drained or killed when it was a victim, failed when a pod
+//     failed (the rest of the group is then deleted, as Kueue does for a
+//     pod group), finished when they succeeded, cancelled when deleted.
+//   - Checkpoints: the latest fleetsched.io/last-checkpoint over the pods,
+//     reported with Checkpointed when it moves forward.
+//   - Node loss: a gang that survives node loss keeps running; when the
+//     scheduler names a replacement node, the pod on the lost node is
+//     deleted at once and the pod its owner recreates is bound there. Other
+//     gangs on the node end and their pods are deleted.
+//   - Waiting: a PodScheduled=False condition, reason Unschedulable, with
+//     Explain's sentence (without the cycle's time, which the condition's
+//     lastTransitionTime carries), and a FailedScheduling Event, written
+//     only on pods whose condition says something else: not every cycle,
+//     and not again by a new leader.
+//   - Bad input (unknown LocalQueue, a malformed annotation, a group that
+//     never completes, a pod larger than any node, a topology label the
+//     preset does not know): the same condition and Event, saying what is
+//     wrong and what to change; the workload is not submitted, and nothing
+//     else changes.
+//
+// # Restart and failover
+//
+// Replicas elect a leader on the coordination.k8s.io Lease
+// "fleet-scheduler" in Config.Namespace (client-go's leaderelection); the
+// standby keeps its informers warm. A new leader rebuilds its Scheduler
+// from the cluster alone, with fleet.Scheduler.Adopt: bound pods are
+// running work (started at fleetsched.io/admitted); terminating pods with
+// a fleetsched.io/drain note are drains in progress, with the note's
+// reason, start, deadline (the deletionTimestamp when the note has none)
+// and beneficiaries (those still in the cluster count on it); pending pods
+// with status.nominatedNodeName are nominations; pods bound on a down node
+// of a gang that survives node loss are lost pods waiting for a
+// replacement. So a leader killed mid-drain costs nothing: no victim is
+// drained twice, no deadline moves, no extra victim is picked
+// (TestClusterLeaderFailoverMidDrain). Not rebuilt: bookings, quota
+// schedules, live quota edits made through the API, and the
+// defragmentation budget's spending, which this host does not drive; a
+// workload whose pods are part bound (a replacement pod not yet created)
+// is left alone until its pods are whole again.
+//
+// # Flags and configuration file
+//
+//	-config FILE            YAML with the fields of Config (json names)
+//	-kubeconfig FILE        default: in-cluster, then $KUBECONFIG
+//	-scheduler-name fleet   spec.schedulerName of the pods it schedules
+//	-namespace fleet-system the Lease's namespace
+//	-identity NAME          this replica in the Lease (default: host name)
+//	-preset gke             node labels: gke, aws, topograph
+//	-quota-file FILE        Kueue YAML of the queues
+//	-quota-configmap NS/NAME  a ConfigMap holding quota.yaml
+//	-listen :8080           /metrics (metrics/prom), /healthz, /readyz
+//	-qps 200 -burst 400     client rate to the API server
+//	-binders 16             API writes in flight
+//	-period 5s              longest time between two cycles
+//
+// The file also sets the priority classes (classes: name, value, grace,
+// minRuntime), the priorityClassName mapping (priorityClasses), the
+// default shapes per class (shapes) and leader election's timings. Logs
+// are JSON lines (log/slog). /readyz answers once the caches synced, on
+// the leader and the standby alike ("ok leader", "ok standby").
+//
+// # Tests
+//
+// The cluster suite (TestCluster*) runs a real kube-apiserver and etcd on
+// loopback, started by the tests with a token file, a self-signed serving
+// certificate and a service-account key. hack/apiserver-binaries builds
+// them from the Go module proxy into a cache directory keyed by version
+// (FLEET_KUBE_BINARIES may point at ready ones); the tests fail, never
+// skip, when they cannot be had. The kubelet's side of pods (bound ->
+// Running; deleted -> gone once its grace has passed on the test's clock,
+// or at once when the test says the workload exited) is a small stand-in
+// inside the tests rather than KWOK: the suite needs the grace period to
+// pass on the test's virtual clock, which KWOK's stages read from the wall
+// clock, and the stand-in is some eighty lines with no extra process.
+package kube
