@@ -3,10 +3,11 @@ module github.com/fleetsched/fleet/hosts/kube
 go 1.26.8
 
 require (
-	github.com/fleetsched/fleet v0.0.0-00010101000000-000000000000
-	github.com/fleetsched/fleet/importer v0.0.0-00010101000000-000000000000
-	github.com/fleetsched/fleet/metrics/prom v0.0.0-00010101000000-000000000000
+	github.com/fleetsched/fleet v0.1.0
+	github.com/fleetsched/fleet/importer v0.1.0
+	github.com/fleetsched/fleet/metrics/prom v0.1.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/stretchr/testify v1.12.1
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
