@@ -98,6 +98,12 @@ type AdoptedDrain struct {
 	// MoveTo, for a defragmentation move, is the place the Drain reserved
 	// for its restart (the Drain's MoveTo, pod by pod).
 	MoveTo []PodAssignment
+	// Claims are its GPUs promised to nominations, per node, as a
+	// Snapshot's DrainView lists them; each names one of Live. Empty: the
+	// nominations adopted after it take its GPUs in ID order of the
+	// victims on their nodes, which may differ from the original split
+	// when several beneficiaries share one victim.
+	Claims []ClaimView
 }
 
 // ShrinkingPod is one pod an elastic workload gives up, draining.
@@ -221,7 +227,12 @@ func (s *Scheduler) Adopt(now time.Time, a Adoption) error {
 		s.adoptedDrains = true
 	}
 	if a.Drain != nil {
-		if err := s.books.RestoreDrain(id, adoptedDrain(a.Drain), nil); err != nil {
+		claims, err := s.adoptedClaims(id, a.Drain.Claims)
+		if err != nil {
+			delete(s.work, id)
+			return undo(err)
+		}
+		if err := s.books.RestoreDrain(id, adoptedDrain(a.Drain), claims); err != nil {
 			delete(s.work, id)
 			return undo(err)
 		}
@@ -272,7 +283,11 @@ func (s *Scheduler) adoptShrinking(parent *entry, sp ShrinkingPod) (string, erro
 	}
 	ce.rec = rec
 	s.work[spec.ID] = ce
-	if err := s.books.RestoreDrain(spec.ID, adoptedDrain(&sp.Drain), nil); err != nil {
+	claims, err := s.adoptedClaims(spec.ID, sp.Drain.Claims)
+	if err != nil {
+		return spec.ID, err
+	}
+	if err := s.books.RestoreDrain(spec.ID, adoptedDrain(&sp.Drain), claims); err != nil {
 		return spec.ID, err
 	}
 	return spec.ID, nil
@@ -347,6 +362,19 @@ func (s *Scheduler) checkAdoptedDrain(now time.Time, id string, started time.Tim
 		}
 	}
 	return nil
+}
+
+// adoptedClaims turns the claims a host kept into the ledger's.
+func (s *Scheduler) adoptedClaims(id string, views []ClaimView) ([]ledger.Claim, error) {
+	var out []ledger.Claim
+	for _, c := range views {
+		n, ok := s.fleet.Node(c.Node)
+		if !ok {
+			return nil, fmt.Errorf("%w: drain of %q claims GPUs on node %q", ErrUnknownNode, id, c.Node)
+		}
+		out = append(out, ledger.Claim{Beneficiary: c.Beneficiary, Node: n, GPUs: c.GPUs})
+	}
+	return out, nil
 }
 
 func adoptedDrain(d *AdoptedDrain) ledger.Drain {

@@ -18,7 +18,7 @@ func hostAdoptions(snap fleet.Snapshot, specs map[string]gang.Workload, pods fun
 			return nil
 		}
 		return &fleet.AdoptedDrain{Since: d.Since, Deadline: d.Deadline, Reason: d.Reason, Beneficiaries: d.Beneficiaries,
-			Live: d.Live, KillAsked: d.KillAsked, MoveTo: d.MoveTo}
+			Live: d.Live, KillAsked: d.KillAsked, MoveTo: d.MoveTo, Claims: d.Claims}
 	}
 	var out []fleet.Adoption
 	byID := map[string]int{}

@@ -119,9 +119,10 @@ func (l *Ledger) RestoreBorrowing(id string, borrowing bool) {
 // AdoptNomination reopens a beneficiary's nomination from what a host
 // sees after a restart without a snapshot: its target, and the victims
 // draining for it (restored first, each listing it among its live
-// beneficiaries). The GPUs each target node needs come first from those
-// victims there, in ID order, up to what no other nomination claims of
-// them; the rest must be free, and is reserved for it now. It waits on
+// beneficiaries). The GPUs each target node needs come first from the
+// claims on it the host kept (restored with their drains), then from
+// those victims there, in ID order, up to what no other nomination claims
+// of them; the rest must be free, and is reserved for it now. It waits on
 // the victims whose GPUs it claims, and is ready by the latest of their
 // deadlines (now when it claims none), as when it was accepted: a
 // deadline already past stays the time it was due by. It is refused, changing nothing,
@@ -145,6 +146,24 @@ func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now time
 	var readyBy time.Time
 	for _, x := range target.NodeGPUs() {
 		need := x.GPUs
+		// Claims the host kept (restored with their drains) come first.
+		for _, id := range l.onNode[x.Node] {
+			v := l.draining[id]
+			if v == nil {
+				continue
+			}
+			for _, c := range v.Drain.claims {
+				if c.beneficiary == b && c.node == x.Node && need > 0 {
+					need -= min(need, c.gpus)
+					if !slices.Contains(waitOn, id) {
+						waitOn = append(waitOn, id)
+						if v.Drain.Deadline.After(readyBy) {
+							readyBy = v.Drain.Deadline
+						}
+					}
+				}
+			}
+		}
 		for _, id := range l.onNode[x.Node] {
 			v := l.draining[id]
 			if need == 0 {
