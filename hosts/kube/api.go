@@ -96,7 +96,7 @@ func (c *Controller) write(ctx context.Context, a action) error {
 		err := pods.Bind(ctx, &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Name: a.pod.name, Namespace: ns, Annotations: map[string]string{
 				AnnotationAdmitted: a.note.Since.UTC().Format(time.RFC3339Nano)}},
-			Target:     corev1.ObjectReference{Kind: "Node", Name: a.node},
+			Target: corev1.ObjectReference{Kind: "Node", Name: a.node},
 		}, metav1.CreateOptions{})
 		if err != nil && !isGone(err) {
 			c.event(ctx, a.pod, corev1.EventTypeWarning, "FailedBinding", fmt.Sprintf("binding to %s: %v", a.node, err))
@@ -166,15 +166,15 @@ func (c *Controller) event(ctx context.Context, p podRef, typ, reason, msg strin
 	now := metav1.NewTime(c.clock.Now())
 	ns := p.namespace()
 	ev := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{GenerateName: p.name + ".", Namespace: ns},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: p.name, APIVersion: "v1"},
-		Reason:         reason,
-		Message:        msg,
-		Type:           typ,
-		Source:         corev1.EventSource{Component: c.cfg.SchedulerName},
-		FirstTimestamp: now,
-		LastTimestamp:  now,
-		Count:          1,
+		ObjectMeta:          metav1.ObjectMeta{GenerateName: p.name + ".", Namespace: ns},
+		InvolvedObject:      corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: p.name, APIVersion: "v1"},
+		Reason:              reason,
+		Message:             msg,
+		Type:                typ,
+		Source:              corev1.EventSource{Component: c.cfg.SchedulerName},
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
 		ReportingController: "fleetsched.io/" + c.cfg.SchedulerName,
 		ReportingInstance:   c.cfg.Identity,
 		Action:              reason,

@@ -54,9 +54,13 @@ type Config struct {
 
 // ClassConfig is one fleet priority class.
 type ClassConfig struct {
-	Name       string        `json:"name"`
-	Value      int32         `json:"value"`
-	Grace      metav1.Duration `json:"grace,omitzero"`
+	// Name is the class's name, as the priority mapping names it.
+	Name string `json:"name"`
+	// Value is its priority: higher wins.
+	Value int32 `json:"value"`
+	// Grace is the drain deadline of its victims (zero: fleet's 120 s).
+	Grace metav1.Duration `json:"grace,omitzero"`
+	// MinRuntime is how long its work runs before it may be preempted.
 	MinRuntime metav1.Duration `json:"minRuntime,omitzero"`
 }
 

@@ -53,6 +53,7 @@ const (
 
 // Options are what a Controller is built from besides its Config.
 type Options struct {
+	// Client is the API server's clientset the controller reads and writes.
 	Client kubernetes.Interface
 	// Quota is the Kueue file's parsed objects.
 	Quota *kueue.Result

@@ -26,20 +26,39 @@ import (
 
 // Labels and annotations read on pods: Kueue's, then fleet's own.
 const (
-	LabelQueue                  = "kueue.x-k8s.io/queue-name"
-	LabelPodGroup               = "kueue.x-k8s.io/pod-group-name"
-	AnnotationGroupTotal        = "kueue.x-k8s.io/pod-group-total-count"
-	AnnotationRequiredTopology  = "kueue.x-k8s.io/podset-required-topology"
+	// LabelQueue names the pod's LocalQueue (Kueue's label).
+	LabelQueue = "kueue.x-k8s.io/queue-name"
+	// LabelPodGroup names the pod group the pod belongs to: its gang.
+	LabelPodGroup = "kueue.x-k8s.io/pod-group-name"
+	// AnnotationGroupTotal is the number of pods of the pod group.
+	AnnotationGroupTotal = "kueue.x-k8s.io/pod-group-total-count"
+	// AnnotationRequiredTopology is the node label of the level one
+	// domain of which must hold every pod of the group.
+	AnnotationRequiredTopology = "kueue.x-k8s.io/podset-required-topology"
+	// AnnotationPreferredTopology is the node label of the level the
+	// group would rather stay within.
 	AnnotationPreferredTopology = "kueue.x-k8s.io/podset-preferred-topology"
 
-	AnnotationShape              = "fleetsched.io/shape"
-	AnnotationPreemptible        = "fleetsched.io/preemptible"
+	// AnnotationShape is inference, training or batch.
+	AnnotationShape = "fleetsched.io/shape"
+	// AnnotationPreemptible ("true") lets fleet drain the workload.
+	AnnotationPreemptible = "fleetsched.io/preemptible"
+	// AnnotationCheckpointInterval is how often it checkpoints (a Go
+	// duration such as 10m).
 	AnnotationCheckpointInterval = "fleetsched.io/checkpoint-interval"
-	AnnotationLastCheckpoint     = "fleetsched.io/last-checkpoint"
-	AnnotationSurvivesNodeLoss   = "fleetsched.io/survives-node-loss"
-	AnnotationGPUShare           = "fleetsched.io/gpu-share"
-	AnnotationMIG                = "fleetsched.io/mig-profile"
-	AnnotationMinCount           = "fleetsched.io/min-count"
+	// AnnotationLastCheckpoint is the time of its last checkpoint
+	// (RFC 3339), which the workload updates.
+	AnnotationLastCheckpoint = "fleetsched.io/last-checkpoint"
+	// AnnotationSurvivesNodeLoss ("true") keeps a gang running when a
+	// node is lost: its pod gets a replacement node (hot-swap).
+	AnnotationSurvivesNodeLoss = "fleetsched.io/survives-node-loss"
+	// AnnotationGPUShare is the share of one GPU each pod takes, in
+	// thousandths.
+	AnnotationGPUShare = "fleetsched.io/gpu-share"
+	// AnnotationMIG is the MIG profile each pod takes ("1g.10gb").
+	AnnotationMIG = "fleetsched.io/mig-profile"
+	// AnnotationMinCount is the fewest pods an elastic group runs with.
+	AnnotationMinCount = "fleetsched.io/min-count"
 	// AnnotationAdmitted is the time the scheduler admitted the pod's
 	// workload (RFC 3339), written with the binding.
 	AnnotationAdmitted = "fleetsched.io/admitted"
@@ -61,20 +80,26 @@ const podGPUs = corev1.ResourceName(k8s.GPUResource)
 type PodError struct {
 	Workload string // the workload key (namespace/group or namespace/pod)
 	Field    string // the label, annotation or field at fault
-	Message  string
+	Message  string // what is wrong and what to change
 }
 
+// Error renders the workload, the field and the message.
 func (e *PodError) Error() string {
 	return fmt.Sprintf("%s: %s: %s", e.Workload, e.Field, e.Message)
 }
 
 // DrainNote is the content of AnnotationDrain, in JSON.
 type DrainNote struct {
-	Reason        string    `json:"reason"`
-	Since         time.Time `json:"since"`
-	Deadline      time.Time `json:"deadline"`
-	Beneficiaries []string  `json:"beneficiaries,omitempty"`
-	KillAsked     time.Time `json:"killAsked,omitzero"`
+	// Reason is the drain's gang.DrainReason, as text.
+	Reason string `json:"reason"`
+	// Since and Deadline bound the drain; the deadline is also the pods'
+	// deletionTimestamp.
+	Since    time.Time `json:"since"`
+	Deadline time.Time `json:"deadline"`
+	// Beneficiaries is every workload the victim drains for.
+	Beneficiaries []string `json:"beneficiaries,omitempty"`
+	// KillAsked is when the scheduler first asked to kill it (zero: not yet).
+	KillAsked time.Time `json:"killAsked,omitzero"`
 }
 
 // Translator maps pods and nodes to fleet's values. It is immutable once

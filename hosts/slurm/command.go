@@ -21,7 +21,10 @@ type Runner interface {
 
 // Exec runs commands on this machine, with SLURM_CONF set to Conf when
 // it is not empty.
-type Exec struct{ Conf string }
+type Exec struct {
+	// Conf is the slurm.conf the commands read ("": Slurm's default).
+	Conf string
+}
 
 // Run runs args[0] with the rest as its arguments.
 func (e Exec) Run(ctx context.Context, args ...string) ([]byte, error) {
@@ -40,6 +43,7 @@ func (e Exec) Run(ctx context.Context, args ...string) ([]byte, error) {
 // Commands is the Slurm backend of sinfo, squeue, scontrol and scancel,
 // read through fixed format strings (Slurm 22.05 and later).
 type Commands struct {
+	// Runner runs the commands (Exec on a real cluster, Replay in tests).
 	Runner Runner
 	// TopologyFile is the topology.conf to read; "" means topology.conf
 	// beside SLURM_CONF (Exec.Conf).
@@ -163,16 +167,18 @@ func (c *Commands) SetComment(ctx context.Context, id, comment string) error {
 
 // ParseError is a line of sinfo or squeue output that does not read.
 type ParseError struct {
-	Command string
-	Line    int
-	Field   string
-	Value   string
+	Command string // sinfo or squeue
+	Line    int    // the output line, from 1
+	Field   string // the format field that did not read
+	Value   string // its text
 }
 
+// Error names the command, line, field and value.
 func (e *ParseError) Error() string {
 	return fmt.Sprintf("slurm: %s output line %d: field %s: cannot read %q", e.Command, e.Line, e.Field, e.Value)
 }
 
+// Unwrap matches ErrCommand.
 func (e *ParseError) Unwrap() error { return ErrCommand }
 
 func null(s string) string {

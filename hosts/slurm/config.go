@@ -71,11 +71,15 @@ type Config struct {
 // Rule maps the jobs of a partition, account or QOS ("" matches any) to
 // a fleet queue and class.
 type Rule struct {
+	// Partition, Account and QOS are what a job must match ("" matches
+	// any); the first rule a job matches applies.
 	Partition string `json:"partition,omitempty"`
 	Account   string `json:"account,omitempty"`
 	QOS       string `json:"qos,omitempty"`
-	Queue     string `json:"queue"`
-	Class     string `json:"class,omitempty"`
+	// Queue is the fleet queue the job is charged to; Class its priority
+	// class ("" keeps the default).
+	Queue string `json:"queue"`
+	Class string `json:"class,omitempty"`
 	// Shape is inference, training or batch; "" means training for jobs of
 	// several nodes, batch otherwise.
 	Shape string `json:"shape,omitempty"`
@@ -90,9 +94,13 @@ type Rule struct {
 
 // Class is one fleet priority class.
 type Class struct {
-	Name       string   `json:"name"`
-	Value      int32    `json:"value"`
-	Grace      Duration `json:"grace,omitempty"`
+	// Name is the class's name, as rules name it.
+	Name string `json:"name"`
+	// Value is its priority: higher wins.
+	Value int32 `json:"value"`
+	// Grace is the drain deadline of its victims (zero: fleet's 120 s).
+	Grace Duration `json:"grace,omitempty"`
+	// MinRuntime is how long its jobs run before they may be preempted.
 	MinRuntime Duration `json:"minRuntime,omitempty"`
 }
 

@@ -31,6 +31,7 @@ func (WallClock) Now() time.Time { return time.Now() }
 
 // Options are what a Host is built from besides its Config.
 type Options struct {
+	// Slurm is the backend the host reads and acts through.
 	Slurm Slurm
 	// Quota is the quota tree (a Kueue file through importer/kueue, or a
 	// fleet quota spec): Slurm has none to import.

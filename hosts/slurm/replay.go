@@ -17,14 +17,15 @@ import (
 // Call is one command of a recorded session: its words, its output and
 // the error it ended with ("" for none).
 type Call struct {
-	Args []string `json:"args"`
-	Out  string   `json:"out,omitempty"`
-	Err  string   `json:"err,omitempty"`
+	Args []string `json:"args"`          // the command and its arguments
+	Out  string   `json:"out,omitempty"` // what it printed
+	Err  string   `json:"err,omitempty"` // its error, "" for none
 }
 
 // Record is a Runner that runs commands through another and keeps every
 // call, to be written as a session (WriteSession) and replayed in tests.
 type Record struct {
+	// Runner runs the commands recorded.
 	Runner Runner
 	mu     sync.Mutex
 	calls  []Call

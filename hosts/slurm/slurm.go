@@ -40,6 +40,7 @@ type Slurm interface {
 
 // Node is one node as Slurm reports it.
 type Node struct {
+	// Name is the NodeName; CPUs its CPU count.
 	Name string
 	CPUs int
 	// MemoryMB is RealMemory.
@@ -54,34 +55,40 @@ type Node struct {
 	Reason string
 }
 
-// Job states the host acts on (squeue's %T).
+// Job states the host acts on (squeue's %T), named as Slurm names
+// them: pending, running, completing and configuring jobs hold or wait
+// for nodes; the rest have ended, or are requeued or suspended.
 const (
-	StatePending     = "PENDING"
-	StateRunning     = "RUNNING"
-	StateCompleting  = "COMPLETING"
-	StateConfiguring = "CONFIGURING"
-	StateCompleted   = "COMPLETED"
-	StateCancelled   = "CANCELLED"
-	StateFailed      = "FAILED"
-	StateTimeout     = "TIMEOUT"
-	StateNodeFail    = "NODE_FAIL"
-	StatePreempted   = "PREEMPTED"
-	StateOutOfMemory = "OUT_OF_MEMORY"
-	StateBootFail    = "BOOT_FAIL"
-	StateDeadline    = "DEADLINE"
-	StateRequeued    = "REQUEUED"
-	StateSuspended   = "SUSPENDED"
+	StatePending     = "PENDING"       // waiting for nodes (held while fleet decides)
+	StateRunning     = "RUNNING"       // on its nodes
+	StateCompleting  = "COMPLETING"    // ending: its processes are being cleaned up
+	StateConfiguring = "CONFIGURING"   // its nodes are being readied
+	StateCompleted   = "COMPLETED"     // ended with exit code 0
+	StateCancelled   = "CANCELLED"     // cancelled (scancel)
+	StateFailed      = "FAILED"        // ended with a non-zero exit code
+	StateTimeout     = "TIMEOUT"       // stopped at its time limit
+	StateNodeFail    = "NODE_FAIL"     // ended by the failure of one of its nodes
+	StatePreempted   = "PREEMPTED"     // preempted by Slurm
+	StateOutOfMemory = "OUT_OF_MEMORY" // killed for using more memory than asked
+	StateBootFail    = "BOOT_FAIL"     // its nodes failed to boot
+	StateDeadline    = "DEADLINE"      // stopped at its deadline
+	StateRequeued    = "REQUEUED"      // put back in the queue
+	StateSuspended   = "SUSPENDED"     // suspended on its nodes
 )
 
 // Job is one job as squeue reports it.
 type Job struct {
-	ID        string
-	Name      string
+	// ID is the job ID; Name its name.
+	ID   string
+	Name string
+	// Partition, Account and QOS are what the configuration's rules map
+	// to a queue and class.
 	Partition string
 	Account   string
 	QOS       string
-	State     string
-	Reason    string
+	// State is one of the State constants; Reason squeue's reason.
+	State  string
+	Reason string
 	// Nodes is the node count asked for; GPUsPerNode the gpu GRES per
 	// node (--gres=gpu:N or --gpus-per-node), GPUType its type.
 	Nodes       int
@@ -134,13 +141,15 @@ var ErrCommand = errors.New("slurm: command failed")
 
 // CommandError is a Slurm command that failed: its words and output.
 type CommandError struct {
-	Args   []string
-	Output string
-	Err    error
+	Args   []string // the command and its arguments
+	Output string   // what it printed
+	Err    error    // how it failed
 }
 
+// Error names the command, its failure and its output.
 func (e *CommandError) Error() string {
 	return fmt.Sprintf("slurm: %q: %v: %s", e.Args, e.Err, e.Output)
 }
 
+// Unwrap matches ErrCommand and the failure.
 func (e *CommandError) Unwrap() []error { return []error{ErrCommand, e.Err} }

@@ -30,8 +30,10 @@ type State struct {
 
 // DrainNote is one drain as the scheduler asked for it.
 type DrainNote struct {
-	Since         time.Time        `json:"since"`
-	Deadline      time.Time        `json:"deadline"`
+	// Since and Deadline bound the drain.
+	Since    time.Time `json:"since"`
+	Deadline time.Time `json:"deadline"`
+	// Reason is why it drains; Beneficiaries every workload it drains for.
 	Reason        gang.DrainReason `json:"reason"`
 	Beneficiaries []string         `json:"beneficiaries,omitempty"`
 	// Requeue says the drain requeue-holds the job (else it was sent

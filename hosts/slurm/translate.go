@@ -24,11 +24,14 @@ var ErrJob = errors.New("slurm: job not schedulable")
 // JobError says why a job cannot be given to fleet; its Message is what
 // the job's Comment shows.
 type JobError struct {
-	Job     string
-	Message string
+	Job     string // the job ID
+	Message string // what is wrong and what to change
 }
 
+// Error names the job and the message.
 func (e *JobError) Error() string { return "slurm: job " + e.Job + ": " + e.Message }
+
+// Unwrap matches ErrJob.
 func (e *JobError) Unwrap() error { return ErrJob }
 
 // Fleet builds the topology from topology.conf and the nodes sinfo
