@@ -119,9 +119,9 @@ func (l *Ledger) RestoreBorrowing(id string, borrowing bool) {
 // AdoptNomination reopens a beneficiary's nomination from what a host
 // sees after a restart without a snapshot: its target, and the victims
 // draining for it (restored first, each listing it among its live
-// beneficiaries). The GPUs each target node needs come first from the
-// claims on it the host kept (restored with their drains), then from
-// those victims there, in ID order, up to what no other nomination claims
+// beneficiaries). The GPUs each target node needs come from the claims
+// on it the host kept (restored with their drains), or, when it kept
+// none, from those victims there, in ID order, up to what no other nomination claims
 // of them; the rest must be free, and is reserved for it now. It waits on
 // the victims whose GPUs it claims, and is ready by the latest of their
 // deadlines (now when it claims none), as when it was accepted: a
@@ -144,9 +144,14 @@ func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now time
 	var reserved []placement.NodeGPUs
 	var waitOn []string
 	var readyBy time.Time
+	// Claims the host kept (restored with their drains) say all: the rest
+	// of the target was reserved. Without any, they are derived.
+	kept := false
+	for _, v := range l.draining {
+		kept = kept || slices.ContainsFunc(v.Drain.claims, func(c claim) bool { return c.beneficiary == b })
+	}
 	for _, x := range target.NodeGPUs() {
 		need := x.GPUs
-		// Claims the host kept (restored with their drains) come first.
 		for _, id := range l.onNode[x.Node] {
 			v := l.draining[id]
 			if v == nil {
@@ -166,7 +171,7 @@ func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now time
 		}
 		for _, id := range l.onNode[x.Node] {
 			v := l.draining[id]
-			if need == 0 {
+			if need == 0 || kept {
 				break
 			}
 			if v == nil || !slices.Contains(v.Drain.Live, b) {
