@@ -313,10 +313,16 @@ func TestClusterPendingGangExplains(t *testing.T) {
 		require.NoError(t, err)
 	})
 	assert.Equal(t, Sentence(x), explained)
-	for i := range 107 {
-		msg, _ := podCondition(cl.pod(t, fmt.Sprintf("wide-%d", i)))
-		assert.Equal(t, explained, msg)
-	}
+	// The conditions are written pod by pod after the cycle: every pod of
+	// the gang carries the same sentence once the writes are done.
+	eventually(t, 30*time.Second, "the sentence on every pod of the gang", func() bool {
+		for i := range 107 {
+			if msg, _ := podCondition(cl.pod(t, fmt.Sprintf("wide-%d", i))); msg != explained {
+				return false
+			}
+		}
+		return true
+	})
 	cycles := s.c.Cycles()
 	eventually(t, 20*time.Second, "three more cycles", func() bool { return s.c.Cycles() >= cycles+3 })
 	var explains int
