@@ -3,9 +3,7 @@ package preempt_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/fleetsched/fleet/internal/benchlat"
 	"github.com/fleetsched/fleet/internal/shapes"
 	"github.com/fleetsched/fleet/preempt"
 )
@@ -70,23 +68,7 @@ func BenchmarkVictims(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					b.ReportMetric(float64(len(p.Victims)), "victims")
-					lat := make([]time.Duration, 0, min(b.N, 1<<20))
-					b.ReportAllocs()
-					b.ResetTimer()
-					cpu := benchlat.CPUTime()
-					for i := 0; i < b.N; i++ {
-						t0 := time.Now()
-						if _, err := s.Victims(view, req, nil); err != nil {
-							b.Fatal(err)
-						}
-						if len(lat) < cap(lat) {
-							lat = append(lat, time.Since(t0))
-						}
-					}
-					b.StopTimer()
-					benchlat.ReportCPU(b, cpu)
-					benchlat.ReportP99(b, lat)
+					timeVictims(b, s, view, req, len(p.Victims))
 				})
 			}
 		}
