@@ -76,6 +76,11 @@ type Adoption struct {
 	// held for it. They must be free or held by victims that list it in
 	// Drain.Live. Empty: no nomination.
 	Nominated []PodAssignment
+	// NominatedReadyBy is the nomination's ReadyBy as Decisions.Nominate
+	// gave it. Zero: the latest deadline of the drains it waits on, or
+	// now; a host that does not keep it may see an inference queue's
+	// overflow reported later than before the restart.
+	NominatedReadyBy time.Time
 }
 
 // AdoptedDrain is a drain in progress, as the host was told it (Drain) and
@@ -320,7 +325,7 @@ func (s *Scheduler) adoptPending(now time.Time, a Adoption) error {
 	seq := s.seq
 	s.trackAs(e, submitted, a.Seq)
 	if len(target.Pods) > 0 {
-		if err := s.books.AdoptNomination(id, target, now); err != nil {
+		if err := s.books.AdoptNomination(id, target, now, a.NominatedReadyBy); err != nil {
 			s.dequeue(e)
 			s.books.Forget(id)
 			delete(s.work, id)

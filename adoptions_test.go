@@ -55,7 +55,7 @@ func hostAdoptions(snap fleet.Snapshot, specs map[string]gang.Workload, pods fun
 	for _, p := range pending {
 		a := fleet.Adoption{Workload: specs[p.ID], Submitted: p.Submitted, Seq: p.Seq}
 		if p.Nomination != nil {
-			a.Nominated = p.Nomination.Pods
+			a.Nominated, a.NominatedReadyBy = p.Nomination.Pods, p.Nomination.ReadyBy
 		}
 		out = append(out, a)
 	}

@@ -97,6 +97,10 @@ type Nomination struct {
 	ID string // the pending workload
 	// Pods lists the node and GPUs of every pod, as its Admission will.
 	Pods []PodAssignment
+	// ReadyBy is when the last of its victims' deadlines is past (the
+	// nomination's time when it has none): the latest its capacity is
+	// back. A host that keeps it hands it back in Adoption.NominatedReadyBy.
+	ReadyBy time.Time
 }
 
 // Drain asks the host to stop a victim gracefully.

@@ -463,7 +463,8 @@ func noPlanOf(err error) *preempt.NoPlan {
 func (s *Scheduler) reportNominations(targets []ledger.Target, d *Decisions) {
 	for _, t := range targets {
 		e := s.work[t.Beneficiary]
-		d.Nominate = append(d.Nominate, Nomination{ID: t.Beneficiary, Pods: s.podViews(e, t.Assign)})
+		n, _ := s.books.Nomination(t.Beneficiary)
+		d.Nominate = append(d.Nominate, Nomination{ID: t.Beneficiary, Pods: s.podViews(e, t.Assign), ReadyBy: n.ReadyBy})
 	}
 }
 

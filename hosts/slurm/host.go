@@ -345,7 +345,7 @@ func (h *Host) order() map[string]uint64 {
 func (h *Host) forget(id string) {
 	delete(h.work, id)
 	delete(h.state.Drains, id)
-	delete(h.state.Nominated, id)
+	h.state.dropNomination(id)
 	delete(h.state.Order, id)
 }
 
@@ -494,15 +494,15 @@ func (h *Host) rebuild(now time.Time, spec topology.Spec, health map[string]topo
 		if submitted.After(now) || submitted.IsZero() {
 			submitted = now
 		}
-		a := fleet.Adoption{Workload: w, Submitted: submitted, Seq: h.state.Order[j.ID]}
+		a := fleet.Adoption{Workload: w, Submitted: submitted, Seq: h.state.Order[j.ID], NominatedReadyBy: h.state.ReadyBy[j.ID]}
 		for i, n := range h.state.Nominated[j.ID] {
 			a.Nominated = append(a.Nominated, fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: n, GPUs: j.GPUsPerNode})
 		}
 		err = s.Adopt(now, a)
 		if err != nil && len(a.Nominated) > 0 {
 			h.log.Warn("nomination not adopted", "job", j.ID, "err", err)
-			delete(h.state.Nominated, j.ID)
-			a.Nominated = nil
+			h.state.dropNomination(j.ID)
+			a.Nominated, a.NominatedReadyBy = nil, time.Time{}
 			err = s.Adopt(now, a)
 		}
 		if err != nil {
@@ -519,7 +519,7 @@ func (h *Host) rebuild(now time.Time, spec topology.Spec, health map[string]topo
 	}
 	for id := range h.state.Nominated {
 		if h.work[id] == nil || h.work[id].running {
-			delete(h.state.Nominated, id)
+			h.state.dropNomination(id)
 		}
 	}
 	for id := range h.state.Order {
@@ -597,7 +597,7 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 			continue
 		}
 		t.running, t.seen, t.admitted, t.started = true, false, now, now
-		delete(h.state.Nominated, a.ID)
+		h.state.dropNomination(a.ID)
 		nodes := make([]string, len(a.Pods))
 		for i, p := range a.Pods {
 			nodes[i] = p.Node
@@ -612,6 +612,9 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 		if h.state.Nominated == nil {
 			h.state.Nominated = map[string][]string{}
 		}
+		if h.state.ReadyBy == nil {
+			h.state.ReadyBy = map[string]time.Time{}
+		}
 		nodes := make([]string, len(n.Pods))
 		for _, p := range n.Pods {
 			if p.Index < len(nodes) {
@@ -619,10 +622,11 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 			}
 		}
 		h.state.Nominated[n.ID] = nodes
+		h.state.ReadyBy[n.ID] = n.ReadyBy
 	}
 	for _, ev := range d.Events {
 		if ev.Kind == fleet.EventNominationDissolved {
-			delete(h.state.Nominated, ev.Workload)
+			h.state.dropNomination(ev.Workload)
 		}
 	}
 	return acts

@@ -26,6 +26,15 @@ type State struct {
 	Drains map[string]DrainNote `json:"drains,omitempty"`
 	// Nominated lists, per pending job, the node of every pod.
 	Nominated map[string][]string `json:"nominated,omitempty"`
+	// ReadyBy is, per nominated job, when its nomination said its
+	// capacity is back.
+	ReadyBy map[string]time.Time `json:"readyBy,omitempty"`
+}
+
+// dropNomination forgets the nomination of job id.
+func (st *State) dropNomination(id string) {
+	delete(st.Nominated, id)
+	delete(st.ReadyBy, id)
 }
 
 // DrainNote is one drain as the scheduler asked for it.

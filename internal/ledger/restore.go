@@ -119,16 +119,16 @@ func (l *Ledger) RestoreBorrowing(id string, borrowing bool) {
 // AdoptNomination reopens a beneficiary's nomination from what a host
 // sees after a restart without a snapshot: its target, and the victims
 // draining for it (restored first, each listing it among its live
-// beneficiaries). The GPUs each target node needs come from the claims
-// on it the host kept (restored with their drains), or, when it kept
-// none, from those victims there, in ID order, up to what no other nomination claims
-// of them; the rest must be free, and is reserved for it now. It waits on
-// the victims whose GPUs it claims, and is ready by the latest of their
-// deadlines (now when it claims none), as when it was accepted: a
-// deadline already past stays the time it was due by. It is refused, changing nothing,
-// when b is not pending without a nomination, the target is not a size its
-// pod sets allow, or its GPUs cannot be covered.
-func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now time.Time) error {
+// beneficiaries). The GPUs each target node needs come from the claims on
+// it the host kept (restored with their drains), or, when it kept none,
+// from those victims there, in ID order, up to what no other nomination
+// claims of them; the rest must be free, and is reserved for it now. It
+// waits on the victims whose GPUs it claims. It is ready by readyBy, the
+// time the host kept, or by the latest of their deadlines if one is later
+// (now when readyBy is zero and it claims none). It is refused, changing
+// nothing, when b is not pending without a nomination, the target is not
+// a size its pod sets allow, or its GPUs cannot be covered.
+func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now, readyBy time.Time) error {
 	r, ok := l.recs[b]
 	if !ok || r.State != gang.Pending || l.noms[b] != nil {
 		return fmt.Errorf("ledger: adopt nomination of %q: not a pending workload without one", b)
@@ -143,7 +143,6 @@ func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now time
 	var claims []victimClaim
 	var reserved []placement.NodeGPUs
 	var waitOn []string
-	var readyBy time.Time
 	// Claims the host kept (restored with their drains) say all: the rest
 	// of the target was reserved. Without any, they are derived.
 	kept := false
