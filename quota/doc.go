@@ -51,6 +51,26 @@
 // the guarantee needs, and the scheduler's Explain names the rule to change
 // when one keeps a workload waiting.
 //
+// # Resource groups and flavor assignment
+//
+// A node may split its resources into ResourceGroups, as a Kueue
+// ClusterQueue does: each group covers GPUs and/or named resources and
+// lists its flavors in order (GPUs of H100 then A100; cpu and memory of
+// "default" then "spot"). Without groups a node has one implicit group
+// covering everything, its Quotas' flavors in order. Assign is Kueue's
+// flavor assigner: for each pod set, in order, and each group, it walks
+// the group's flavors and takes the first where every resource the pod
+// set asks of the group fits, on top of what the earlier pod sets were
+// given; the queue's Fungibility decides whether a flavor that fits only
+// by borrowing (WhenCanBorrow) or only by preempting (WhenCanPreempt)
+// ends the search. The Assignment says, per pod set and group, the flavor
+// and its mode (Fit, Preempt, NoFit) and borrowing level, and sums the
+// Charges per flavor and resource; AddCharges and RemoveCharges apply
+// them all or nothing. A pod set's GPUFlavors (the GPU models it accepts)
+// filter the GPU group's flavors, the way a pod's node selector filters
+// flavors by their node labels in Kueue; flavors of other groups carry no
+// node labels in fleet and every pod set may use them.
+//
 // # Quota over time
 //
 // A Schedule (NewSchedule over a base Spec, in a caller's time.Location)
