@@ -138,8 +138,12 @@ type AssignOptions struct {
 // assigner orders them by default (borrowing over preemption): a better
 // mode first, then less borrowing.
 type grade struct {
-	mode   AssignMode
-	height int
+	mode AssignMode
+	// reclaim, for AssignPreempt: the queue stays within its nominal
+	// quota, so the room can come from other queues borrowing it, which
+	// Kueue ranks above preempting within the queue.
+	reclaim bool
+	height  int
 }
 
 // better reports whether a is preferred to b.
@@ -151,6 +155,8 @@ func (a grade) better(b grade) bool {
 		return true
 	case a.mode != b.mode:
 		return a.mode > b.mode
+	case a.reclaim != b.reclaim:
+		return a.reclaim
 	}
 	return a.height < b.height
 }
@@ -176,8 +182,9 @@ func (f Fungibility) tryNext(g grade) bool {
 // without borrowing always does; one that fits by borrowing does unless
 // WhenCanBorrow is TryNextFlavor; one that fits only by preempting does
 // when WhenCanPreempt is Preempt. When the search goes past every flavor,
-// the best one seen is taken: fit before preempt, then the least
-// borrowing, then the earliest.
+// the best one seen is taken: fit before preempt, a preemption that
+// reclaims the queue's own quota from borrowers before one within the
+// queue, then the least borrowing, then the earliest.
 //
 // A resource fits a flavor when the amount (with the earlier pod sets')
 // is at most the queue's Available; it fits by preempting when it is at
@@ -246,8 +253,8 @@ func (t *Tree) Assign(q NodeID, sets []PodSetRequest, opts AssignOptions) Assign
 				gr := grade{mode: AssignFit}
 				for _, ask := range asks {
 					c := t.s.col(int(f), ask.Resource)
-					m, h := t.fitColumn(q, c, a.charged(f, ask.Resource)+ask.Value, whileBorrowing)
-					if x := (grade{m, h}); gr.better(x) {
+					m, h, rc := t.fitColumn(q, c, a.charged(f, ask.Resource)+ask.Value, whileBorrowing, rules.ReclaimWithinCohort != ReclaimNever)
+					if x := (grade{m, rc, h}); gr.better(x) {
 						gr = x
 					}
 					if m == AssignNoFit {
@@ -299,20 +306,23 @@ func (t *Tree) Assign(q NodeID, sets []PodSetRequest, opts AssignOptions) Assign
 
 // fitColumn is Kueue's fitsResourceQuota for val of column c (the
 // workload's amount with what its earlier pod sets were assigned): the
-// mode and the borrowing level.
-func (t *Tree) fitColumn(q NodeID, c FlavorID, val int64, whileBorrowing bool) (AssignMode, int) {
+// mode, the borrowing level, and for AssignPreempt whether the room is
+// the queue's own quota lent to others (reclaimable when the queue's
+// rules let it reclaim), which Kueue's preemption oracle reports as a
+// reclaim.
+func (t *Tree) fitColumn(q NodeID, c FlavorID, val int64, whileBorrowing, mayReclaim bool) (AssignMode, int, bool) {
 	x := t.at(q, c)
 	if !t.served[x] || val < 0 || val > t.potential(q, c) {
-		return AssignNoFit, 0
+		return AssignNoFit, 0, false
 	}
-	h, reclaim := t.lowestSubtree(q, c, val)
+	h, inHierarchy := t.lowestSubtree(q, c, val)
 	if raw, _, _, _ := t.rawAvailable(q, c); val <= max(0, raw) {
-		return AssignFit, h
+		return AssignFit, h, false
 	}
-	if t.nominal[x] >= val || reclaim || whileBorrowing {
-		return AssignPreempt, h
+	if t.nominal[x] >= val || inHierarchy || whileBorrowing {
+		return AssignPreempt, h, mayReclaim && t.usage[x]+val <= t.nominal[x]
 	}
-	return AssignNoFit, h
+	return AssignNoFit, h, false
 }
 
 // lowestSubtree is Kueue's FindHeightOfLowestSubtreeThatFits: the height
