@@ -298,3 +298,64 @@ func TestAssignPropertiesChargeEqualsRequestsAndFitStaysWithinLimits(t *testing.
 		}
 	})
 }
+
+// With one group (none declared), the assigner agrees with FitsRequest,
+// the fit check the scheduler uses: the flavor chosen is Fit exactly when
+// FitsRequest fits there, with the same borrowing height, Preempt only
+// within the queue's Potential, and with Borrow and Preempt (stop at the
+// first usable flavor) no earlier flavor fits.
+func TestAssignPropertyOneGroupAgreesWithFitsRequest(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		lim := func(label string) quota.Limit {
+			if rapid.Bool().Draw(rt, label+"set") {
+				return quota.LimitOf(rapid.Int64Range(0, 8).Draw(rt, label))
+			}
+			return quota.Limit{}
+		}
+		spec := quota.Spec{Flavors: []string{"a", "b", "c"}, Nodes: []quota.NodeSpec{{Name: "root", Kind: quota.Cohort}}}
+		for _, name := range []string{"q", "r"} {
+			n := quota.NodeSpec{Name: name, Parent: "root", Kind: quota.Queue,
+				FlavorFungibility: quota.Fungibility{WhenCanPreempt: quota.Preempt}}
+			for _, f := range spec.Flavors {
+				fq := quota.FlavorQuota{Flavor: f, Nominal: rapid.Int64Range(0, 8).Draw(rt, "nominal"), BorrowingLimit: lim("bl")}
+				if ll := lim("ll"); !ll.IsZero() {
+					if v, _ := ll.Get(); v <= fq.Nominal {
+						fq.LendingLimit = ll
+					}
+				}
+				n.Quotas = append(n.Quotas, fq)
+			}
+			spec.Nodes = append(spec.Nodes, n)
+		}
+		tr := mustTree(rt, spec)
+		q, _ := tr.Node("q")
+		r, _ := tr.Node("r")
+		for f := range quota.FlavorID(3) {
+			for _, n := range []quota.NodeID{q, r} {
+				if room := tr.Available(n, f); room > 0 {
+					require.NoError(rt, tr.AddUsage(n, f, rapid.Int64Range(0, room).Draw(rt, "use")))
+				}
+			}
+		}
+		gpus := rapid.Int64Range(1, 12).Draw(rt, "gpus")
+		req := quota.Request{MilliGPUs: gpus * 1000}
+		a := tr.Assign(q, []quota.PodSetRequest{{MilliGPUs: req.MilliGPUs}}, quota.AssignOptions{})
+		if a.Mode == quota.AssignNoFit {
+			for f := range quota.FlavorID(3) {
+				require.False(rt, tr.FitsRequest(q, f, req).Fits(), "NoFit but %d fits", f)
+			}
+			return
+		}
+		got := a.PodSets[0][0]
+		v := tr.FitsRequest(q, got.Flavor, req)
+		require.Equal(rt, v.Fits(), got.Mode == quota.AssignFit, "Fit as FitsRequest says")
+		if v.Fits() {
+			require.Equal(rt, v.Height, got.Height, "same borrowing height")
+		} else {
+			require.LessOrEqual(rt, gpus, tr.Potential(q, got.Flavor), "Preempt only below Potential")
+		}
+		for f := range got.Flavor {
+			require.False(rt, tr.FitsRequest(q, f, req).Fits(), "an earlier flavor %d fits", f)
+		}
+	})
+}
