@@ -359,3 +359,46 @@ func TestAssignPropertyOneGroupAgreesWithFitsRequest(t *testing.T) {
 		}
 	})
 }
+
+func TestLiveEditsOfANodeWithResourceGroups(t *testing.T) {
+	s := groupSpec(quota.Fungibility{})
+	s.Flavors = append(s.Flavors, "B200")
+	tr := mustTree(t, s)
+	q, _ := tr.Node("q")
+	cpu, _ := tr.Resource("cpu")
+	h100, _ := tr.Flavor("H100")
+	b200, _ := tr.Flavor("B200")
+	def, _ := tr.Flavor("default")
+	require.NoError(t, tr.AddCharges(q, []quota.Charge{{Flavor: def, Resource: cpu, Value: 1000}}))
+
+	// SetQuota edits a served flavor in place, and refuses a new one: only
+	// SetNode can put a flavor in a group.
+	require.NoError(t, tr.SetQuota(q, quota.FlavorQuota{Flavor: "H100", Nominal: 4}))
+	assert.Equal(t, int64(4), tr.Nominal(q, h100))
+	err := tr.SetQuota(q, quota.FlavorQuota{Flavor: "B200", Nominal: 8})
+	assert.ErrorIs(t, err, quota.ErrResourceGroup)
+	assert.False(t, tr.Serves(q, b200), "refused whole")
+
+	n := tr.Spec().Nodes[1]
+	n.Quotas = append(n.Quotas, quota.FlavorQuota{Flavor: "B200", Nominal: 8})
+	n.ResourceGroups[0].Flavors = []string{"B200", "H100", "A100"}
+	require.NoError(t, tr.SetNode(n))
+	assert.Equal(t, ids(t, tr, "B200", "H100", "A100"), tr.GroupFlavors(q, 0))
+	a := tr.Assign(q, []quota.PodSetRequest{{MilliGPUs: 8000}}, quota.AssignOptions{})
+	assert.Equal(t, b200, a.PodSets[0][0].Flavor, "the new first flavor")
+	assert.Equal(t, int64(1000), tr.UsageOf(q, def, cpu), "usage is kept")
+	assert.Equal(t, n.ResourceGroups, tr.Spec().Nodes[1].ResourceGroups)
+
+	// Dropping the groups gives back the implicit one, in quota order.
+	n.ResourceGroups = nil
+	for i := range n.Quotas {
+		n.Quotas[i].Resources = nil
+	}
+	err = tr.SetNode(n)
+	assert.ErrorIs(t, err, quota.ErrFlavorRemoved, "default's cpu is served: its entry must stay")
+	n = tr.Spec().Nodes[1]
+	n.ResourceGroups = nil
+	require.NoError(t, tr.SetNode(n))
+	assert.False(t, tr.HasResourceGroups(q))
+	assert.Equal(t, ids(t, tr, "H100", "A100", "default", "spot", "B200"), tr.GroupFlavors(q, 0))
+}
