@@ -402,3 +402,20 @@ func TestLiveEditsOfANodeWithResourceGroups(t *testing.T) {
 	assert.False(t, tr.HasResourceGroups(q))
 	assert.Equal(t, ids(t, tr, "H100", "A100", "default", "spot", "B200"), tr.GroupFlavors(q, 0))
 }
+
+func TestACloneKeepsItsResourceGroupsWhenTheOriginalIsEdited(t *testing.T) {
+	tr := mustTree(t, groupSpec(quota.Fungibility{}))
+	c := tr.Clone()
+	n := tr.Spec().Nodes[1]
+	n.ResourceGroups[1].Flavors = []string{"spot", "default"}
+	require.NoError(t, tr.SetNode(n))
+	q, _ := tr.Node("q")
+	assert.Equal(t, ids(t, tr, "spot", "default"), tr.GroupFlavors(q, 1))
+	assert.Equal(t, ids(t, tr, "default", "spot"), c.GroupFlavors(q, 1), "the clone is not edited")
+	lender, _ := tr.Node("lender")
+	require.NoError(t, c.SetQuota(lender, quota.FlavorQuota{Flavor: "A100", Nominal: 2}))
+	assert.Equal(t, ids(t, tr, "H100", "default", "A100"), c.GroupFlavors(lender, 0))
+	assert.Equal(t, ids(t, tr, "H100", "default"), tr.GroupFlavors(lender, 0), "nor is the original")
+	c.CopyTo(tr)
+	assert.Equal(t, c.Spec(), tr.Spec())
+}

@@ -128,7 +128,7 @@ func (t *Tree) SetQuota(n NodeID, q FlavorQuota) error {
 		}
 	}
 	if !t.served[t.at(n, f)] {
-		if t.groups[n] != nil {
+		if t.groups.declared[n] != nil {
 			return &SpecError{Node: name, Flavor: q.Flavor, Field: "resourceGroups",
 				Detail: "a node with resource groups takes a new flavor by SetNode, which puts it in a group", Err: ErrResourceGroup}
 		}

@@ -83,14 +83,15 @@ func (t *Tree) SetNode(spec NodeSpec) error {
 	// edits, so a refusal of its last flavor leaves t as it was.
 	c := t.Clone()
 	gs, _ := resolveGroups(spec, t.s) // checkNode refused bad ones
-	c.groups[n] = nil                 // SetQuota adds flavors to the implicit group
+	c.ownGroups()
+	c.groups.declared[n] = nil // SetQuota adds flavors to the implicit group
 	for _, q := range spec.Quotas {
 		if err := c.SetQuota(n, q); err != nil {
 			return err
 		}
 	}
 	c.order[n] = listed
-	c.groups[n] = gs
+	c.groups.declared[n] = gs
 	c.refreshImplicit(n)
 	c.setSettings(n, spec)
 	c.copyInto(t)

@@ -115,22 +115,42 @@ func resolveGroups(n NodeSpec, s *shape) ([]group, error) {
 // groupsOf returns node n's resource groups, the implicit one included.
 // The result is shared: read it, never write to it.
 func (t *Tree) groupsOf(n NodeID) []group {
-	if g := t.groups[n]; g != nil {
+	if g := t.groups.declared[n]; g != nil {
 		return g
 	}
-	return t.implicit[n : n+1]
+	return t.groups.implicit[n : n+1]
 }
 
-// refreshImplicit rebuilds the implicit group of node n after its
-// flavors changed: GPUs and every named resource, the flavors of its
-// quotas in order (t.order[n], which is never written in place).
+// groupSet is every node's resource groups: those it declares (nil: none)
+// and its implicit group, used when it declares none.
+type groupSet struct {
+	declared [][]group
+	implicit []group
+}
+
+// ownGroups gives t a copy of its groups to edit, which its clones do not
+// share.
+func (t *Tree) ownGroups() {
+	t.groups = &groupSet{declared: slices.Clone(t.groups.declared), implicit: slices.Clone(t.groups.implicit)}
+}
+
+// implicitGroup is node n's implicit group: GPUs and every named
+// resource, the flavors of its quotas in order (t.order[n], which is
+// never written in place).
+func (t *Tree) implicitGroup(n NodeID) group {
+	return group{gpus: true, resources: t.s.allResources, flavors: t.order[n]}
+}
+
+// refreshImplicit rebuilds node n's implicit group after its flavors
+// changed, in a copy of the groups that t's clones do not share.
 func (t *Tree) refreshImplicit(n NodeID) {
-	t.implicit[n] = group{gpus: true, resources: t.s.allResources, flavors: t.order[n]}
+	t.ownGroups()
+	t.groups.implicit[n] = t.implicitGroup(n)
 }
 
 // HasResourceGroups reports whether node n declares resource groups; a
 // node without has one implicit group that covers everything.
-func (t *Tree) HasResourceGroups(n NodeID) bool { return t.groups[n] != nil }
+func (t *Tree) HasResourceGroups(n NodeID) bool { return t.groups.declared[n] != nil }
 
 // NumGroups counts node n's resource groups (1 without declared groups).
 func (t *Tree) NumGroups(n NodeID) int { return len(t.groupsOf(n)) }
@@ -157,7 +177,7 @@ func (t *Tree) GroupOf(n NodeID, r ResourceID) int {
 
 // groupSpecs turns node n's resolved groups back into specs.
 func (t *Tree) groupSpecs(n NodeID) []ResourceGroup {
-	gs := t.groups[n]
+	gs := t.groups.declared[n]
 	if gs == nil {
 		return nil
 	}

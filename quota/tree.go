@@ -52,11 +52,10 @@ type Tree struct {
 	strategy  []Strategy
 	// fungibility is each queue's flavorFungibility.
 	fungibility []Fungibility
-	// groups holds each node's declared resource groups (nil: none, and
-	// implicit holds its one implicit group). Replaced, never written in
-	// place, so clones share them.
-	groups   [][]group
-	implicit []group
+	// groups holds the nodes' resource groups. It changes only with the
+	// configuration (SetQuota, SetNode), so clones share it and an edit
+	// replaces it whole (ownGroups): usage what-ifs never copy it.
+	groups *groupSet
 
 	// changes counts the changes to quotas, settings and usage (Changes).
 	changes uint64
@@ -216,8 +215,7 @@ func New(spec Spec) (*Tree, error) {
 		rules:       make([]Rules, N),
 		strategy:    make([]Strategy, N),
 		fungibility: make([]Fungibility, N),
-		groups:      make([][]group, N),
-		implicit:    make([]group, N),
+		groups:      &groupSet{declared: make([][]group, N), implicit: make([]group, N)},
 	}
 	for i := range t.borrow {
 		t.borrow[i], t.lend[i] = noLimit, noLimit
@@ -237,7 +235,7 @@ func New(spec Spec) (*Tree, error) {
 		if n.Parent == "" {
 			s.roots = append(s.roots, me)
 		}
-		t.groups[me], _ = resolveGroups(n, s) // checkNode refused bad ones
+		t.groups.declared[me], _ = resolveGroups(n, s) // checkNode refused bad ones
 		for _, q := range n.Quotas {
 			f := s.flavorID[q.Flavor]
 			t.setCol(me, FlavorID(f), q.Nominal*milli, scaleLimit(q.BorrowingLimit.encode(), milli), scaleLimit(q.LendingLimit.encode(), milli))
@@ -249,7 +247,7 @@ func New(spec Spec) (*Tree, error) {
 		}
 	}
 	for n := range NodeID(N) {
-		t.refreshImplicit(n)
+		t.groups.implicit[n] = t.implicitGroup(n)
 	}
 	// Heights: children have larger IDs than their parent (pre-order).
 	s.height = make([]int32, N)
@@ -446,8 +444,7 @@ func (t *Tree) copyInto(c *Tree) {
 	c.rules = append(c.rules[:0], t.rules...)
 	c.strategy = append(c.strategy[:0], t.strategy...)
 	c.fungibility = append(c.fungibility[:0], t.fungibility...)
-	c.groups = append(c.groups[:0], t.groups...)
-	c.implicit = append(c.implicit[:0], t.implicit...)
+	c.groups = t.groups
 }
 
 // Spec returns the current configuration, reflecting SetQuota and SetNode edits, with
