@@ -141,6 +141,21 @@ while [ $SECONDS -lt $end ]; do sleep 0.5; done
 	return path
 }
 
+// stubborn writes a job script that records its start and every SIGTERM
+// and runs on regardless, until it is killed.
+func (e *env) stubborn(name string) string {
+	e.t.Helper()
+	jobs := filepath.Join(e.dir, "jobs")
+	body := fmt.Sprintf(`#!/bin/bash
+trap 'echo "$SLURM_JOB_ID $SLURM_JOB_NODELIST" >> %[1]s/term.log' TERM
+echo "$SLURM_JOB_ID $SLURM_JOB_NODELIST" >> %[1]s/start.log
+while true; do sleep 0.5; done
+`, jobs)
+	path := filepath.Join(jobs, name)
+	require.NoError(e.t, os.WriteFile(path, []byte(body), 0o755))
+	return path
+}
+
 // sbatch submits a job and returns its ID.
 func (e *env) sbatch(args ...string) string {
 	e.t.Helper()
@@ -201,15 +216,24 @@ type harness struct {
 	// admitted is, per job, the nodes of its last admission.
 	admitted map[string][]string
 	drained  map[string]int
-	decided  []fleet.Decisions
+	// drains and kills are, per job, the last Drain and Kill decided.
+	drains  map[string]fleet.Drain
+	kills   map[string]fleet.Kill
+	decided []fleet.Decisions
 }
 
 func (e *env) host(cfg Config) *harness {
 	e.t.Helper()
-	hs := &harness{e: e, admitted: map[string][]string{}, drained: map[string]int{}}
+	return e.hostClock(cfg, WallClock{})
+}
+
+// hostClock is host with the host reading clock.
+func (e *env) hostClock(cfg Config, clock Clock) *harness {
+	e.t.Helper()
+	hs := &harness{e: e, admitted: map[string][]string{}, drained: map[string]int{},
+		drains: map[string]fleet.Drain{}, kills: map[string]fleet.Kill{}}
 	q := referenceQuota()
 	sl := e.cmds
-	var clock Clock = WallClock{}
 	if dir := os.Getenv("FLEET_SLURM_RECORD"); dir != "" {
 		// Record the host's commands as a session for the replay tests.
 		rec := &Record{Runner: e.cmds.Runner}
@@ -235,6 +259,10 @@ func (e *env) host(cfg Config) *harness {
 			}
 			for _, dr := range d.Drain {
 				hs.drained[dr.ID]++
+				hs.drains[dr.ID] = dr
+			}
+			for _, k := range d.Kill {
+				hs.kills[k.ID] = k
 			}
 			if len(d.Admit)+len(d.Drain)+len(d.Kill)+len(d.Nominate) > 0 {
 				hs.decided = append(hs.decided, d)
