@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fleetsched/fleet"
@@ -40,6 +41,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Observe, when set, sees every cycle's decisions (metrics, tests).
 	Observe func(fleet.Decisions)
+	// Metrics, when set, receives every cycle's events and a snapshot
+	// after it; Run serves it at /metrics when Config.Listen is set (the
+	// host makes one then if Metrics is nil).
+	Metrics *host.Metrics
 }
 
 // tracked is what the host knows of one job it gave the scheduler.
@@ -70,6 +75,7 @@ type Host struct {
 	quota   quota.Spec
 	policy  fleet.Policy
 	observe func(fleet.Decisions)
+	metrics *host.Metrics
 
 	mu       sync.Mutex // guards s for Scheduler; cycles run one at a time
 	s        *fleet.Scheduler
@@ -82,6 +88,9 @@ type Host struct {
 	state State
 	// cycles counts the cycles run.
 	cycles int
+	// ready is set once a cycle has built the scheduler (/readyz reads it
+	// without waiting for the cycle under way).
+	ready atomic.Bool
 }
 
 // New builds a host; it reads its state file, if any. Nothing runs
@@ -98,19 +107,30 @@ func New(cfg Config, o Options) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{cfg: cfg, sl: o.Slurm, clock: o.Clock, log: o.Logger, quota: o.Quota, policy: o.Policy,
-		observe: o.Observe, work: map[string]*tracked{}, bad: map[string]string{}, state: st}
+		observe: o.Observe, metrics: o.Metrics, work: map[string]*tracked{}, bad: map[string]string{}, state: st}
 	if h.clock == nil {
 		h.clock = WallClock{}
 	}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	if h.metrics == nil && cfg.Listen != "" {
+		h.metrics = host.NewMetrics()
+	}
 	return h, nil
 }
 
 // Run runs a cycle every period until ctx ends. A failed cycle (Slurm
-// unreachable) is logged and tried again at the next period.
+// unreachable) is logged and tried again at the next period. With
+// Config.Listen set it serves Handler there while it runs.
 func (h *Host) Run(ctx context.Context) error {
+	if h.cfg.Listen != "" {
+		stop, err := h.serve(h.cfg.Listen)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	return host.Every(ctx, h.cfg.period(), func() {
 		if _, err := h.Cycle(ctx); err != nil && ctx.Err() == nil {
 			h.log.Error("cycle", "err", err)
@@ -163,6 +183,7 @@ func (h *Host) Cycle(ctx context.Context) (fleet.Decisions, error) {
 			return fleet.Decisions{}, err
 		}
 		h.fleetKey = key
+		h.ready.Store(true)
 	} else {
 		h.syncHealth(now, health)
 	}
@@ -171,6 +192,10 @@ func (h *Host) Cycle(ctx context.Context) (fleet.Decisions, error) {
 	h.cycles++
 	if h.observe != nil {
 		h.observe(d)
+	}
+	if h.metrics != nil {
+		h.metrics.RecordAll(d.Events)
+		h.metrics.ObserveSnapshot(h.s.Snapshot())
 	}
 	acts = append(acts, h.decide(now, d)...)
 	if err := SaveState(h.cfg.StateFile, &h.state); err != nil {

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -28,16 +29,7 @@ func TestSlurmKillAtDeadline(t *testing.T) {
 	stubborn := e.stubborn("stubborn.sh")
 	// As in TestSlurmReclaim: research within its quota, batch borrowing
 	// all that inference lends, 16 nodes free.
-	research := e.sbatch("-p", "research", "-N16", "--gres=gpu:8", "--requeue", long)
-	var batch []string
-	for range 32 {
-		batch = append(batch, e.sbatch("-p", "batch", "-N1", "--gres=gpu:8", "--no-requeue", stubborn))
-	}
-	js := hs.until(90*time.Second, "research and batch running", allRunning(append([]string{research}, batch...)...))
-	nodeOf := map[string]string{}
-	for _, id := range batch {
-		nodeOf[id] = js[id].NodeList[0]
-	}
+	_, batch, nodeOf := hs.borrowed(stubborn, "--no-requeue")
 	// 17 replicas: 16 take the free nodes, one takes back a batch node.
 	var inf []string
 	for range 17 {
@@ -87,7 +79,7 @@ func TestSlurmKillAtDeadline(t *testing.T) {
 	assert.Less(t, ended, 9*time.Second, "killed, not given the cluster's KillWait (10 s) again")
 	assert.Len(t, e.log("term.log")[victim], 1, "no second SIGTERM: the kill is SIGKILL")
 
-	js = hs.until(60*time.Second, "the beneficiary running", allRunning(inf...))
+	js := hs.until(60*time.Second, "the beneficiary running", allRunning(inf...))
 	assert.Equal(t, []string{nodeOf[victim]}, js[beneficiary].NodeList, "the beneficiary runs on the victim's node")
 	for _, id := range batch {
 		if id != victim {
@@ -96,4 +88,20 @@ func TestSlurmKillAtDeadline(t *testing.T) {
 	}
 	assert.Equal(t, 1, hs.drained[victim], "drained once")
 	assert.Len(t, e.log("term.log"), 1, "no other job got SIGTERM")
+
+	// /metrics counts what happened: one reclaim drain, one kill past
+	// its deadline, every admission, and a full fleet.
+	srv := httptest.NewServer(hs.h.Handler())
+	defer srv.Close()
+	m := scrape(t, srv.URL+"/metrics")
+	assert.Equal(t, 1.0, m[`fleet_preemptions_total{queue="batch",reason="reclaim"}`])
+	assert.Equal(t, 1.0, m[`fleet_drain_deadline_misses_total{queue="batch"}`])
+	assert.Equal(t, 17.0, m[`fleet_admissions_total{queue="prod-inference",shape="inference"}`])
+	assert.Equal(t, 32.0, m[`fleet_admissions_total{queue="batch",shape="batch"}`])
+	assert.Equal(t, 1.0, m[`fleet_admissions_total{queue="research",shape="training"}`])
+	assert.Equal(t, 17.0, m[`fleet_queue_wait_seconds_count{queue="prod-inference"}`])
+	assert.Equal(t, 512.0, m["fleet_gpus_healthy"])
+	assert.Equal(t, 0.0, m["fleet_gpus_free"], "research 128 + batch 31 x 8 + inference 17 x 8 GPUs")
+	assert.Equal(t, 136.0, m[`fleet_gpus_allocated{flavor="H100",queue="prod-inference"}`])
+	assert.Equal(t, 248.0, m[`fleet_gpus_allocated{flavor="H100",queue="batch"}`])
 }
