@@ -585,6 +585,10 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 			acts = append(acts, action{kind: actSignal, job: dr.ID, text: "TERM"})
 		}
 	}
+	// Failed (and Replace, Grow, and Drain or Kill with Of set) never
+	// name a job of this host: its jobs are fixed gangs that do not
+	// survive a node loss (see the package doc). A Failed gang holds
+	// nothing any more, so it is cancelled all the same.
 	for _, id := range d.Failed {
 		acts = append(acts, action{kind: actCancel, job: id})
 	}
