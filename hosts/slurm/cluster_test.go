@@ -129,6 +129,10 @@ func TestSlurmNodeDown(t *testing.T) {
 	long := e.script("long.sh", 0, 10*time.Minute)
 	gang := e.sbatch("-p", "research", "-N4", "--gres=gpu:8", "--requeue", long)
 	js := hs.until(60*time.Second, "gang running", allRunning(gang))
+	// RUNNING comes before the script's first line: the node goes down
+	// under a gang that has started.
+	require.Eventually(t, func() bool { return len(e.log("start.log")[gang]) == 1 }, 30*time.Second, 100*time.Millisecond,
+		"the gang's script started")
 	down := js[gang].NodeList[1]
 	e.run("scontrol", "update", "NodeName="+down, "State=DOWN", "Reason=test")
 	js = hs.until(90*time.Second, "gang running again, without the down node", func(js map[string]Job) bool {
@@ -136,8 +140,9 @@ func TestSlurmNodeDown(t *testing.T) {
 		return j.State == StateRunning && !slices.Contains(j.NodeList, down)
 	})
 	assert.Len(t, js[gang].NodeList, 4)
-	starts := e.log("start.log")[gang]
-	assert.Len(t, starts, 2, "started twice: before and after the node went down")
+	assert.Eventually(t, func() bool { return len(e.log("start.log")[gang]) == 2 }, 30*time.Second, 100*time.Millisecond,
+		"started twice: before and after the node went down")
+	assert.Len(t, e.log("start.log")[gang], 2, "and no more")
 	hs.h.Scheduler(func(s *fleet.Scheduler) {
 		for _, n := range s.Snapshot().Fleet.Unhealthy {
 			if n.Node == down {
