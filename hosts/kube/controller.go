@@ -242,10 +242,11 @@ func (c *Controller) Lead(ctx context.Context) error {
 	// every period until it does.
 	for {
 		c.mu.Lock()
-		err := c.rebuild(c.clock.Now())
+		acts, err := c.rebuild(c.clock.Now())
 		c.leader = err == nil
 		c.mu.Unlock()
 		if err == nil {
+			c.carryOut(ctx, acts)
 			break
 		}
 		c.log.Error("rebuild from the cluster", "err", err)
@@ -391,11 +392,12 @@ func (c *Controller) syncNodes() ([]action, error) {
 	now := c.clock.Now()
 	if key != c.fleetKey {
 		c.log.Info("fleet changed: rebuilding from the cluster")
-		if err := c.rebuild(now); err != nil {
+		acts, err := c.rebuild(now)
+		if err != nil {
 			return nil, err
 		}
 		c.queue.Add(keyCycle)
-		return nil, nil
+		return acts, nil
 	}
 	var acts []action
 	for node, h := range health {
@@ -442,11 +444,13 @@ func (c *Controller) endWorkload(id, why string) []action {
 // under a drain, its deadline, reason and beneficiaries read back from
 // AnnotationDrain) in the order it started, then pending work (nominated
 // where status.nominatedNodeName says) in the order it was created, then
-// the health of cordoned and down nodes. c.mu is held.
-func (c *Controller) rebuild(now time.Time) error {
+// the health of cordoned and down nodes. A workload with a pod bound to a
+// node gone from the cluster is ended: the deletions of its pods are
+// returned. c.mu is held.
+func (c *Controller) rebuild(now time.Time) ([]action, error) {
 	spec, key, health, err := c.fleetSpec()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	q := c.quota
 	if c.s != nil {
@@ -454,11 +458,11 @@ func (c *Controller) rebuild(now time.Time) error {
 	}
 	s, err := fleet.New(fleet.Config{Topology: spec, Quota: q, Classes: c.classes, Policy: c.policy})
 	if err != nil {
-		return fmt.Errorf("kube: the cluster's fleet: %w", err)
+		return nil, fmt.Errorf("kube: the cluster's fleet: %w", err)
 	}
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	downSince := map[string]time.Time{}
 	for _, n := range nodes {
@@ -487,8 +491,14 @@ func (c *Controller) rebuild(now time.Time) error {
 		t *tracked
 	}
 	var running, pending []adopted
+	var gone []string
 	for key, pods := range groups {
 		a, t, err := c.adoption(key, pods, now, downSince, exists)
+		if errors.Is(err, errNodeGone) {
+			gone = append(gone, key)
+			c.log.Info("ended", "workload", key, "err", err)
+			continue
+		}
 		if err != nil {
 			c.log.Debug("not adopted", "workload", key, "err", err)
 			continue
@@ -526,7 +536,7 @@ func (c *Controller) rebuild(now time.Time) error {
 			continue
 		}
 		if _, err := s.SetNodeHealth(now, node, h); err != nil && !errors.Is(err, fleet.ErrUnknownNode) {
-			return err
+			return nil, err
 		}
 	}
 	for id, t := range c.work {
@@ -536,7 +546,32 @@ func (c *Controller) rebuild(now time.Time) error {
 	}
 	c.log.Info("rebuilt from the cluster", "nodes", len(spec.Nodes), "running", len(running), "pending", len(pending))
 	c.s, c.fleetKey, c.health, c.work = s, key, health, work
-	return nil
+	slices.Sort(gone)
+	var acts []action
+	for _, id := range gone {
+		acts = append(acts, c.endGone(id)...)
+	}
+	return acts, nil
+}
+
+// errNodeGone is adoption's refusal of a workload with a pod bound to a
+// node the cluster no longer has.
+var errNodeGone = errors.New("a pod is bound to a node gone from the cluster")
+
+// endGone ends a workload a node gone from the cluster broke: all or
+// nothing, its pods on the nodes still there are deleted too, as when a
+// node goes down under a gang, and its owner's new pods are a new
+// submission.
+func (c *Controller) endGone(id string) []action {
+	c.ended[id] = true
+	var acts []action
+	for _, p := range c.workloadPods(id) {
+		if p.DeletionTimestamp == nil {
+			acts = append(acts, deletePod(podRef{id, p.Name}, 0, "Failed",
+				"a pod of its group is bound to a node gone from the cluster"))
+		}
+	}
+	return acts
 }
 
 // adoption reads one workload from its live pods: pending (no pod bound),
@@ -559,8 +594,12 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 	t := &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
 	bound := 0
 	for _, p := range ordered {
-		if p.Spec.NodeName != "" {
-			bound++
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		bound++
+		if _, err := c.nodes.Get(p.Spec.NodeName); apierrors.IsNotFound(err) {
+			return a, nil, fmt.Errorf("%w: pod %s on %s", errNodeGone, p.Name, p.Spec.NodeName)
 		}
 	}
 	gpus := w.PodSets[0].GPUsPerPod
@@ -771,6 +810,10 @@ func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
 		// Pods bound that the scheduler does not know (bound by an earlier
 		// leader after this one rebuilt): adopted as they run.
 		a, nt, err := c.adoption(key, live, now, nil, func(string) bool { return true })
+		if errors.Is(err, errNodeGone) {
+			c.log.Info("ended", "workload", key, "err", err)
+			return c.endGone(key), false
+		}
 		if err == nil {
 			err = c.s.Adopt(now, a)
 		}

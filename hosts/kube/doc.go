@@ -78,14 +78,21 @@
 //   - Admit: every pod of the gang gets its pods/binding in the same pass,
 //     only once the whole gang was admitted. Kubernetes binds one pod at a
 //     time, so a watcher can see a gang part bound only during that pass
-//     (TestClusterAllOrNothing measures it). If a binding fails half way,
-//     because the pod was deleted meanwhile or its node went away, the
-//     pods already bound stay bound and the gang keeps the place of the
-//     missing pod: a pod its owner creates again for the group is bound to
-//     that node, and a pod still there but unbound is bound again. The API
-//     server does not check the binding's node; a node deleted from the
-//     cluster rebuilds the fleet without it, and the pods bound to it are
-//     not adopted again: they are left to their owners.
+//     (TestClusterAllOrNothing measures it).
+//   - A binding that fails half way: a bound pod cannot be unbound, so
+//     the gang cannot go back to the queue whole. When a pod was deleted
+//     between the admission and its binding (or its binding failed
+//     otherwise), the pods already bound stay bound and the gang keeps
+//     its GPUs, the missing pod's node included: a pod its owner creates
+//     again for the group is bound to that node, a pod still there but
+//     unbound is bound again, and the gang ends when its other pods exit
+//     or are deleted. When the node went away, the API server binds to
+//     it all the same (it does not check the binding's node); the node's
+//     deletion rebuilds the fleet without it, and a workload with a pod
+//     bound to a node the cluster no longer has ends, all or nothing: its
+//     pods on the nodes still there are deleted too, as for a gang whose
+//     node goes down, and the pods its owner creates again are a new
+//     submission (TestClusterGangBindingFailsHalfWay shows both).
 //   - Drain: the victim's pods are annotated with fleetsched.io/drain and
 //     deleted with gracePeriodSeconds = the whole seconds left to the
 //     drain's deadline (at least 1): the kubelet sends SIGTERM and kills at
