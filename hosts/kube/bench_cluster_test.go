@@ -120,13 +120,15 @@ const kubeSchedulerName = "default-scheduler"
 func ptr[T any](v T) *T { return &v }
 
 // podGroups creates kube-scheduler's PodGroup of each gang: all or
-// nothing, every pod (minCount = size).
+// nothing, every pod (minCount = size), at the pods' priority class.
 func podGroups(t testing.TB, client kubernetes.Interface, gangs, size int) {
 	for g := range gangs {
 		_, err := client.SchedulingV1beta1().PodGroups("team").Create(context.Background(), &schedulingv1beta1.PodGroup{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%04d", g), Namespace: "team"},
-			Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
-				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(size)}}},
+			// The group's priority must be its pods'.
+			Spec: schedulingv1beta1.PodGroupSpec{PriorityClassName: "prod-inference",
+				SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+					Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(size)}}},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
