@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // podRef names a pod by its workload key (namespace/...) and name.
@@ -57,11 +59,88 @@ func condition(p podRef, msg, reason string) action {
 	return action{pod: p, kind: "condition", message: msg, reason: reason}
 }
 
-// carryOut runs the actions, Config.Binders at a time. Bindings of one
-// gang are all issued in the same pass; a failed write is logged and
-// given an Event, and the next sync of the workload sees the pods as they
-// are.
+// statusWriters is how many PodScheduled=False conditions (and their
+// Events) are written at a time, beside the Config.Binders of the worker:
+// however many pods are refused or wait, they take at most this many of
+// the client's requests in flight.
+const statusWriters = 2
+
+// statusLane writes the conditions of pods that wait or are refused off
+// the worker, latest message per pod, so that a flood of bad pods delays
+// their own answers, not the bindings of the good ones.
+type statusLane struct {
+	queue   workqueue.TypedInterface[string]
+	mu      sync.Mutex
+	pending map[string]action // by namespace/name
+}
+
+func newStatusLane() *statusLane {
+	return &statusLane{queue: workqueue.NewTyped[string](), pending: map[string]action{}}
+}
+
+func (l *statusLane) add(a action) {
+	key := a.pod.namespace() + "/" + a.pod.name
+	l.mu.Lock()
+	l.pending[key] = a
+	l.mu.Unlock()
+	l.queue.Add(key)
+}
+
+// writeStatus runs statusWriters writers of the lane until ctx ends. A
+// condition the pod carries already, or a pod gone or bound meanwhile, is
+// not written.
+func (c *Controller) writeStatus(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		c.status.queue.ShutDown()
+	}()
+	for range statusWriters {
+		go func() {
+			for {
+				key, quit := c.status.queue.Get()
+				if quit {
+					return
+				}
+				c.status.mu.Lock()
+				a, ok := c.status.pending[key]
+				delete(c.status.pending, key)
+				c.status.mu.Unlock()
+				if ok && c.stillWaits(a) {
+					if err := c.write(ctx, a); err != nil && ctx.Err() == nil {
+						c.log.Warn("api write", "kind", a.kind, "pod", a.pod.workload+"/"+a.pod.name, "err", err)
+					}
+				}
+				c.status.queue.Done(key)
+			}
+		}()
+	}
+}
+
+// stillWaits reports whether a condition is still to be written: the pod
+// is there, unbound, and says something else.
+func (c *Controller) stillWaits(a action) bool {
+	p, err := c.pods.Pods(a.pod.namespace()).Get(a.pod.name)
+	if err != nil || p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+		return false
+	}
+	msg, ok := scheduledFalse(p)
+	return !ok || msg != a.message
+}
+
+// carryOut runs the actions, Config.Binders at a time, and hands the
+// conditions to the status lane once it runs. Bindings of one gang are all
+// issued in the same pass; a failed write is logged and given an Event,
+// and the next sync of the workload sees the pods as they are.
 func (c *Controller) carryOut(ctx context.Context, acts []action) {
+	if c.statusRuns.Load() {
+		acts = slices.DeleteFunc(acts, func(a action) bool {
+			if a.kind == "condition" {
+				c.status.add(a)
+				return true
+			}
+			return false
+		})
+	}
 	if len(acts) == 0 {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,6 +108,9 @@ type Controller struct {
 	pods    corelisters.PodLister
 	nodes   corelisters.NodeLister
 	queue   workqueue.TypedRateLimitingInterface[string]
+	// status writes conditions off the worker once statusRuns (Lead).
+	status     *statusLane
+	statusRuns atomic.Bool
 
 	mu sync.Mutex // guards what follows; never held across an API call
 	s  *fleet.Scheduler
@@ -143,7 +147,7 @@ func New(cfg Config, o Options) (*Controller, error) {
 		cfg: cfg, client: o.Client, clock: o.Clock, log: o.Logger, metrics: o.Metrics, tr: tr,
 		policy: o.Policy, quota: o.Quota.Spec,
 		health: map[string]topology.Health{}, work: map[string]*tracked{},
-		ended: map[string]bool{}, bad: map[string]string{},
+		ended: map[string]bool{}, bad: map[string]string{}, status: newStatusLane(),
 	}
 	if c.clock == nil {
 		c.clock = WallClock{}
@@ -256,6 +260,8 @@ func (c *Controller) Lead(ctx context.Context) error {
 		case <-time.After(c.cfg.Period.Duration):
 		}
 	}
+	c.writeStatus(ctx)
+	c.statusRuns.Store(true)
 	c.queue.Add(keyCycle)
 	go func() {
 		t := time.NewTicker(c.cfg.Period.Duration)
