@@ -60,22 +60,42 @@ func condition(p podRef, msg, reason string) action {
 }
 
 // statusWriters is how many PodScheduled=False conditions (and their
-// Events) are written at a time, beside the Config.Binders of the worker:
-// however many pods are refused or wait, they take at most this many of
-// the client's requests in flight.
-const statusWriters = 2
+// Events) are written at a time, beside the Config.Binders of the worker.
+const statusWriters = 8
 
 // statusLane writes the conditions of pods that wait or are refused off
-// the worker, latest message per pod, so that a flood of bad pods delays
-// their own answers, not the bindings of the good ones.
+// the worker, latest message per pod, and only while no decision is being
+// carried out: a flood of bad pods delays their own answers, not the
+// bindings of the good ones.
 type statusLane struct {
 	queue   workqueue.TypedInterface[string]
 	mu      sync.Mutex
 	pending map[string]action // by namespace/name
+	// deciding counts the passes of decisions (bindings, deletions) in
+	// flight; idle is signalled when it drops to 0.
+	deciding int
+	idle     *sync.Cond
 }
 
 func newStatusLane() *statusLane {
-	return &statusLane{queue: workqueue.NewTyped[string](), pending: map[string]action{}}
+	l := &statusLane{queue: workqueue.NewTyped[string](), pending: map[string]action{}}
+	l.idle = sync.NewCond(&l.mu)
+	return l
+}
+
+// decide marks a pass of decisions until the returned func is called.
+func (l *statusLane) decide() func() {
+	l.mu.Lock()
+	l.deciding++
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		l.deciding--
+		if l.deciding == 0 {
+			l.idle.Broadcast()
+		}
+		l.mu.Unlock()
+	}
 }
 
 func (l *statusLane) add(a action) {
@@ -102,6 +122,9 @@ func (c *Controller) writeStatus(ctx context.Context) {
 					return
 				}
 				c.status.mu.Lock()
+				for c.status.deciding > 0 {
+					c.status.idle.Wait()
+				}
 				a, ok := c.status.pending[key]
 				delete(c.status.pending, key)
 				c.status.mu.Unlock()
@@ -144,6 +167,7 @@ func (c *Controller) carryOut(ctx context.Context, acts []action) {
 	if len(acts) == 0 {
 		return
 	}
+	defer c.status.decide()()
 	work := make(chan action)
 	var wg sync.WaitGroup
 	n := min(c.cfg.Binders, len(acts))

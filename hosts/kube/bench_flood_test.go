@@ -103,7 +103,9 @@ func quantileMs(lat []time.Duration, f float64) float64 {
 // timer covers the good pods alone. It reports the good pods bound per
 // second and their creation-to-binding p50 and p99; the bad pods created
 // and answered (a PodScheduled=False condition seen) per second over the
-// same window, and the p99 of creation-to-answer. "ignored" floods pods
+// same window, the p99 of creation-to-answer of those created in it, and
+// the bad pods answered per second over the whole flood (from its first
+// pod to its last answer, a second after it stops). "ignored" floods pods
 // of another schedulerName: the API server's load alone.
 func BenchmarkClusterBadPodFlood(b *testing.B) {
 	const good = 1000
@@ -185,12 +187,23 @@ func BenchmarkClusterBadPodFlood(b *testing.B) {
 						}
 					}
 				}
-				unanswered := 0
-				if run.scheduler == "fleet" {
-					for p := range bad {
-						if _, ok := bc.answered[p]; !ok {
+				// Over the whole flood, from its first pod to its last answer.
+				unanswered, all := 0, 0
+				var floodFirst, floodLast time.Time
+				for p, c := range bad {
+					if floodFirst.IsZero() || c.Before(floodFirst) {
+						floodFirst = c
+					}
+					at, ok := bc.answered[p]
+					if !ok {
+						if run.scheduler == "fleet" {
 							unanswered++
 						}
+						continue
+					}
+					all++
+					if at.After(floodLast) {
+						floodLast = at
 					}
 				}
 				bc.mu.Unlock()
@@ -203,6 +216,9 @@ func BenchmarkClusterBadPodFlood(b *testing.B) {
 				b.ReportMetric(float64(made)/window.Seconds(), "bad-made/s")
 				b.ReportMetric(float64(answered)/window.Seconds(), "bad-answered/s")
 				b.ReportMetric(quantileMs(answer, 0.99), "bad-answer-p99-ms")
+				if all > 0 {
+					b.ReportMetric(float64(all)/floodLast.Sub(floodFirst).Seconds(), "bad-answered-flood/s")
+				}
 			}
 		})
 	}
