@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/fleetsched/fleet/hosts/host"
 )
 
 // podRef names a pod by its workload key (namespace/...) and name.
@@ -168,25 +170,12 @@ func (c *Controller) carryOut(ctx context.Context, acts []action) {
 		return
 	}
 	defer c.status.decide()()
-	work := make(chan action)
-	var wg sync.WaitGroup
-	n := min(c.cfg.Binders, len(acts))
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for a := range work {
-				if err := c.write(ctx, a); err != nil && ctx.Err() == nil {
-					c.log.Warn("api write", "kind", a.kind, "pod", a.pod.workload+"/"+a.pod.name, "err", err)
-				}
-			}
-		}()
-	}
-	for _, a := range acts {
-		work <- a
-	}
-	close(work)
-	wg.Wait()
+	host.ForEach(c.cfg.Binders, len(acts), func(i int) {
+		a := acts[i]
+		if err := c.write(ctx, a); err != nil && ctx.Err() == nil {
+			c.log.Warn("api write", "kind", a.kind, "pod", a.pod.workload+"/"+a.pod.name, "err", err)
+		}
+	})
 }
 
 func (c *Controller) write(ctx context.Context, a action) error {

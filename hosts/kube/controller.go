@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/hosts/host"
 	"github.com/fleetsched/fleet/importer/kueue"
 	"github.com/fleetsched/fleet/metrics/prom"
 	"github.com/fleetsched/fleet/quota"
@@ -31,13 +31,10 @@ import (
 
 // Clock is where the controller reads the time: the wall clock in
 // production, a virtual one in tests.
-type Clock interface{ Now() time.Time }
+type Clock = host.Clock
 
 // WallClock reads time.Now.
-type WallClock struct{}
-
-// Now returns the wall-clock time.
-func (WallClock) Now() time.Time { return time.Now() }
+type WallClock = host.WallClock
 
 // Queue keys besides the workload keys ("w:" + namespace/name).
 const (
@@ -262,19 +259,9 @@ func (c *Controller) Lead(ctx context.Context) error {
 	}
 	c.writeStatus(ctx)
 	c.statusRuns.Store(true)
-	c.queue.Add(keyCycle)
 	go func() {
-		t := time.NewTicker(c.cfg.Period.Duration)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				c.queue.ShutDown()
-				return
-			case <-t.C:
-				c.queue.Add(keyCycle)
-			}
-		}
+		_ = host.Every(ctx, c.cfg.Period.Duration, func() { c.queue.Add(keyCycle) })
+		c.queue.ShutDown()
 	}()
 	for c.next(ctx) {
 	}
@@ -406,22 +393,9 @@ func (c *Controller) syncNodes() ([]action, error) {
 		return acts, nil
 	}
 	var acts []action
-	for node, h := range health {
-		if c.health[node] == h {
-			continue
-		}
-		if _, ok := c.health[node]; !ok {
-			continue
-		}
-		lost, err := c.s.SetNodeHealth(now, node, h)
-		if err != nil {
-			c.log.Warn("node health", "node", node, "err", err)
-			continue
-		}
-		c.health[node] = h
-		c.log.Info("node health", "node", node, "health", h.String(), "ended", lost)
-		for _, id := range lost {
-			acts = append(acts, c.endWorkload(id, "its node "+node+" is down")...)
+	for _, ch := range host.SyncHealth(c.s, now, c.health, health, c.log) {
+		for _, id := range ch.Ended {
+			acts = append(acts, c.endWorkload(id, "its node "+ch.Node+" is down")...)
 		}
 	}
 	c.queue.Add(keyCycle)
@@ -523,13 +497,11 @@ func (c *Controller) rebuild(now time.Time) ([]action, error) {
 	})
 	work := map[string]*tracked{}
 	for _, x := range slices.Concat(running, pending) {
-		err := s.Adopt(now, x.a)
-		if err != nil && len(x.a.Nominated) > 0 {
-			c.log.Warn("nomination not adopted", "workload", x.a.Workload.ID, "err", err)
-			// A nomination the fleet cannot hold any more (a node went
-			// away): the workload queues again without it.
-			x.a.Nominated = nil
-			err = s.Adopt(now, x.a)
+		// A nomination the fleet cannot hold any more (a node went away):
+		// the workload queues again without it.
+		dropped, err := host.Adopt(s, now, x.a)
+		if dropped != nil {
+			c.log.Warn("nomination not adopted", "workload", x.a.Workload.ID, "err", dropped)
 		}
 		if err != nil {
 			c.log.Warn("adopt", "workload", x.a.Workload.ID, "err", err)
@@ -658,17 +630,8 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 	if note, deadline, ok := drainOf(ordered); ok && note.Reason != "" {
 		var reason gang.DrainReason
 		if err := reason.UnmarshalText([]byte(note.Reason)); err == nil {
-			d := &fleet.AdoptedDrain{Since: clamp(note.Since, a.Started, now), Deadline: deadline, Reason: reason,
-				Beneficiaries: note.Beneficiaries, KillAsked: note.KillAsked}
-			for _, b := range note.Beneficiaries {
-				if exists(b) {
-					d.Live = append(d.Live, b)
-				}
-			}
-			if !d.Deadline.After(d.Since) {
-				d.Deadline = d.Since.Add(time.Nanosecond)
-			}
-			a.Drain = d
+			a.Drain = host.DrainRecord{Since: clamp(note.Since, a.Started, now), Deadline: deadline, Reason: reason,
+				Beneficiaries: note.Beneficiaries, KillAsked: note.KillAsked}.Adopted(exists)
 			t.drain, t.deadline = &note, deadline
 		}
 	}
@@ -969,13 +932,8 @@ func (c *Controller) cycle() []action {
 			continue
 		}
 		t.running = true
-		t.slots = make([]string, len(t.pods))
+		t.slots = host.Nodes(a.Pods, len(t.pods))
 		t.slotPod = slices.Clone(t.pods)
-		for _, pa := range a.Pods {
-			if pa.Index < len(t.slots) {
-				t.slots[pa.Index] = pa.Node
-			}
-		}
 		for i, name := range t.pods {
 			acts = append(acts, bind(podRef{a.ID, name}, t.slots[i], now))
 		}
@@ -1000,13 +958,7 @@ func (c *Controller) pending(snap *fleet.Snapshot) []action {
 			if p.Nomination == nil {
 				continue
 			}
-			nodes := make([]string, p.Spec.PodSets[0].Count)
-			for _, pa := range p.Nomination.Pods {
-				if pa.Index < len(nodes) {
-					nodes[pa.Index] = pa.Node
-				}
-			}
-			noms[p.ID] = nodes
+			noms[p.ID] = host.Nodes(p.Nomination.Pods, p.Spec.PodSets[0].Count)
 		}
 	}
 	ids := make([]string, 0, len(c.work))
@@ -1031,12 +983,8 @@ func (c *Controller) pending(snap *fleet.Snapshot) []action {
 				acts = append(acts, nominate(podRef{id, name}, ""))
 			}
 		}
-		x, err := c.s.Explain(id)
-		if err != nil || x.Waiting == fleet.WaitUnscheduled {
-			continue
-		}
-		msg := Sentence(x)
-		if msg == t.message {
+		msg, ok := host.Waiting(c.s, id)
+		if !ok || msg == t.message {
 			continue
 		}
 		t.message = msg
@@ -1048,15 +996,7 @@ func (c *Controller) pending(snap *fleet.Snapshot) []action {
 // Sentence is Explain's sentence as a pod condition says it: without the
 // time of the cycle, which the condition's lastTransitionTime carries, so
 // that the condition changes only when the reason does.
-func Sentence(x fleet.Explanation) string {
-	msg := x.Message
-	if i := strings.LastIndex(msg, "; as of the cycle at "); i >= 0 {
-		msg = msg[:i]
-	} else if i := strings.LastIndex(msg, "as of the cycle at "); i >= 0 {
-		msg = strings.TrimRight(msg[:i], "; :")
-	}
-	return msg
-}
+func Sentence(x fleet.Explanation) string { return host.Sentence(x) }
 
 // conditions writes the PodScheduled=False condition, and an Event, on
 // the pods whose condition does not say msg already: a pod's own status is
