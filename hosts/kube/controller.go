@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,6 +105,9 @@ type Controller struct {
 	pods    corelisters.PodLister
 	nodes   corelisters.NodeLister
 	queue   workqueue.TypedRateLimitingInterface[string]
+	// status writes conditions off the worker once statusRuns (Lead).
+	status     *statusLane
+	statusRuns atomic.Bool
 
 	mu sync.Mutex // guards what follows; never held across an API call
 	s  *fleet.Scheduler
@@ -140,7 +144,7 @@ func New(cfg Config, o Options) (*Controller, error) {
 		cfg: cfg, client: o.Client, clock: o.Clock, log: o.Logger, metrics: o.Metrics, tr: tr,
 		policy: o.Policy, quota: o.Quota.Spec,
 		health: map[string]topology.Health{}, work: map[string]*tracked{},
-		ended: map[string]bool{}, bad: map[string]string{},
+		ended: map[string]bool{}, bad: map[string]string{}, status: newStatusLane(),
 	}
 	if c.clock == nil {
 		c.clock = WallClock{}
@@ -239,10 +243,11 @@ func (c *Controller) Lead(ctx context.Context) error {
 	// every period until it does.
 	for {
 		c.mu.Lock()
-		err := c.rebuild(c.clock.Now())
+		acts, err := c.rebuild(c.clock.Now())
 		c.leader = err == nil
 		c.mu.Unlock()
 		if err == nil {
+			c.carryOut(ctx, acts)
 			break
 		}
 		c.log.Error("rebuild from the cluster", "err", err)
@@ -252,6 +257,8 @@ func (c *Controller) Lead(ctx context.Context) error {
 		case <-time.After(c.cfg.Period.Duration):
 		}
 	}
+	c.writeStatus(ctx)
+	c.statusRuns.Store(true)
 	go func() {
 		_ = host.Every(ctx, c.cfg.Period.Duration, func() { c.queue.Add(keyCycle) })
 		c.queue.ShutDown()
@@ -378,11 +385,12 @@ func (c *Controller) syncNodes() ([]action, error) {
 	now := c.clock.Now()
 	if key != c.fleetKey {
 		c.log.Info("fleet changed: rebuilding from the cluster")
-		if err := c.rebuild(now); err != nil {
+		acts, err := c.rebuild(now)
+		if err != nil {
 			return nil, err
 		}
 		c.queue.Add(keyCycle)
-		return nil, nil
+		return acts, nil
 	}
 	var acts []action
 	for _, ch := range host.SyncHealth(c.s, now, c.health, health, c.log) {
@@ -416,11 +424,13 @@ func (c *Controller) endWorkload(id, why string) []action {
 // under a drain, its deadline, reason and beneficiaries read back from
 // AnnotationDrain) in the order it started, then pending work (nominated
 // where status.nominatedNodeName says) in the order it was created, then
-// the health of cordoned and down nodes. c.mu is held.
-func (c *Controller) rebuild(now time.Time) error {
+// the health of cordoned and down nodes. A workload with a pod bound to a
+// node gone from the cluster is ended: the deletions of its pods are
+// returned. c.mu is held.
+func (c *Controller) rebuild(now time.Time) ([]action, error) {
 	spec, key, health, err := c.fleetSpec()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	q := c.quota
 	if c.s != nil {
@@ -428,11 +438,11 @@ func (c *Controller) rebuild(now time.Time) error {
 	}
 	s, err := fleet.New(fleet.Config{Topology: spec, Quota: q, Classes: c.classes, Policy: c.policy})
 	if err != nil {
-		return fmt.Errorf("kube: the cluster's fleet: %w", err)
+		return nil, fmt.Errorf("kube: the cluster's fleet: %w", err)
 	}
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	downSince := map[string]time.Time{}
 	for _, n := range nodes {
@@ -461,8 +471,14 @@ func (c *Controller) rebuild(now time.Time) error {
 		t *tracked
 	}
 	var running, pending []adopted
+	var gone []string
 	for key, pods := range groups {
 		a, t, err := c.adoption(key, pods, now, downSince, exists)
+		if errors.Is(err, errNodeGone) {
+			gone = append(gone, key)
+			c.log.Info("ended", "workload", key, "err", err)
+			continue
+		}
 		if err != nil {
 			c.log.Debug("not adopted", "workload", key, "err", err)
 			continue
@@ -498,7 +514,7 @@ func (c *Controller) rebuild(now time.Time) error {
 			continue
 		}
 		if _, err := s.SetNodeHealth(now, node, h); err != nil && !errors.Is(err, fleet.ErrUnknownNode) {
-			return err
+			return nil, err
 		}
 	}
 	for id, t := range c.work {
@@ -508,7 +524,32 @@ func (c *Controller) rebuild(now time.Time) error {
 	}
 	c.log.Info("rebuilt from the cluster", "nodes", len(spec.Nodes), "running", len(running), "pending", len(pending))
 	c.s, c.fleetKey, c.health, c.work = s, key, health, work
-	return nil
+	slices.Sort(gone)
+	var acts []action
+	for _, id := range gone {
+		acts = append(acts, c.endGone(id)...)
+	}
+	return acts, nil
+}
+
+// errNodeGone is adoption's refusal of a workload with a pod bound to a
+// node the cluster no longer has.
+var errNodeGone = errors.New("a pod is bound to a node gone from the cluster")
+
+// endGone ends a workload a node gone from the cluster broke: all or
+// nothing, its pods on the nodes still there are deleted too, as when a
+// node goes down under a gang, and its owner's new pods are a new
+// submission.
+func (c *Controller) endGone(id string) []action {
+	c.ended[id] = true
+	var acts []action
+	for _, p := range c.workloadPods(id) {
+		if p.DeletionTimestamp == nil {
+			acts = append(acts, deletePod(podRef{id, p.Name}, 0, "Failed",
+				"a pod of its group is bound to a node gone from the cluster"))
+		}
+	}
+	return acts
 }
 
 // adoption reads one workload from its live pods: pending (no pod bound),
@@ -531,8 +572,12 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 	t := &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
 	bound := 0
 	for _, p := range ordered {
-		if p.Spec.NodeName != "" {
-			bound++
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		bound++
+		if _, err := c.nodes.Get(p.Spec.NodeName); apierrors.IsNotFound(err) {
+			return a, nil, fmt.Errorf("%w: pod %s on %s", errNodeGone, p.Name, p.Spec.NodeName)
 		}
 	}
 	gpus := w.PodSets[0].GPUsPerPod
@@ -734,6 +779,10 @@ func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
 		// Pods bound that the scheduler does not know (bound by an earlier
 		// leader after this one rebuilt): adopted as they run.
 		a, nt, err := c.adoption(key, live, now, nil, func(string) bool { return true })
+		if errors.Is(err, errNodeGone) {
+			c.log.Info("ended", "workload", key, "err", err)
+			return c.endGone(key), false
+		}
 		if err == nil {
 			err = c.s.Adopt(now, a)
 		}
