@@ -53,7 +53,8 @@
 //	fleetsched.io/survives-node-loss           annot  "true": a lost rank is hot-swapped, not the gang requeued
 //	fleetsched.io/gpu-share                    annot  thousandths of one GPU (time-slicing), instead of whole GPUs
 //	fleetsched.io/mig-profile                  annot  the MIG profile of each pod's slice ("1g.10gb")
-//	fleetsched.io/min-count                    annot  an elastic group's fewest pods
+//	fleetsched.io/min-count                    annot  refused below the group's count: elastic groups (start smaller,
+//	                                                  grow, give up one pod) are not carried out by this host
 //	fleetsched.io/admitted                     annot  written: the admission time, carried by the binding
 //	fleetsched.io/drain                        annot  written: a victim's drain (JSON: reason, since, deadline,
 //	                                                  beneficiaries) before its pods are deleted

@@ -258,6 +258,14 @@ func (t *Translator) Workload(key string, pods []*corev1.Pod) (w gang.Workload, 
 		if err != nil || n < 1 || n > ps.Count {
 			return w, ordered, bad(AnnotationMinCount, "%q is not a count: write 1 to %d", v, ps.Count)
 		}
+		if n < ps.Count {
+			// An elastic group starts smaller, grows and gives up pods
+			// one by one: this host binds whole groups and deletes whole
+			// groups only, so it would leave pods waiting for a start or
+			// an exit that never comes.
+			return w, ordered, bad(AnnotationMinCount, "%d of %d pods: this scheduler runs groups at their full size only; "+
+				"remove the annotation or set it to %d", n, ps.Count, ps.Count)
+		}
 		ps.MinCount = n
 	}
 	w.PodSets = []gang.PodSet{ps}

@@ -88,6 +88,10 @@ func TestWorkloadRefusals(t *testing.T) {
 		{"bad count", []*corev1.Pod{gpuPod("p", 1, map[string]string{LabelQueue: "batch", LabelPodGroup: "g"},
 			map[string]string{AnnotationGroupTotal: "many"})}, AnnotationGroupTotal, "is not a pod count"},
 		{"mixed pods", []*corev1.Pod{gpuPod("a", 1, q, nil), gpuPod("b", 2, q, nil)}, "resources", "every pod of a group asks the same"},
+		{"elastic group", []*corev1.Pod{
+			gpuPod("g-0", 1, map[string]string{LabelQueue: "batch", LabelPodGroup: "g"}, map[string]string{AnnotationGroupTotal: "2", AnnotationMinCount: "1"}),
+			gpuPod("g-1", 1, map[string]string{LabelQueue: "batch", LabelPodGroup: "g"}, map[string]string{AnnotationGroupTotal: "2", AnnotationMinCount: "1"})},
+			AnnotationMinCount, "full size only; remove the annotation or set it to 2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
