@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -86,6 +87,14 @@ type tracked struct {
 	message string
 	// nominated is the nominatedNodeName last written per pod index.
 	nominated []string
+	// What the State keeps besides (state.go): the submission number, the
+	// admission's Borrowing, the drain's claims and a move's new place,
+	// and the nomination's ReadyBy.
+	seq       uint64
+	borrowing bool
+	claims    []fleet.ClaimView
+	moveTo    []fleet.PodAssignment
+	readyBy   time.Time
 }
 
 // Controller schedules the pods whose schedulerName is the configured
@@ -122,6 +131,20 @@ type Controller struct {
 	bad    map[string]string
 	leader bool
 	cycles int
+	// seq is the last submission number given (State.Seq); kept is the
+	// State the next rebuild reads.
+	seq  uint64
+	kept State
+	// stateSum and stateRV are the last state written and its
+	// ConfigMap's resourceVersion; only the worker touches them.
+	stateSum [32]byte
+	stateRV  string
+	// The quota's source (quota.go): the ConfigMap's informer, and what
+	// was read last; only the worker touches quotaSum and quotaErr.
+	quotaFactory informers.SharedInformerFactory
+	quotaCMs     cache.Indexer
+	quotaSum     [32]byte
+	quotaErr     string
 	// observe, when set (tests), sees every cycle's decisions under the
 	// lock.
 	observe func(fleet.Decisions)
@@ -202,6 +225,9 @@ func New(cfg Config, o Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.watchQuota(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -215,7 +241,7 @@ func (c *Controller) podChanged(obj any) {
 	if !ok {
 		return
 	}
-	if c.tr.Ours(p) {
+	if p.Spec.SchedulerName == c.cfg.SchedulerName {
 		c.queue.Add(keyWork + WorkloadKey(p))
 		return
 	}
@@ -226,10 +252,15 @@ func (c *Controller) podChanged(obj any) {
 
 // StartInformers starts the informers and waits for their caches.
 func (c *Controller) StartInformers(ctx context.Context) error {
-	c.factory.Start(ctx.Done())
-	for typ, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("kube: cache of %v did not sync", typ)
+	for _, f := range []informers.SharedInformerFactory{c.factory, c.quotaFactory} {
+		if f == nil {
+			continue
+		}
+		f.Start(ctx.Done())
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("kube: cache of %v did not sync", typ)
+			}
 		}
 	}
 	return nil
@@ -238,14 +269,22 @@ func (c *Controller) StartInformers(ctx context.Context) error {
 // Lead runs the scheduling loop until ctx ends: it rebuilds the state
 // from the cluster, then reconciles keys. The informers must be started.
 func (c *Controller) Lead(ctx context.Context) error {
-	// A fleet the quotas do not fit (nodes not registered yet) is retried
-	// every period until it does.
+	// The quota as its source says it now; a fleet the quotas do not fit
+	// (nodes not registered yet) is retried every period until it does.
+	c.syncQuota(ctx)
 	for {
-		c.mu.Lock()
-		err := c.rebuild(c.clock.Now())
-		c.leader = err == nil
-		c.mu.Unlock()
+		st, err := c.loadState(ctx)
+		var acts []action
 		if err == nil {
+			c.mu.Lock()
+			c.kept, c.s = st, nil
+			acts, err = c.rebuild(c.clock.Now())
+			c.leader = err == nil
+			c.mu.Unlock()
+		}
+		if err == nil {
+			c.persist(ctx)
+			c.carryOut(ctx, acts)
 			break
 		}
 		c.log.Error("rebuild from the cluster", "err", err)
@@ -266,6 +305,9 @@ func (c *Controller) Lead(ctx context.Context) error {
 				return
 			case <-t.C:
 				c.queue.Add(keyCycle)
+				if c.cfg.QuotaFile != "" {
+					c.queue.Add(keyQuota)
+				}
 			}
 		}
 	}()
@@ -304,6 +346,8 @@ func (c *Controller) next(ctx context.Context) bool {
 		acts = c.cycle()
 	case key == keyNodes:
 		acts, err = c.syncNodes()
+	case key == keyQuota:
+		c.syncQuota(ctx)
 	default:
 		var changed bool
 		acts, changed = c.syncWorkload(key[len(keyWork):])
@@ -317,6 +361,9 @@ func (c *Controller) next(ctx context.Context) bool {
 		return true
 	}
 	c.queue.Forget(key)
+	if key == keyCycle || key == keyNodes {
+		c.persist(ctx)
+	}
 	c.carryOut(ctx, acts)
 	return true
 }
@@ -391,11 +438,13 @@ func (c *Controller) syncNodes() ([]action, error) {
 	now := c.clock.Now()
 	if key != c.fleetKey {
 		c.log.Info("fleet changed: rebuilding from the cluster")
-		if err := c.rebuild(now); err != nil {
+		c.kept = c.stateOf()
+		acts, err := c.rebuild(now)
+		if err != nil {
 			return nil, err
 		}
 		c.queue.Add(keyCycle)
-		return nil, nil
+		return acts, nil
 	}
 	var acts []action
 	for node, h := range health {
@@ -442,11 +491,15 @@ func (c *Controller) endWorkload(id, why string) []action {
 // under a drain, its deadline, reason and beneficiaries read back from
 // AnnotationDrain) in the order it started, then pending work (nominated
 // where status.nominatedNodeName says) in the order it was created, then
-// the health of cordoned and down nodes. c.mu is held.
-func (c *Controller) rebuild(now time.Time) error {
+// the health of cordoned and down nodes. What the pods do not show comes
+// from c.kept (the State): it returns the actions that carry out what
+// the State recorded and the pods do not show yet (a drain decided, its
+// pods not yet deleted), and those that end a gang missing a pod whose
+// place the State does not know. c.mu is held.
+func (c *Controller) rebuild(now time.Time) ([]action, error) {
 	spec, key, health, err := c.fleetSpec()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	q := c.quota
 	if c.s != nil {
@@ -454,12 +507,13 @@ func (c *Controller) rebuild(now time.Time) error {
 	}
 	s, err := fleet.New(fleet.Config{Topology: spec, Quota: q, Classes: c.classes, Policy: c.policy})
 	if err != nil {
-		return fmt.Errorf("kube: the cluster's fleet: %w", err)
+		return nil, fmt.Errorf("kube: the cluster's fleet: %w", err)
 	}
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
-		return err
+		return nil, err
 	}
+	c.seq = max(c.seq, c.kept.Seq)
 	downSince := map[string]time.Time{}
 	for _, n := range nodes {
 		if Health(n) != topology.Down {
@@ -487,8 +541,14 @@ func (c *Controller) rebuild(now time.Time) error {
 		t *tracked
 	}
 	var running, pending []adopted
+	var acts []action
 	for key, pods := range groups {
 		a, t, err := c.adoption(key, pods, now, downSince, exists)
+		if errors.Is(err, errIncomplete) {
+			c.log.Warn("gang ended", "workload", key, "err", err)
+			acts = append(acts, c.endIncomplete(key, pods)...)
+			continue
+		}
 		if err != nil {
 			c.log.Debug("not adopted", "workload", key, "err", err)
 			continue
@@ -503,16 +563,29 @@ func (c *Controller) rebuild(now time.Time) error {
 		return cmp.Or(x.a.Started.Compare(y.a.Started), cmp.Compare(x.a.Workload.ID, y.a.Workload.ID))
 	})
 	slices.SortFunc(pending, func(x, y adopted) int {
-		return cmp.Or(x.a.Submitted.Compare(y.a.Submitted), cmp.Compare(x.a.Workload.ID, y.a.Workload.ID))
+		return cmp.Or(cmp.Compare(seqOrLast(x.a.Seq), seqOrLast(y.a.Seq)),
+			x.a.Submitted.Compare(y.a.Submitted), cmp.Compare(x.a.Workload.ID, y.a.Workload.ID))
 	})
 	work := map[string]*tracked{}
 	for _, x := range slices.Concat(running, pending) {
+		if x.a.Seq == 0 {
+			c.seq++
+			x.a.Seq, x.t.seq = c.seq, c.seq
+		}
 		err := s.Adopt(now, x.a)
+		if err != nil && x.a.Drain != nil && len(x.a.Drain.Claims) > 0 {
+			c.log.Warn("drain's claims not adopted", "workload", x.a.Workload.ID, "err", err)
+			// Claims that no longer add up (a beneficiary gone, a node
+			// relabelled): the nominations adopted after it derive theirs.
+			x.a.Drain.Claims, x.t.claims = nil, nil
+			err = s.Adopt(now, x.a)
+		}
 		if err != nil && len(x.a.Nominated) > 0 {
 			c.log.Warn("nomination not adopted", "workload", x.a.Workload.ID, "err", err)
 			// A nomination the fleet cannot hold any more (a node went
 			// away): the workload queues again without it.
-			x.a.Nominated = nil
+			x.a.Nominated, x.a.NominatedReadyBy = nil, time.Time{}
+			x.t.readyBy = time.Time{}
 			err = s.Adopt(now, x.a)
 		}
 		if err != nil {
@@ -520,13 +593,17 @@ func (c *Controller) rebuild(now time.Time) error {
 			continue
 		}
 		work[x.a.Workload.ID] = x.t
+		acts = append(acts, c.resumeDrain(x.t, groups[x.a.Workload.ID], now)...)
+		if x.t.running && slices.Contains(x.t.slotPod, "") {
+			c.queue.Add(keyWork + x.a.Workload.ID) // its unbound pods take the empty places
+		}
 	}
 	for node, h := range health {
 		if h == topology.Healthy {
 			continue
 		}
 		if _, err := s.SetNodeHealth(now, node, h); err != nil && !errors.Is(err, fleet.ErrUnknownNode) {
-			return err
+			return nil, err
 		}
 	}
 	for id, t := range c.work {
@@ -536,18 +613,22 @@ func (c *Controller) rebuild(now time.Time) error {
 	}
 	c.log.Info("rebuilt from the cluster", "nodes", len(spec.Nodes), "running", len(running), "pending", len(pending))
 	c.s, c.fleetKey, c.health, c.work = s, key, health, work
-	return nil
+	c.kept = State{}
+	return acts, nil
 }
 
-// adoption reads one workload from its live pods: pending (no pod bound),
-// or running (every pod bound), with its drain and lost pods.
+// adoption reads one workload from its live pods and the State: pending
+// (no pod bound), or running (every pod bound, or some, with the State
+// saying where the others run), with its drain and lost pods. A gang part
+// bound whose other pods' places the State does not know is errIncomplete.
 func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 	downSince map[string]time.Time, exists func(string) bool) (fleet.Adoption, *tracked, error) {
 	w, ordered, err := c.tr.Workload(key, pods)
 	if err != nil {
 		return fleet.Adoption{}, nil, err
 	}
-	a := fleet.Adoption{Workload: w}
+	ws := c.kept.Work[key]
+	a := fleet.Adoption{Workload: w, Seq: ws.Seq}
 	for _, p := range ordered {
 		if t := p.CreationTimestamp.Time; a.Submitted.IsZero() || t.Before(a.Submitted) {
 			a.Submitted = t
@@ -556,7 +637,7 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 	if a.Submitted.After(now) {
 		a.Submitted = now
 	}
-	t := &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
+	t := &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint, seq: ws.Seq}
 	bound := 0
 	for _, p := range ordered {
 		if p.Spec.NodeName != "" {
@@ -564,38 +645,77 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 		}
 	}
 	gpus := w.PodSets[0].GPUsPerPod
-	switch {
-	case bound == 0:
+	count := w.PodSets[0].Count
+	if bound == 0 {
 		if err := Complete(w, ordered); err != nil {
 			return a, nil, err
 		}
-		var nom []fleet.PodAssignment
+		shown := make([]string, len(ordered))
 		for i, p := range ordered {
-			if p.Status.NominatedNodeName != "" {
-				nom = append(nom, fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: p.Status.NominatedNodeName, GPUs: gpus})
+			shown[i] = p.Status.NominatedNodeName
+		}
+		if !slices.Contains(shown, "") {
+			t.nominated = shown
+		}
+		nodes := t.nominated
+		if _, kept := c.kept.Work[key]; kept {
+			// The State is written before the pods are patched: its
+			// nomination, or none, is the latest decided.
+			nodes = nil
+			if len(ws.Nominated) == len(ordered) {
+				nodes, a.NominatedReadyBy, t.readyBy = ws.Nominated, ws.ReadyBy, ws.ReadyBy
 			}
 		}
-		if len(nom) == len(ordered) {
-			a.Nominated = nom
-			t.nominated = make([]string, len(nom))
-			for i, pa := range nom {
-				t.nominated[i] = pa.Node
-			}
+		for i, n := range nodes {
+			a.Nominated = append(a.Nominated, fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: n, GPUs: gpus})
 		}
 		return a, t, nil
-	case bound < len(ordered) || len(ordered) != w.PodSets[0].Count:
-		return a, nil, fmt.Errorf("%d of %d pods bound: left as it is", bound, len(ordered))
 	}
 	t.running = true
-	t.slots = make([]string, len(ordered))
-	t.slotPod = make([]string, len(ordered))
-	for i, p := range ordered {
-		pa := fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: p.Spec.NodeName, GPUs: gpus}
-		t.slots[i], t.slotPod[i] = p.Spec.NodeName, p.Name
-		if at := admitted(p); !at.IsZero() && (a.Started.IsZero() || at.Before(a.Started)) {
-			a.Started = at
+	t.slots = make([]string, count)
+	t.slotPod = make([]string, count)
+	switch {
+	case bound == len(ordered) && len(ordered) == count:
+		for i, p := range ordered {
+			t.slots[i], t.slotPod[i] = p.Spec.NodeName, p.Name
 		}
-		if since, down := downSince[p.Spec.NodeName]; down && w.Drain.SurvivesNodeLoss {
+	case len(ws.Nodes) == count:
+		// Pods deleted, or not bound yet, while no leader ran: each keeps
+		// its place, as under a leader that never stopped. A bound pod
+		// takes a slot on its node (the pods of a gang are alike); the
+		// slots left wait for their pods.
+		copy(t.slots, ws.Nodes)
+		for _, p := range ordered {
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			i := -1
+			for k, n := range t.slots {
+				if n == p.Spec.NodeName && t.slotPod[k] == "" {
+					i = k
+					break
+				}
+			}
+			if i < 0 {
+				return a, nil, fmt.Errorf("%w: pod %s is bound to %s, outside the places kept", errIncomplete, p.Name, p.Spec.NodeName)
+			}
+			t.slotPod[i] = p.Name
+		}
+	default:
+		return a, nil, fmt.Errorf("%w: %d of %d pods bound, and where the others run was not kept", errIncomplete, bound, count)
+	}
+	byName := map[string]*corev1.Pod{}
+	for _, p := range ordered {
+		byName[p.Name] = p
+	}
+	for i, node := range t.slots {
+		pa := fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: node, GPUs: gpus}
+		if p := byName[t.slotPod[i]]; p != nil {
+			if at := admitted(p); !at.IsZero() && (a.Started.IsZero() || at.Before(a.Started)) {
+				a.Started = at
+			}
+		}
+		if since, down := downSince[node]; down && w.Drain.SurvivesNodeLoss {
 			a.Lost = append(a.Lost, fleet.LostPodView{Pod: pa, Since: since})
 			continue
 		}
@@ -610,24 +730,93 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 	for i := range a.Lost {
 		a.Lost[i].Since = clamp(a.Lost[i].Since, a.Started, now)
 	}
-	if note, deadline, ok := drainOf(ordered); ok && note.Reason != "" {
-		var reason gang.DrainReason
-		if err := reason.UnmarshalText([]byte(note.Reason)); err == nil {
-			d := &fleet.AdoptedDrain{Since: clamp(note.Since, a.Started, now), Deadline: deadline, Reason: reason,
-				Beneficiaries: note.Beneficiaries, KillAsked: note.KillAsked}
-			for _, b := range note.Beneficiaries {
-				if exists(b) {
-					d.Live = append(d.Live, b)
-				}
-			}
-			if !d.Deadline.After(d.Since) {
-				d.Deadline = d.Since.Add(time.Nanosecond)
-			}
-			a.Drain = d
-			t.drain, t.deadline = &note, deadline
+	a.Borrowing, t.borrowing = ws.Borrowing, ws.Borrowing
+	note, deadline, terminating := drainOf(ordered)
+	switch {
+	case ws.Drain != nil:
+		note, deadline = ws.Drain.DrainNote, ws.Drain.Deadline
+	case !terminating:
+		return a, t, nil
+	}
+	var reason gang.DrainReason
+	if note.Reason == "" || reason.UnmarshalText([]byte(note.Reason)) != nil {
+		return a, t, nil
+	}
+	d := &fleet.AdoptedDrain{Since: clamp(note.Since, a.Started, now), Deadline: deadline, Reason: reason,
+		Beneficiaries: note.Beneficiaries}
+	for _, b := range note.Beneficiaries {
+		if exists(b) {
+			d.Live = append(d.Live, b)
 		}
 	}
+	if !d.Deadline.After(d.Since) {
+		d.Deadline = d.Since.Add(time.Nanosecond)
+	}
+	if k := note.KillAsked; !k.IsZero() && !d.Deadline.After(now) {
+		d.KillAsked = clamp(k, d.Deadline, now)
+	}
+	if ws.Drain != nil {
+		for _, cl := range ws.Drain.Claims {
+			if slices.Contains(d.Live, cl.Beneficiary) {
+				d.Claims = append(d.Claims, cl)
+			}
+		}
+		d.MoveTo = ws.Drain.MoveTo
+	}
+	a.Drain = d
+	note.KillAsked = d.KillAsked
+	t.drain, t.deadline, t.killed = &note, deadline, !d.KillAsked.IsZero()
+	t.claims, t.moveTo = d.Claims, d.MoveTo
 	return a, t, nil
+}
+
+// errIncomplete is a gang part bound whose other pods' places are not
+// known: it is ended (endIncomplete).
+var errIncomplete = errors.New("kube: a gang part bound")
+
+// endIncomplete ends a gang found part bound after a failover, with no
+// record of where its missing pods ran: its GPUs cannot be charged
+// whole, and a gang that does not run whole has failed, so its pods are
+// deleted, as when a rank fails; its owner's new pods queue it again.
+func (c *Controller) endIncomplete(key string, pods []*corev1.Pod) []action {
+	c.ended[key] = true
+	var acts []action
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			acts = append(acts, deletePod(podRef{key, p.Name}, 0, "Failed",
+				"a pod of the group went away while no scheduler led, and where it ran was not kept: the group is ended"))
+		}
+	}
+	return acts
+}
+
+// resumeDrain carries out a drain the State recorded whose pods are not
+// terminating: the leader that decided it stopped before deleting them.
+func (c *Controller) resumeDrain(t *tracked, pods []*corev1.Pod, now time.Time) []action {
+	if t.drain == nil || slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil }) {
+		return nil
+	}
+	var acts []action
+	grace := graceSeconds(t.deadline.Sub(now))
+	for _, name := range t.slotPod {
+		switch {
+		case name == "":
+		case t.killed:
+			acts = append(acts, deletePod(podRef{t.spec.ID, name}, 0, "Killed", "killed: its drain deadline passed"))
+		default:
+			acts = append(acts, drainPod(podRef{t.spec.ID, name}, *t.drain, grace,
+				fmt.Sprintf("drained (%s) for %v: checkpoint and exit within %ds", t.drain.Reason, t.drain.Beneficiaries, grace)))
+		}
+	}
+	return acts
+}
+
+// seqOrLast orders work without a submission number after the rest.
+func seqOrLast(seq uint64) uint64 {
+	if seq == 0 {
+		return math.MaxUint64
+	}
+	return seq
 }
 
 func clamp(t, lo, hi time.Time) time.Time {
@@ -771,6 +960,10 @@ func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
 		// Pods bound that the scheduler does not know (bound by an earlier
 		// leader after this one rebuilt): adopted as they run.
 		a, nt, err := c.adoption(key, live, now, nil, func(string) bool { return true })
+		if err == nil && a.Seq == 0 {
+			c.seq++
+			a.Seq, nt.seq = c.seq, c.seq
+		}
 		if err == nil {
 			err = c.s.Adopt(now, a)
 		}
@@ -800,7 +993,8 @@ func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
 		c.log.Debug("submit", "workload", key, "err", err)
 		if err == nil {
 			delete(c.bad, key)
-			c.work[key] = &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
+			c.seq++
+			c.work[key] = &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint, seq: c.seq}
 			return nil, true
 		}
 	}
@@ -876,6 +1070,11 @@ func (c *Controller) cycle() []action {
 			continue
 		}
 		t.killed = true
+		if t.drain != nil && t.drain.KillAsked.IsZero() {
+			note := *t.drain
+			note.KillAsked = now
+			t.drain = &note
+		}
 		for _, p := range c.workloadPods(k.ID) {
 			acts = append(acts, deletePod(podRef{k.ID, p.Name}, 0, "Killed",
 				fmt.Sprintf("killed: its drain deadline %s passed %s ago", k.Deadline.Format(time.RFC3339), k.Overdue.Round(time.Second))))
@@ -919,7 +1118,8 @@ func (c *Controller) cycle() []action {
 		if t == nil {
 			continue
 		}
-		t.running = true
+		t.running, t.borrowing = true, a.Borrowing
+		t.nominated, t.readyBy = nil, time.Time{}
 		t.slots = make([]string, len(t.pods))
 		t.slotPod = slices.Clone(t.pods)
 		for _, pa := range a.Pods {
@@ -958,6 +1158,9 @@ func (c *Controller) pending(snap *fleet.Snapshot) []action {
 				}
 			}
 			noms[p.ID] = nodes
+			if t := c.work[p.ID]; t != nil {
+				t.readyBy = p.Nomination.ReadyBy
+			}
 		}
 	}
 	ids := make([]string, 0, len(c.work))
@@ -977,7 +1180,7 @@ func (c *Controller) pending(snap *fleet.Snapshot) []action {
 				}
 			}
 		} else if !ok && t.nominated != nil {
-			t.nominated = nil
+			t.nominated, t.readyBy = nil, time.Time{}
 			for _, name := range t.pods {
 				acts = append(acts, nominate(podRef{id, name}, ""))
 			}
@@ -1047,6 +1250,7 @@ func (c *Controller) beneficiaries(snap *fleet.Snapshot) []action {
 		if r.Drain == nil || t == nil || t.drain == nil {
 			continue
 		}
+		t.claims, t.moveTo = r.Drain.Claims, r.Drain.MoveTo
 		all := slices.Clone(r.Drain.Beneficiaries)
 		for _, cl := range r.Drain.Claims {
 			if !slices.Contains(all, cl.Beneficiary) {
