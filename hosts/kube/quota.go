@@ -125,8 +125,12 @@ func (c *Controller) syncQuota(ctx context.Context) {
 		edited, err = c.applyQuota(kq.Spec)
 	}
 	queuesChanged := !maps.Equal(c.tr.queues, tr.queues) || !reflect.DeepEqual(c.tr.flavors, tr.flavors)
+	var refused []string
 	if err == nil {
 		c.tr, c.quota = tr, kq.Spec
+		// Workloads refused at submission (a queue that could not reach
+		// their size) are judged again by the new quota.
+		refused = slices.Collect(maps.Keys(c.bad))
 	}
 	c.mu.Unlock()
 	if err != nil {
@@ -140,6 +144,9 @@ func (c *Controller) syncQuota(ctx context.Context) {
 	msg := "quota applied"
 	if len(edited) > 0 {
 		msg += ": " + strings.Join(edited, ", ")
+	}
+	for _, key := range refused {
+		c.queue.Add(keyWork + key)
 	}
 	if queuesChanged {
 		msg += "; LocalQueues or ResourceFlavors changed"

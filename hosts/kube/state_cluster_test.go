@@ -108,12 +108,15 @@ func TestClusterQuotaEdit(t *testing.T) {
 	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fleet-quota"},
 		Data: map[string]string{QuotaKey: string(yaml)}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	edit := func(from, to string) {
+	// edit replaces, in one update, each from (even) by its to (odd).
+	edit := func(fromTo ...string) {
 		t.Helper()
 		cm, err := cms.Get(ctx, "fleet-quota", metav1.GetOptions{})
 		require.NoError(t, err)
-		require.Contains(t, cm.Data[QuotaKey], from)
-		cm.Data[QuotaKey] = strings.Replace(cm.Data[QuotaKey], from, to, 1)
+		for i := 0; i < len(fromTo); i += 2 {
+			require.Contains(t, cm.Data[QuotaKey], fromTo[i])
+			cm.Data[QuotaKey] = strings.Replace(cm.Data[QuotaKey], fromTo[i], fromTo[i+1], 1)
+		}
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
@@ -148,7 +151,8 @@ func TestClusterQuotaEdit(t *testing.T) {
 	const batchLine = "- {name: nvidia.com/gpu, nominalQuota: 0}"
 	edit(batchLine, "- {name: nvidia.com/gpu, nominalQuota: 0, borrowingLimit: 0}")
 	eventually(t, 30*time.Second, "the borrowing limit applied", func() bool { _, l := nominal("batch"); return l })
-	require.NotEmpty(t, quotaEvents(ReasonQuotaApplied))
+	eventually(t, 10*time.Second, "the QuotaApplied Event", func() bool { return len(quotaEvents(ReasonQuotaApplied)) > 0 })
+	t.Logf("applied: %s", quotaEvents(ReasonQuotaApplied)[0].Message)
 	cl.createPod(t, podSpec{name: "batch-2", queue: "batch", class: "preemptible-batch", gpus: 8})
 	var why string
 	eventually(t, 30*time.Second, "batch-2 waits, for quota", func() bool {
@@ -173,8 +177,7 @@ func TestClusterQuotaEdit(t *testing.T) {
 	assert.Empty(t, cl.pod(t, "batch-2").Spec.NodeName, "batch-2 admitted by a refused edit")
 
 	// Research gives 16 GPUs of guarantee to batch: batch-2 fits its own.
-	edit("nominalQuota: 900}", "nominalQuota: 832}")
-	edit("nominalQuota: 0, borrowingLimit: 0}", "nominalQuota: 16, borrowingLimit: 0}")
+	edit("nominalQuota: 900}", "nominalQuota: 832}", "nominalQuota: 0, borrowingLimit: 0}", "nominalQuota: 16, borrowingLimit: 0}")
 	eventually(t, 30*time.Second, "batch-2 bound on batch's new quota", func() bool {
 		s.c.Kick()
 		return cl.pod(t, "batch-2").Spec.NodeName != ""
