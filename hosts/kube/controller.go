@@ -95,6 +95,9 @@ type tracked struct {
 	claims    []fleet.ClaimView
 	moveTo    []fleet.PodAssignment
 	readyBy   time.Time
+	// kept and keptJSON are its part of the State as last encoded.
+	kept     WorkState
+	keptJSON []byte
 }
 
 // Controller schedules the pods whose schedulerName is the configured
@@ -139,6 +142,11 @@ type Controller struct {
 	// ConfigMap's resourceVersion; only the worker touches them.
 	stateSum [32]byte
 	stateRV  string
+	// stateForce, keptWorks and keptSeq tell encodeState to assemble
+	// the State again: a write failed, or work came or went.
+	stateForce bool
+	keptWorks  int
+	keptSeq    uint64
 	// The quota's source (quota.go): the ConfigMap's informer, and what
 	// was read last; only the worker touches quotaSum and quotaErr.
 	quotaFactory informers.SharedInformerFactory

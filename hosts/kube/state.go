@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -151,11 +154,9 @@ func (c *Controller) persist(ctx context.Context) {
 		c.mu.Unlock()
 		return
 	}
-	st := c.stateOf()
+	raw, seq, works, changed := c.encodeState()
 	c.mu.Unlock()
-	raw, err := json.Marshal(&st)
-	if err != nil {
-		c.log.Error("state", "err", err)
+	if !changed {
 		return
 	}
 	sum := sha256.Sum256(raw)
@@ -171,8 +172,8 @@ func (c *Controller) persist(ctx context.Context) {
 		// A state left behind would be stale: it is replaced by an empty
 		// one, and a failover reads the pods alone.
 		c.log.Error("state too large for its ConfigMap: a failover rebuilds from the pods alone",
-			"bytes", len(data), "limit", MaxStateBytes, "workloads", len(st.Work))
-		if data, err = EncodeState(&State{Seq: st.Seq}); err != nil {
+			"bytes", len(data), "limit", MaxStateBytes, "workloads", works)
+		if data, err = EncodeState(&State{Seq: seq}); err != nil {
 			return
 		}
 	}
@@ -180,9 +181,79 @@ func (c *Controller) persist(ctx context.Context) {
 		if ctx.Err() == nil {
 			c.log.Error("state not written", "configmap", c.cfg.Namespace+"/"+StateConfigMap, "err", err)
 		}
+		c.mu.Lock()
+		c.stateForce = true
+		c.mu.Unlock()
 		return
 	}
 	c.stateSum = sum
+}
+
+// encodeState encodes again the workloads whose part of the state
+// changed since the last call and, when any did (or work came or went),
+// returns the State's JSON, as json.Marshal would write it: a cycle that
+// changes nothing costs a comparison per workload. c.mu is held.
+func (c *Controller) encodeState() (raw []byte, seq uint64, works int, changed bool) {
+	changed = c.stateForce || len(c.work) != c.keptWorks || c.seq != c.keptSeq
+	for _, t := range c.work {
+		ws := workState(t)
+		if t.keptJSON != nil && ws.equal(&t.kept) {
+			continue
+		}
+		t.kept = ws.clone()
+		b, err := json.Marshal(&t.kept)
+		if err != nil {
+			panic("kube: encoding a workload's state: " + err.Error())
+		}
+		t.keptJSON, changed = b, true
+	}
+	if !changed {
+		return nil, 0, 0, false
+	}
+	c.stateForce, c.keptWorks, c.keptSeq = false, len(c.work), c.seq
+	var b bytes.Buffer
+	b.WriteString(`{"seq":`)
+	b.WriteString(strconv.FormatUint(c.seq, 10))
+	if len(c.work) > 0 {
+		b.WriteString(`,"work":{`)
+		for i, id := range slices.Sorted(maps.Keys(c.work)) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(id)
+			b.Write(k)
+			b.WriteByte(':')
+			b.Write(c.work[id].keptJSON)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte('}')
+	return b.Bytes(), c.seq, len(c.work), true
+}
+
+// equal reports whether two workload states are the same.
+func (ws *WorkState) equal(o *WorkState) bool {
+	if ws.Seq != o.Seq || ws.Borrowing != o.Borrowing || !ws.ReadyBy.Equal(o.ReadyBy) ||
+		!slices.Equal(ws.Nodes, o.Nodes) || !slices.Equal(ws.Nominated, o.Nominated) || (ws.Drain == nil) != (o.Drain == nil) {
+		return false
+	}
+	if ws.Drain == nil {
+		return true
+	}
+	a, b := ws.Drain, o.Drain
+	return a.Reason == b.Reason && a.Since.Equal(b.Since) && a.Deadline.Equal(b.Deadline) && a.KillAsked.Equal(b.KillAsked) &&
+		slices.Equal(a.Beneficiaries, b.Beneficiaries) && slices.Equal(a.Claims, b.Claims) && slices.Equal(a.MoveTo, b.MoveTo)
+}
+
+// clone copies the slices the tracked workload may change in place.
+func (ws WorkState) clone() WorkState {
+	ws.Nodes, ws.Nominated = slices.Clone(ws.Nodes), slices.Clone(ws.Nominated)
+	if ws.Drain != nil {
+		d := *ws.Drain
+		d.Beneficiaries, d.Claims, d.MoveTo = slices.Clone(d.Beneficiaries), slices.Clone(d.Claims), slices.Clone(d.MoveTo)
+		ws.Drain = &d
+	}
+	return ws
 }
 
 // writeState creates or updates the state ConfigMap. A conflict (another

@@ -3,7 +3,9 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +140,109 @@ func TestStateSize(t *testing.T) {
 				assert.True(t, ws.ReadyBy.Equal(back.Work[k].ReadyBy))
 			}
 		})
+	}
+}
+
+// trackedOf is the tracked workloads a state describes, as the
+// controller would hold them.
+func trackedOf(st State) map[string]*tracked {
+	work := map[string]*tracked{}
+	for id, ws := range st.Work {
+		t := &tracked{seq: ws.Seq, borrowing: ws.Borrowing, nominated: ws.Nominated, readyBy: ws.ReadyBy}
+		if len(ws.Nodes) > 0 {
+			t.running, t.slots = true, slices.Clone(ws.Nodes)
+		}
+		if ws.Drain != nil {
+			note := ws.Drain.DrainNote
+			t.drain, t.claims, t.moveTo = &note, ws.Drain.Claims, ws.Drain.MoveTo
+		}
+		work[id] = t
+	}
+	return work
+}
+
+// TestEncodeState: the state encoded workload by workload is the
+// State's JSON, and is assembled again only when a workload's part
+// changed (in place, too) or work came or went.
+func TestEncodeState(t *testing.T) {
+	st := stateShape{running: 40, pending: 60, nominated: 20, claims: true, nsLen: 12, groupLen: 16}.build()
+	c := &Controller{work: trackedOf(st), seq: st.Seq}
+	same := func() {
+		t.Helper()
+		want, err := json.Marshal(c.stateOf())
+		require.NoError(t, err)
+		raw, _, _, changed := c.encodeState()
+		require.True(t, changed)
+		assert.JSONEq(t, string(want), string(raw))
+		assert.Equal(t, string(want), string(raw), "the order of json.Marshal")
+		_, _, _, changed = c.encodeState()
+		assert.False(t, changed, "assembled again with nothing changed")
+	}
+	same()
+	var running, pending string
+	for _, id := range slices.Sorted(maps.Keys(c.work)) {
+		if c.work[id].running && running == "" {
+			running = id
+		}
+		if !c.work[id].running && pending == "" {
+			pending = id
+		}
+	}
+	c.work[running].slots[1] = "gpu-replacement"
+	same()
+	note := *c.work[running].drain
+	note.KillAsked = note.Deadline.Add(time.Second)
+	c.work[running].drain = &note
+	same()
+	delete(c.work, pending)
+	same()
+	c.work[pending] = &tracked{seq: 999}
+	c.seq = 999
+	same()
+}
+
+// BenchmarkEncodeStateUnchanged is a cycle's cost of the state when
+// nothing in it changed, at 5,000 workloads (10,000 pods).
+func BenchmarkEncodeStateUnchanged(b *testing.B) {
+	st := stateShape{running: 1024, pending: 3976, nominated: 1024, claims: true, nsLen: 20, groupLen: 32}.build()
+	c := &Controller{work: trackedOf(st), seq: st.Seq}
+	c.encodeState()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, _, _, changed := c.encodeState(); changed {
+			b.Fatal("changed")
+		}
+	}
+}
+
+// BenchmarkEncodeStateOneChange is its cost when one drain changed: one
+// workload encoded again, the whole assembled and compressed.
+func BenchmarkEncodeStateOneChange(b *testing.B) {
+	st := stateShape{running: 1024, pending: 3976, nominated: 1024, claims: true, nsLen: 20, groupLen: 32}.build()
+	c := &Controller{work: trackedOf(st), seq: st.Seq}
+	c.encodeState()
+	var victim *tracked
+	for _, id := range slices.Sorted(maps.Keys(c.work)) {
+		if c.work[id].drain != nil {
+			victim = c.work[id]
+			break
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		i++
+		note := *victim.drain
+		note.KillAsked = note.Deadline.Add(time.Duration(i))
+		victim.drain = &note
+		raw, _, _, changed := c.encodeState()
+		if !changed {
+			b.Fatal("unchanged")
+		}
+		if _, err := compress(raw); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
