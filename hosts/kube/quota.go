@@ -26,7 +26,10 @@ const keyQuota = "quota"
 
 // Reasons of the Events the quota's reading records.
 const (
+	// ReasonQuotaApplied is a Normal Event: an edit was applied live.
 	ReasonQuotaApplied = "QuotaApplied"
+	// ReasonQuotaRefused is a Warning Event: an edit was refused whole,
+	// and the quota in force stays.
 	ReasonQuotaRefused = "QuotaRefused"
 )
 

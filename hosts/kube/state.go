@@ -20,12 +20,13 @@ import (
 	"github.com/fleetsched/fleet"
 )
 
-// StateConfigMap is the ConfigMap, in Config.Namespace, where the leader
-// keeps what the pods do not show; StateKey is its binaryData key, the
-// State as gzip-compressed JSON.
+// The ConfigMap of the State.
 const (
+	// StateConfigMap is the ConfigMap, in Config.Namespace, where the
+	// leader keeps what the pods do not show.
 	StateConfigMap = "fleet-scheduler-state"
-	StateKey       = "state.json.gz"
+	// StateKey is its binaryData key: the State as gzip-compressed JSON.
+	StateKey = "state.json.gz"
 )
 
 // MaxStateBytes is the most the compressed state may take: a ConfigMap
@@ -71,7 +72,10 @@ type WorkState struct {
 // promised to nominations, and a move's new place.
 type DrainState struct {
 	DrainNote
-	Claims []fleet.ClaimView     `json:"claims,omitempty"`
+	// Claims are its GPUs promised to nominations
+	// (fleet.AdoptedDrain.Claims).
+	Claims []fleet.ClaimView `json:"claims,omitempty"`
+	// MoveTo is, for a defragmentation move, its new place.
 	MoveTo []fleet.PodAssignment `json:"moveTo,omitempty"`
 }
 
