@@ -208,7 +208,12 @@ func TestClusterFailoverGangMissingPod(t *testing.T) {
 	cl.createGang(t, "keep", "research", "reserved-research", 4, 8, ann)
 	cl.createGang(t, "gone", "research", "reserved-research", 4, 8, ann)
 	eventually(t, 30*time.Second, "both gangs bound and kept", func() bool {
-		st, _ := cl.readState(t)
+		cm, err := cl.client.CoreV1().ConfigMaps("fleet-system").Get(ctx, StateConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return false // not written yet
+		}
+		st, err := DecodeState(cm.BinaryData[StateKey])
+		require.NoError(t, err)
 		return len(st.Work["team/keep"].Nodes) == 4 && len(st.Work["team/gone"].Nodes) == 4
 	})
 	keepNode := cl.pod(t, "keep-2").Spec.NodeName
