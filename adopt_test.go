@@ -308,3 +308,64 @@ func TestShrinkGivesUpTheHighestIndexWhateverTheAdoptionOrder(t *testing.T) {
 	assert.Equal(t, "elastic", d.Drain[0].Of)
 	assert.Equal(t, 3, d.Drain[0].Pod.Index, "the highest index goes first")
 }
+
+// A nomination adopted with the ready time Decisions.Nominate gave keeps
+// it, whichever of its victims have exited since; without one it is ready
+// by the deadlines of the victims still draining. A ready time before
+// such a deadline is moved to it: capacity cannot be back earlier.
+func TestAdoptedNominationKeepsItsReadyTime(t *testing.T) {
+	s, specs, d := spikeOverBatch(t)
+	now := t0.Add(time.Hour)
+	snap := s.Snapshot()
+	ready := map[string]time.Time{}
+	for _, p := range snap.Pending {
+		if p.Nomination != nil {
+			ready[p.ID] = p.Nomination.ReadyBy
+		}
+	}
+	for _, n := range d.Nominate {
+		require.Equal(t, ready[n.ID], n.ReadyBy, "%s: the decision gives the nomination's ready time", n.ID)
+	}
+
+	later := now.Add(30 * time.Second)
+	adopt := func(readyBy func(fleet.Nomination) time.Time) *fleet.Scheduler {
+		r, err := fleet.New(fleet.ReferenceConfig())
+		require.NoError(t, err)
+		for _, v := range snap.Running {
+			a := fleet.Adoption{Workload: specs[v.ID], Started: v.Started, Pods: v.Pods}
+			if v.Drain != nil {
+				a.Drain = &fleet.AdoptedDrain{Since: v.Drain.Since, Deadline: v.Drain.Deadline, Reason: v.Drain.Reason,
+					Beneficiaries: v.Drain.Beneficiaries, Live: v.Drain.Live}
+			}
+			require.NoError(t, r.Adopt(later, a), v.ID)
+		}
+		for _, n := range d.Nominate {
+			require.NoError(t, r.Adopt(later, fleet.Adoption{Workload: specs[n.ID], Submitted: now,
+				Nominated: n.Pods, NominatedReadyBy: readyBy(n)}), n.ID)
+		}
+		require.NoError(t, r.CheckInvariants())
+		return r
+	}
+	readyOf := func(r *fleet.Scheduler) map[string]time.Time {
+		got := map[string]time.Time{}
+		for _, p := range r.Snapshot().Pending {
+			if p.Nomination != nil {
+				got[p.ID] = p.Nomination.ReadyBy
+			}
+		}
+		return got
+	}
+
+	kept := func(n fleet.Nomination) time.Time { return n.ReadyBy.Add(time.Hour) }
+	for id, at := range readyOf(adopt(kept)) {
+		assert.Equal(t, ready[id].Add(time.Hour), at, "%s keeps the ready time the host kept", id)
+	}
+	for id, at := range readyOf(adopt(func(fleet.Nomination) time.Time { return time.Time{} })) {
+		assert.Equal(t, ready[id], at, "%s: derived from its victims' deadlines", id)
+	}
+	early := func(fleet.Nomination) time.Time { return later }
+	for id, at := range readyOf(adopt(early)) {
+		assert.Equal(t, ready[id], at, "%s: not before its victims' deadlines", id)
+		assert.True(t, at.After(later), id)
+	}
+}

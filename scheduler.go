@@ -147,6 +147,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := checkFlavors(f, t); err != nil {
 		return nil, &Error{Op: "new", Detail: "quota", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
 	}
+	if err := checkGroups(t); err != nil {
+		return nil, &Error{Op: "new", Detail: "quota", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
+	}
 	classes := map[string]PriorityClass{}
 	for _, c := range cfg.Classes {
 		if c.Name == "" {

@@ -145,3 +145,33 @@ func BenchmarkClone(b *testing.B) {
 		runTimed(b, func() { tree.CopyTo(scratch) })
 	})
 }
+
+// BenchmarkAssign is the flavor assigner on the bench trees: one pod set
+// of GPUs in the implicit group, a request that borrows from the root in
+// H200 and borrows in H100 too, and whenCanBorrow TryNextFlavor, so the
+// search weighs both flavors.
+func BenchmarkAssign(b *testing.B) {
+	for _, s := range benchShapes() {
+		b.Run(s.name, func(b *testing.B) {
+			tree, q0 := benchTree(b, s.fanout...)
+			h200, _ := tree.Flavor("H200")
+			gpus := rootBorrow(b, tree, q0, h200)
+			var n quota.NodeSpec
+			for _, x := range tree.Spec().Nodes {
+				if x.Name == tree.Name(q0) {
+					n = x
+				}
+			}
+			n.FlavorFungibility.WhenCanBorrow = quota.TryNextFlavor
+			if err := tree.SetNode(n); err != nil {
+				b.Fatal(err)
+			}
+			sets := []quota.PodSetRequest{{MilliGPUs: gpus * 1000}}
+			runTimed(b, func() {
+				if a := tree.Assign(q0, sets, quota.AssignOptions{}); a.Mode != quota.AssignFit || !a.Borrowing() {
+					b.Fatalf("assigned %+v", a.PodSets[0][0])
+				}
+			})
+		})
+	}
+}

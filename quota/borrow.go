@@ -128,7 +128,12 @@ func (t *Tree) SetQuota(n NodeID, q FlavorQuota) error {
 		}
 	}
 	if !t.served[t.at(n, f)] {
+		if t.groups.declared[n] != nil {
+			return &SpecError{Node: name, Flavor: q.Flavor, Field: "resourceGroups",
+				Detail: "a node with resource groups takes a new flavor by SetNode, which puts it in a group", Err: ErrResourceGroup}
+		}
 		t.order[n] = append(t.order[n][:len(t.order[n]):len(t.order[n])], f) // never write into a shared array
+		t.refreshImplicit(n)
 	}
 	for _, e := range edits {
 		t.editCol(n, e.c, e.nominal, e.bl, e.ll)

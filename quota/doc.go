@@ -51,6 +51,57 @@
 // the guarantee needs, and the scheduler's Explain names the rule to change
 // when one keeps a workload waiting.
 //
+// # Resource groups and flavor assignment
+//
+// A node may split its resources into ResourceGroups, as a Kueue
+// ClusterQueue does: each group covers GPUs and/or named resources and
+// lists its flavors in order (GPUs of H100 then A100; cpu and memory of
+// "default" then "spot"). Without groups a node has one implicit group
+// covering everything, its Quotas' flavors in order. Assign is Kueue's
+// flavor assigner: for each pod set, in order, and each group, it walks
+// the group's flavors and takes the first where every resource the pod
+// set asks of the group fits, on top of what the earlier pod sets were
+// given; the queue's Fungibility decides whether a flavor that fits only
+// by borrowing (WhenCanBorrow) or only by preempting (WhenCanPreempt)
+// ends the search. The Assignment says, per pod set and group, the flavor
+// and its mode (Fit, Preempt, NoFit) and borrowing level, and sums the
+// Charges per flavor and resource; AddCharges and RemoveCharges apply
+// them all or nothing. A pod set's GPUFlavors (the GPU models it accepts)
+// filter the GPU group's flavors, the way a pod's node selector filters
+// flavors by their node labels in Kueue; flavors of other groups carry no
+// node labels in fleet and every pod set may use them.
+//
+// # Differences from Kueue
+//
+// testdata/kueue holds the facts of Kueue's flavor assigner tests that
+// TestKueueFlavorAssignerCorpus runs through Assign: it agrees with
+// Kueue's outcome in every case but those marked there with one of these
+// deliberate differences.
+//
+//   - No preemption oracle. Kueue's assigner simulates a victim search
+//     for each flavor that needs preemption and passes over one where it
+//     finds no candidates. quota knows quotas, not workloads: Assign
+//     reports Preempt wherever quota lets preemption make room (ranking a
+//     reclaim of the queue's own lent quota above preempting within the
+//     queue, as Kueue's oracle results rank them) and package preempt
+//     looks for victims.
+//   - No pod-set groups. Kueue assigns the pod sets of one topology
+//     group (a leader-worker set) together, on their summed requests;
+//     fleet assigns every pod set on its own, in order.
+//   - Stateless. Kueue resumes a requeued workload's search at the flavor
+//     after the one it last tried; Assign starts at the first flavor each
+//     time, so the same tree and request give the same answer.
+//   - Node labels. A pod set's node selector, affinity and tolerations
+//     filter Kueue's flavors by their labels and taints; fleet's pod sets
+//     select nodes by GPU model only (PodSetRequest.GPUFlavors), so only
+//     the GPU group's flavors are filtered and other groups' flavors are
+//     open to every pod set.
+//   - fungibility preference (BorrowingOverPreemption,
+//     PreemptionOverBorrowing) is not modelled: fleet prefers borrowing
+//     over preemption, Kueue's default.
+//   - A request of 0 GPUs asks for no GPUs (a request of 0 of a named
+//     resource still asks for a flavor, as in Kueue).
+//
 // # Quota over time
 //
 // A Schedule (NewSchedule over a base Spec, in a caller's time.Location)

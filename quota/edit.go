@@ -25,8 +25,9 @@ func (t *Tree) setSettings(n NodeID, spec NodeSpec) {
 
 // SetNode replaces, as one edit, the settings of the cohort or queue
 // named spec.Name: its quota of every flavor (nominal, borrowing and
-// lending limits, resources), its fair-sharing weight, and for a queue its
-// preemption rules and queueing strategy. spec is the node as Spec()
+// lending limits, resources), its resource groups, its fair-sharing
+// weight, and for a queue its preemption rules, queueing strategy and
+// flavor fungibility. spec is the node as Spec()
 // lists it, edited; Parent and Kind must be the node's own.
 //
 // The edit is checked whole by New's rules (a *SpecError) before anything
@@ -81,12 +82,17 @@ func (t *Tree) SetNode(spec NodeSpec) error {
 	// SetQuota checks the rest (roots' limits, sums); a clone takes the
 	// edits, so a refusal of its last flavor leaves t as it was.
 	c := t.Clone()
+	gs, _ := resolveGroups(spec, t.s) // checkNode refused bad ones
+	c.ownGroups()
+	c.groups.declared[n] = nil // SetQuota adds flavors to the implicit group
 	for _, q := range spec.Quotas {
 		if err := c.SetQuota(n, q); err != nil {
 			return err
 		}
 	}
 	c.order[n] = listed
+	c.groups.declared[n] = gs
+	c.refreshImplicit(n)
 	c.setSettings(n, spec)
 	c.copyInto(t)
 	return nil

@@ -36,6 +36,10 @@ var (
 	ErrOverPromised      = errors.New("quota: guarantees exceed fleet capacity")
 	ErrUnknownResource   = errors.New("quota: unknown resource")
 	ErrDuplicateResource = errors.New("quota: duplicate resource")
+	// ErrResourceGroup refuses resource groups that break a rule: a
+	// resource or flavor in two groups, a flavor with quota in no group,
+	// quota of a resource its group does not cover.
+	ErrResourceGroup = errors.New("quota: invalid resource group")
 	// ErrShapeChange refuses a SetNode edit of a node's parent or kind: the
 	// tree's shape is fixed by New.
 	ErrShapeChange = errors.New("quota: a live edit cannot change the tree's shape")

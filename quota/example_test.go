@@ -105,3 +105,51 @@ func ExampleTree_Fits() {
 	// batch borrows 700, share +Inf
 	// queue "prod-inference": 64 H100 GPUs fit within its nominal quota
 }
+
+// A queue whose GPUs and cpu sit in different resource groups: the
+// launcher takes cpu of "default", the workers H100 GPUs and cpu of
+// "default"; once "default" runs short, the workers' cpu comes from
+// "spot" while the launcher's still fits "default"; the third job fits
+// H100 only by preemption.
+func ExampleTree_Assign() {
+	tree, err := quota.New(quota.Spec{
+		Flavors:   []string{"H100", "default", "spot"},
+		Resources: []string{"cpu"},
+		Nodes: []quota.NodeSpec{{
+			Name: "research", Kind: quota.Queue,
+			Quotas: []quota.FlavorQuota{
+				{Flavor: "H100", Nominal: 16},
+				{Flavor: "default", Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: 64000}}},
+				{Flavor: "spot", Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: 128000}}},
+			},
+			ResourceGroups: []quota.ResourceGroup{
+				{GPUs: true, Flavors: []string{"H100"}},
+				{Resources: []string{"cpu"}, Flavors: []string{"default", "spot"}},
+			},
+		}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	q, _ := tree.Node("research")
+	cpu, _ := tree.Resource("cpu")
+	job := []quota.PodSetRequest{
+		{Resources: []quota.Amount{{Resource: cpu, Value: 2000}}},                   // launcher
+		{MilliGPUs: 8000, Resources: []quota.Amount{{Resource: cpu, Value: 32000}}}, // workers
+	}
+	for range 3 {
+		a := tree.Assign(q, job, quota.AssignOptions{})
+		fmt.Print(a.Mode)
+		for _, c := range a.Charges {
+			fmt.Printf(" %s:%s=%d", tree.FlavorName(c.Flavor), tree.ResourceName(c.Resource), c.Value)
+		}
+		fmt.Println()
+		if a.Mode == quota.AssignFit {
+			_ = tree.AddCharges(q, a.Charges)
+		}
+	}
+	// Output:
+	// Fit H100:GPUs=8000 default:cpu=34000
+	// Fit H100:GPUs=8000 default:cpu=2000 spot:cpu=32000
+	// Preempt H100:GPUs=8000 default:cpu=2000 spot:cpu=32000
+}

@@ -50,6 +50,7 @@ func (s *shape) resolveResources(names []string) error {
 		}
 		s.resourceID[r] = ResourceID(len(s.resources) + 1)
 		s.resources = append(s.resources, r)
+		s.allResources = append(s.allResources, ResourceID(len(s.resources)))
 	}
 	s.cols = len(s.flavors) * (len(s.resources) + 1)
 	return nil

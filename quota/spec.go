@@ -44,6 +44,14 @@ type NodeSpec struct {
 	QueueingStrategy Strategy `json:"queueingStrategy,omitzero"`
 	// FlavorFungibility applies to queues only, as Preemption does.
 	FlavorFungibility Fungibility `json:"flavorFungibility,omitzero"`
+	// ResourceGroups, when set, splits the resources into groups as a
+	// Kueue ClusterQueue's resourceGroups do: each group covers some
+	// resources and lists its flavors in order, and every flavor of
+	// Quotas is in exactly one group. A workload's pod set gets one
+	// flavor per group (see Tree.Assign). Unset: one group covers GPUs
+	// and every resource, with the flavors of Quotas in order, and a
+	// workload is charged everything in the flavor of its GPU model.
+	ResourceGroups []ResourceGroup `json:"resourceGroups,omitempty"`
 }
 
 // FlavorQuota is a node's quota for one flavor, as in a Kueue resource
@@ -284,6 +292,12 @@ func (s Spec) clone() Spec {
 		out.Nodes = make([]NodeSpec, len(s.Nodes))
 	}
 	for i, n := range s.Nodes {
+		n.ResourceGroups = append([]ResourceGroup(nil), n.ResourceGroups...)
+		for j := range n.ResourceGroups {
+			g := &n.ResourceGroups[j]
+			g.Resources = append([]string(nil), g.Resources...)
+			g.Flavors = append([]string(nil), g.Flavors...)
+		}
 		n.Quotas = append([]FlavorQuota(nil), n.Quotas...)
 		for j := range n.Quotas {
 			n.Quotas[j].Resources = append([]ResourceQuota(nil), n.Quotas[j].Resources...)

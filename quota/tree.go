@@ -52,6 +52,10 @@ type Tree struct {
 	strategy  []Strategy
 	// fungibility is each queue's flavorFungibility.
 	fungibility []Fungibility
+	// groups holds the nodes' resource groups. It changes only with the
+	// configuration (SetQuota, SetNode), so clones share it and an edit
+	// replaces it whole (ownGroups): usage what-ifs never copy it.
+	groups *groupSet
 
 	// changes counts the changes to quotas, settings and usage (Changes).
 	changes uint64
@@ -63,9 +67,10 @@ type shape struct {
 	flavorID map[string]FlavorID
 	// Named resources besides GPUs; a (flavor, resource) pair is one
 	// column of the flat state, GPUs of flavor f being column f.
-	resources  []string
-	resourceID map[string]ResourceID
-	cols       int
+	resources    []string
+	resourceID   map[string]ResourceID
+	allResources []ResourceID // 1..len(resources), shared by implicit groups
+	cols         int
 
 	names     []string
 	nodeID    map[string]NodeID
@@ -210,6 +215,7 @@ func New(spec Spec) (*Tree, error) {
 		rules:       make([]Rules, N),
 		strategy:    make([]Strategy, N),
 		fungibility: make([]Fungibility, N),
+		groups:      &groupSet{declared: make([][]group, N), implicit: make([]group, N)},
 	}
 	for i := range t.borrow {
 		t.borrow[i], t.lend[i] = noLimit, noLimit
@@ -229,6 +235,7 @@ func New(spec Spec) (*Tree, error) {
 		if n.Parent == "" {
 			s.roots = append(s.roots, me)
 		}
+		t.groups.declared[me], _ = resolveGroups(n, s) // checkNode refused bad ones
 		for _, q := range n.Quotas {
 			f := s.flavorID[q.Flavor]
 			t.setCol(me, FlavorID(f), q.Nominal*milli, scaleLimit(q.BorrowingLimit.encode(), milli), scaleLimit(q.LendingLimit.encode(), milli))
@@ -238,6 +245,9 @@ func New(spec Spec) (*Tree, error) {
 				t.setCol(me, c, rq.Nominal, rq.BorrowingLimit.encode(), rq.LendingLimit.encode())
 			}
 		}
+	}
+	for n := range NodeID(N) {
+		t.groups.implicit[n] = t.implicitGroup(n)
 	}
 	// Heights: children have larger IDs than their parent (pre-order).
 	s.height = make([]int32, N)
@@ -310,7 +320,8 @@ func checkNode(n NodeSpec, s *shape) error {
 			return err
 		}
 	}
-	return nil
+	_, err := resolveGroups(n, s)
+	return err
 }
 
 // checkRules refuses enum values outside their range, which a Go caller
@@ -328,6 +339,8 @@ func checkRules(n NodeSpec) error {
 		return &SpecError{Node: n.Name, Field: "queueingStrategy", Detail: n.QueueingStrategy.String(), Err: ErrInvalidSpec}
 	case !n.FlavorFungibility.WhenCanBorrow.Valid():
 		return &SpecError{Node: n.Name, Field: "flavorFungibility.whenCanBorrow", Detail: n.FlavorFungibility.WhenCanBorrow.String(), Err: ErrInvalidSpec}
+	case !n.FlavorFungibility.WhenCanPreempt.Valid():
+		return &SpecError{Node: n.Name, Field: "flavorFungibility.whenCanPreempt", Detail: n.FlavorFungibility.WhenCanPreempt.String(), Err: ErrInvalidSpec}
 	case r.BorrowWithinCohort.Policy != BorrowNever && r.ReclaimWithinCohort == ReclaimNever:
 		// Kueue refuses it too: borrowing by preemption is a form of
 		// reclaiming, so it needs reclaimWithinCohort.
@@ -431,6 +444,7 @@ func (t *Tree) copyInto(c *Tree) {
 	c.rules = append(c.rules[:0], t.rules...)
 	c.strategy = append(c.strategy[:0], t.strategy...)
 	c.fungibility = append(c.fungibility[:0], t.fungibility...)
+	c.groups = t.groups
 }
 
 // Spec returns the current configuration, reflecting SetQuota and SetNode edits, with
@@ -448,6 +462,7 @@ func (t *Tree) Spec() Spec {
 			Preemption:        t.rules[n],
 			QueueingStrategy:  t.strategy[n],
 			FlavorFungibility: t.fungibility[n],
+			ResourceGroups:    t.groupSpecs(n),
 		}
 		if p := s.parent[n]; p != None {
 			ns.Parent = s.names[p]

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetsched/fleet/hosts/host"
 )
 
 // podRef names a pod by its workload key (namespace/...) and name.
@@ -62,28 +63,12 @@ func condition(p podRef, msg, reason string) action {
 // given an Event, and the next sync of the workload sees the pods as they
 // are.
 func (c *Controller) carryOut(ctx context.Context, acts []action) {
-	if len(acts) == 0 {
-		return
-	}
-	work := make(chan action)
-	var wg sync.WaitGroup
-	n := min(c.cfg.Binders, len(acts))
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for a := range work {
-				if err := c.write(ctx, a); err != nil && ctx.Err() == nil {
-					c.log.Warn("api write", "kind", a.kind, "pod", a.pod.workload+"/"+a.pod.name, "err", err)
-				}
-			}
-		}()
-	}
-	for _, a := range acts {
-		work <- a
-	}
-	close(work)
-	wg.Wait()
+	host.ForEach(c.cfg.Binders, len(acts), func(i int) {
+		a := acts[i]
+		if err := c.write(ctx, a); err != nil && ctx.Err() == nil {
+			c.log.Warn("api write", "kind", a.kind, "pod", a.pod.workload+"/"+a.pod.name, "err", err)
+		}
+	})
 }
 
 func (c *Controller) write(ctx context.Context, a action) error {

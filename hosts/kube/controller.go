@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/hosts/host"
 	"github.com/fleetsched/fleet/importer/kueue"
 	"github.com/fleetsched/fleet/metrics/prom"
 	"github.com/fleetsched/fleet/quota"
@@ -31,13 +31,10 @@ import (
 
 // Clock is where the controller reads the time: the wall clock in
 // production, a virtual one in tests.
-type Clock interface{ Now() time.Time }
+type Clock = host.Clock
 
 // WallClock reads time.Now.
-type WallClock struct{}
-
-// Now returns the wall-clock time.
-func (WallClock) Now() time.Time { return time.Now() }
+type WallClock = host.WallClock
 
 // Queue keys besides the workload keys ("w:" + namespace/name).
 const (
@@ -302,22 +299,14 @@ func (c *Controller) Lead(ctx context.Context) error {
 		case <-time.After(c.cfg.Period.Duration):
 		}
 	}
-	c.queue.Add(keyCycle)
 	go func() {
-		t := time.NewTicker(c.cfg.Period.Duration)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				c.queue.ShutDown()
-				return
-			case <-t.C:
-				c.queue.Add(keyCycle)
-				if c.cfg.QuotaFile != "" {
-					c.queue.Add(keyQuota)
-				}
+		_ = host.Every(ctx, c.cfg.Period.Duration, func() {
+			c.queue.Add(keyCycle)
+			if c.cfg.QuotaFile != "" {
+				c.queue.Add(keyQuota)
 			}
-		}
+		})
+		c.queue.ShutDown()
 	}()
 	for c.next(ctx) {
 	}
@@ -455,22 +444,9 @@ func (c *Controller) syncNodes() ([]action, error) {
 		return acts, nil
 	}
 	var acts []action
-	for node, h := range health {
-		if c.health[node] == h {
-			continue
-		}
-		if _, ok := c.health[node]; !ok {
-			continue
-		}
-		lost, err := c.s.SetNodeHealth(now, node, h)
-		if err != nil {
-			c.log.Warn("node health", "node", node, "err", err)
-			continue
-		}
-		c.health[node] = h
-		c.log.Info("node health", "node", node, "health", h.String(), "ended", lost)
-		for _, id := range lost {
-			acts = append(acts, c.endWorkload(id, "its node "+node+" is down")...)
+	for _, ch := range host.SyncHealth(c.s, now, c.health, health, c.log) {
+		for _, id := range ch.Ended {
+			acts = append(acts, c.endWorkload(id, "its node "+ch.Node+" is down")...)
 		}
 	}
 	c.queue.Add(keyCycle)
@@ -580,21 +556,19 @@ func (c *Controller) rebuild(now time.Time) ([]action, error) {
 			c.seq++
 			x.a.Seq, x.t.seq = c.seq, c.seq
 		}
-		err := s.Adopt(now, x.a)
+		// A nomination the fleet cannot hold any more (a node went away):
+		// the workload queues again without it.
+		dropped, err := host.Adopt(s, now, x.a)
 		if err != nil && x.a.Drain != nil && len(x.a.Drain.Claims) > 0 {
 			c.log.Warn("drain's claims not adopted", "workload", x.a.Workload.ID, "err", err)
 			// Claims that no longer add up (a beneficiary gone, a node
 			// relabelled): the nominations adopted after it derive theirs.
 			x.a.Drain.Claims, x.t.claims = nil, nil
-			err = s.Adopt(now, x.a)
+			dropped, err = host.Adopt(s, now, x.a)
 		}
-		if err != nil && len(x.a.Nominated) > 0 {
-			c.log.Warn("nomination not adopted", "workload", x.a.Workload.ID, "err", err)
-			// A nomination the fleet cannot hold any more (a node went
-			// away): the workload queues again without it.
-			x.a.Nominated, x.a.NominatedReadyBy = nil, time.Time{}
+		if dropped != nil {
+			c.log.Warn("nomination not adopted", "workload", x.a.Workload.ID, "err", dropped)
 			x.t.readyBy = time.Time{}
-			err = s.Adopt(now, x.a)
 		}
 		if err != nil {
 			c.log.Warn("adopt", "workload", x.a.Workload.ID, "err", err)
@@ -750,16 +724,8 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 	if note.Reason == "" || reason.UnmarshalText([]byte(note.Reason)) != nil {
 		return a, t, nil
 	}
-	d := &fleet.AdoptedDrain{Since: clamp(note.Since, a.Started, now), Deadline: deadline, Reason: reason,
-		Beneficiaries: note.Beneficiaries}
-	for _, b := range note.Beneficiaries {
-		if exists(b) {
-			d.Live = append(d.Live, b)
-		}
-	}
-	if !d.Deadline.After(d.Since) {
-		d.Deadline = d.Since.Add(time.Nanosecond)
-	}
+	d := host.DrainRecord{Since: clamp(note.Since, a.Started, now), Deadline: deadline, Reason: reason,
+		Beneficiaries: note.Beneficiaries}.Adopted(exists)
 	if k := note.KillAsked; !k.IsZero() && !d.Deadline.After(now) {
 		d.KillAsked = clamp(k, d.Deadline, now)
 	}
@@ -1128,13 +1094,8 @@ func (c *Controller) cycle() []action {
 		}
 		t.running, t.borrowing = true, a.Borrowing
 		t.nominated, t.readyBy = nil, time.Time{}
-		t.slots = make([]string, len(t.pods))
+		t.slots = host.Nodes(a.Pods, len(t.pods))
 		t.slotPod = slices.Clone(t.pods)
-		for _, pa := range a.Pods {
-			if pa.Index < len(t.slots) {
-				t.slots[pa.Index] = pa.Node
-			}
-		}
 		for i, name := range t.pods {
 			acts = append(acts, bind(podRef{a.ID, name}, t.slots[i], now))
 		}
@@ -1159,13 +1120,7 @@ func (c *Controller) pending(snap *fleet.Snapshot) []action {
 			if p.Nomination == nil {
 				continue
 			}
-			nodes := make([]string, p.Spec.PodSets[0].Count)
-			for _, pa := range p.Nomination.Pods {
-				if pa.Index < len(nodes) {
-					nodes[pa.Index] = pa.Node
-				}
-			}
-			noms[p.ID] = nodes
+			noms[p.ID] = host.Nodes(p.Nomination.Pods, p.Spec.PodSets[0].Count)
 			if t := c.work[p.ID]; t != nil {
 				t.readyBy = p.Nomination.ReadyBy
 			}
@@ -1193,12 +1148,8 @@ func (c *Controller) pending(snap *fleet.Snapshot) []action {
 				acts = append(acts, nominate(podRef{id, name}, ""))
 			}
 		}
-		x, err := c.s.Explain(id)
-		if err != nil || x.Waiting == fleet.WaitUnscheduled {
-			continue
-		}
-		msg := Sentence(x)
-		if msg == t.message {
+		msg, ok := host.Waiting(c.s, id)
+		if !ok || msg == t.message {
 			continue
 		}
 		t.message = msg
@@ -1210,15 +1161,7 @@ func (c *Controller) pending(snap *fleet.Snapshot) []action {
 // Sentence is Explain's sentence as a pod condition says it: without the
 // time of the cycle, which the condition's lastTransitionTime carries, so
 // that the condition changes only when the reason does.
-func Sentence(x fleet.Explanation) string {
-	msg := x.Message
-	if i := strings.LastIndex(msg, "; as of the cycle at "); i >= 0 {
-		msg = msg[:i]
-	} else if i := strings.LastIndex(msg, "as of the cycle at "); i >= 0 {
-		msg = strings.TrimRight(msg[:i], "; :")
-	}
-	return msg
-}
+func Sentence(x fleet.Explanation) string { return host.Sentence(x) }
 
 // conditions writes the PodScheduled=False condition, and an Event, on
 // the pods whose condition does not say msg already: a pod's own status is

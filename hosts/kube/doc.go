@@ -22,7 +22,11 @@
 // refusal) and then asks for a cycle; the queue folds a burst of keys into
 // few cycles. A cycle also runs every Config.Period. The clock is
 // injectable (Options.Clock): the wall clock in production, the tests'
-// virtual one in the cluster suite.
+// virtual one in the cluster suite. What the controller shares with the
+// Slurm host (the clock, a drain's record handed back to Adopt and the
+// nomination dropped when the fleet cannot hold it, node health changes,
+// the periodic cycle, the pending sentence, the writes in parallel) is
+// written once in hosts/host.
 //
 // # Pods and nodes: the one seam
 //

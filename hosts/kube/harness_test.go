@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/hosts/host"
 	"github.com/fleetsched/fleet/importer/kueue"
 )
 
@@ -211,22 +212,7 @@ func startCluster(t testing.TB) *cluster {
 }
 
 // testClock is the test's clock: the wall clock plus jumps the test makes.
-type testClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.offset += d
-	c.mu.Unlock()
-}
+type testClock = host.ShiftedClock
 
 // addNodes creates the reference fleet's nodes with the GKE preset's
 // labels: blocks of 8 subblocks of 8 hosts, one node each, 8 GPUs.

@@ -1,7 +1,11 @@
 package slurm
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -80,23 +84,14 @@ func TestSlurmReclaim(t *testing.T) {
 	// Research takes 128 GPUs of its own and batch borrows 256: all that
 	// inference (300 guaranteed, 175 of them lendable) lends. 128 GPUs
 	// stay free.
-	research := e.sbatch("-p", "research", "-N16", "--gres=gpu:8", "--requeue", long)
-	var batch []string
-	for range 32 {
-		batch = append(batch, e.sbatch("-p", "batch", "-N1", "--gres=gpu:8", "--requeue", long))
-	}
-	js := hs.until(90*time.Second, "research and batch running", allRunning(append([]string{research}, batch...)...))
-	nodeOf := map[string]string{}
-	for _, id := range batch {
-		nodeOf[id] = js[id].NodeList[0]
-	}
+	research, batch, nodeOf := hs.borrowed(long, "--requeue")
 	// 18 inference replicas of 8 GPUs: 16 take the free nodes, 2 take
 	// back borrowed capacity.
 	var inf []string
 	for range 18 {
 		inf = append(inf, e.sbatch("-p", "inference", "-N1", "--gres=gpu:8", long))
 	}
-	js = hs.until(90*time.Second, "inference running", allRunning(inf...))
+	js := hs.until(90*time.Second, "inference running", allRunning(inf...))
 	terms := e.log("term.log")
 	var victims []string
 	victimNodes := map[string]bool{}
@@ -134,6 +129,10 @@ func TestSlurmNodeDown(t *testing.T) {
 	long := e.script("long.sh", 0, 10*time.Minute)
 	gang := e.sbatch("-p", "research", "-N4", "--gres=gpu:8", "--requeue", long)
 	js := hs.until(60*time.Second, "gang running", allRunning(gang))
+	// RUNNING comes before the script's first line: the node goes down
+	// under a gang that has started.
+	require.Eventually(t, func() bool { return len(e.log("start.log")[gang]) == 1 }, 30*time.Second, 100*time.Millisecond,
+		"the gang's script started")
 	down := js[gang].NodeList[1]
 	e.run("scontrol", "update", "NodeName="+down, "State=DOWN", "Reason=test")
 	js = hs.until(90*time.Second, "gang running again, without the down node", func(js map[string]Job) bool {
@@ -141,8 +140,9 @@ func TestSlurmNodeDown(t *testing.T) {
 		return j.State == StateRunning && !slices.Contains(j.NodeList, down)
 	})
 	assert.Len(t, js[gang].NodeList, 4)
-	starts := e.log("start.log")[gang]
-	assert.Len(t, starts, 2, "started twice: before and after the node went down")
+	assert.Eventually(t, func() bool { return len(e.log("start.log")[gang]) == 2 }, 30*time.Second, 100*time.Millisecond,
+		"started twice: before and after the node went down")
+	assert.Len(t, e.log("start.log")[gang], 2, "and no more")
 	hs.h.Scheduler(func(s *fleet.Scheduler) {
 		for _, n := range s.Snapshot().Fleet.Unhealthy {
 			if n.Node == down {
@@ -205,23 +205,14 @@ func TestSlurmRestartMidDrain(t *testing.T) {
 	// Victims take 6 s to checkpoint after SIGTERM (within the test
 	// cluster's KillWait of 10 s).
 	slow := e.script("slow.sh", 6*time.Second, 10*time.Minute)
-	research := e.sbatch("-p", "research", "-N16", "--gres=gpu:8", "--requeue", long)
-	var batch []string
-	for range 32 {
-		batch = append(batch, e.sbatch("-p", "batch", "-N1", "--gres=gpu:8", "--requeue", slow))
-	}
-	js := first.until(90*time.Second, "research and batch running", allRunning(append([]string{research}, batch...)...))
-	nodeOf := map[string]string{}
-	for _, id := range batch {
-		nodeOf[id] = js[id].NodeList[0]
-	}
+	research, _, nodeOf := first.borrowed(slow, "--requeue")
 	var inf []string
 	for range 18 {
 		inf = append(inf, e.sbatch("-p", "inference", "-N1", "--gres=gpu:8", long))
 	}
 	first.until(30*time.Second, "drains started", func(map[string]Job) bool { return len(first.drained) == 2 })
 	// The first host stops here, its victims still ending.
-	js = e.jobs()
+	js := e.jobs()
 	var victims []string
 	for id := range first.drained {
 		victims = append(victims, id)
@@ -250,4 +241,57 @@ func TestSlurmRestartMidDrain(t *testing.T) {
 	st, err = LoadState(state)
 	require.NoError(t, err)
 	assert.Empty(t, st.Drains, "no drain left in the state file")
+}
+
+// Run serves /metrics, /healthz and /readyz on Config.Listen while it
+// cycles: the figures are those of the jobs it started.
+func TestSlurmServesMetrics(t *testing.T) {
+	e := startCluster(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	cfg := testConfig("")
+	cfg.Listen, cfg.Period = addr, Duration(200*time.Millisecond)
+	h, err := New(cfg, Options{Slurm: e.cmds, Quota: referenceQuota(),
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	long := e.script("long.sh", 0, 10*time.Minute)
+	gangID := e.sbatch("-p", "research", "-N4", "--gres=gpu:8", "--requeue", long)
+	infID := e.sbatch("-p", "inference", "-N1", "--gres=gpu:2", long)
+	require.Eventually(t, func() bool {
+		js := e.jobs()
+		return js[gangID].State == StateRunning && js[infID].State == StateRunning
+	}, 60*time.Second, 200*time.Millisecond, "both jobs running")
+	base := "http://" + addr
+	var m map[string]float64
+	require.Eventually(t, func() bool {
+		m = scrape(t, base+"/metrics")
+		return m["fleet_gpus_free"] == 512-34
+	}, 10*time.Second, 200*time.Millisecond, "a cycle after both started")
+	assert.Equal(t, 1.0, m[`fleet_admissions_total{queue="research",shape="training"}`])
+	assert.Equal(t, 1.0, m[`fleet_admissions_total{queue="prod-inference",shape="inference"}`])
+	assert.Equal(t, 512.0, m["fleet_gpus_healthy"])
+	assert.Equal(t, 32.0, m[`fleet_gpus_allocated{flavor="H100",queue="research"}`])
+	assert.Equal(t, 2.0, m[`fleet_gpus_allocated{flavor="H100",queue="prod-inference"}`])
+	assert.Equal(t, 1.0, m[`fleet_queue_wait_seconds_count{queue="research"}`])
+	assert.Zero(t, m["fleet_node_failures_total"])
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	_, err = http.Get(base + "/healthz")
+	assert.Error(t, err, "the server stops with Run")
 }

@@ -159,6 +159,15 @@ func (c *Commands) Cancel(ctx context.Context, id string) error {
 	return err
 }
 
+// Kill runs scancel --batch --signal=KILL: Slurm delivers a SIGKILL sent
+// to the batch step at once, where a SIGKILL to the whole job (scancel,
+// or --full) is carried out as a cancellation, SIGTERM first and SIGKILL
+// only after KillWait.
+func (c *Commands) Kill(ctx context.Context, id string) error {
+	_, err := c.run(ctx, "scancel", "--batch", "--signal=KILL", id)
+	return err
+}
+
 // SetComment runs scontrol update Comment.
 func (c *Commands) SetComment(ctx context.Context, id, comment string) error {
 	_, err := c.run(ctx, "scontrol", "update", "JobId="+id, "Comment="+comment)

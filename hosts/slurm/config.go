@@ -66,6 +66,10 @@ type Config struct {
 	// CommentsPerCycle bounds the Comment writes of pending reasons per
 	// cycle (each is one scontrol call); 0 means 64.
 	CommentsPerCycle int `json:"commentsPerCycle,omitempty"`
+	// Listen is the address Run serves /metrics (fleet's figures in
+	// Prometheus's text format), /healthz and /readyz on, as ":9400";
+	// "" serves nothing.
+	Listen string `json:"listen,omitempty"`
 }
 
 // Rule maps the jobs of a partition, account or QOS ("" matches any) to

@@ -3,11 +3,14 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/hosts/host"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -141,6 +145,21 @@ while [ $SECONDS -lt $end ]; do sleep 0.5; done
 	return path
 }
 
+// stubborn writes a job script that records its start and every SIGTERM
+// and runs on regardless, until it is killed.
+func (e *env) stubborn(name string) string {
+	e.t.Helper()
+	jobs := filepath.Join(e.dir, "jobs")
+	body := fmt.Sprintf(`#!/bin/bash
+trap 'echo "$SLURM_JOB_ID $SLURM_JOB_NODELIST" >> %[1]s/term.log' TERM
+echo "$SLURM_JOB_ID $SLURM_JOB_NODELIST" >> %[1]s/start.log
+while true; do sleep 0.5; done
+`, jobs)
+	path := filepath.Join(jobs, name)
+	require.NoError(e.t, os.WriteFile(path, []byte(body), 0o755))
+	return path
+}
+
 // sbatch submits a job and returns its ID.
 func (e *env) sbatch(args ...string) string {
 	e.t.Helper()
@@ -201,15 +220,26 @@ type harness struct {
 	// admitted is, per job, the nodes of its last admission.
 	admitted map[string][]string
 	drained  map[string]int
-	decided  []fleet.Decisions
+	// drains and kills are, per job, the last Drain and Kill decided.
+	drains  map[string]fleet.Drain
+	kills   map[string]fleet.Kill
+	decided []fleet.Decisions
+	// metrics is what the host's cycles recorded.
+	metrics *host.Metrics
 }
 
 func (e *env) host(cfg Config) *harness {
 	e.t.Helper()
-	hs := &harness{e: e, admitted: map[string][]string{}, drained: map[string]int{}}
+	return e.hostClock(cfg, WallClock{})
+}
+
+// hostClock is host with the host reading clock.
+func (e *env) hostClock(cfg Config, clock Clock) *harness {
+	e.t.Helper()
+	hs := &harness{e: e, admitted: map[string][]string{}, drained: map[string]int{},
+		drains: map[string]fleet.Drain{}, kills: map[string]fleet.Kill{}, metrics: host.NewMetrics()}
 	q := referenceQuota()
 	sl := e.cmds
-	var clock Clock = WallClock{}
 	if dir := os.Getenv("FLEET_SLURM_RECORD"); dir != "" {
 		// Record the host's commands as a session for the replay tests.
 		rec := &Record{Runner: e.cmds.Runner}
@@ -222,7 +252,7 @@ func (e *env) host(cfg Config) *harness {
 			require.NoError(e.t, WriteSession(f, rec.Calls()))
 		})
 	}
-	h, err := New(cfg, Options{Slurm: sl, Quota: q, Clock: clock,
+	h, err := New(cfg, Options{Slurm: sl, Quota: q, Clock: clock, Metrics: hs.metrics,
 		Logger: slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Observe: func(d fleet.Decisions) {
 			for _, a := range d.Admit {
@@ -235,6 +265,10 @@ func (e *env) host(cfg Config) *harness {
 			}
 			for _, dr := range d.Drain {
 				hs.drained[dr.ID]++
+				hs.drains[dr.ID] = dr
+			}
+			for _, k := range d.Kill {
+				hs.kills[k.ID] = k
 			}
 			if len(d.Admit)+len(d.Drain)+len(d.Kill)+len(d.Nominate) > 0 {
 				hs.decided = append(hs.decided, d)
@@ -302,6 +336,52 @@ func allRunning(ids ...string) func(map[string]Job) bool {
 		}
 		return true
 	}
+}
+
+// borrowed fills the cluster as the reclaim tests start from: research
+// runs a 16-node gang within its quota, and 32 one-node batch jobs of
+// script (sbatch flags batchArgs) borrow all that inference lends; 16
+// nodes stay free. It returns the jobs once they run, and each batch
+// job's node.
+func (hs *harness) borrowed(script string, batchArgs ...string) (research string, batch []string, nodeOf map[string]string) {
+	hs.e.t.Helper()
+	long := hs.e.script("long.sh", 0, 10*time.Minute)
+	research = hs.e.sbatch("-p", "research", "-N16", "--gres=gpu:8", "--requeue", long)
+	for range 32 {
+		args := append([]string{"-p", "batch", "-N1", "--gres=gpu:8"}, batchArgs...)
+		batch = append(batch, hs.e.sbatch(append(args, script)...))
+	}
+	js := hs.until(90*time.Second, "research and batch running", allRunning(append([]string{research}, batch...)...))
+	nodeOf = map[string]string{}
+	for _, id := range batch {
+		nodeOf[id] = js[id].NodeList[0]
+	}
+	return research, batch, nodeOf
+}
+
+// scrape reads the host's /metrics: each sample's value by its name and
+// labels as written ("fleet_gpus_free", `fleet_admissions_total{queue="batch",shape="batch"}`).
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain; version=0.0.4"))
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		require.Positive(t, i, "sample line %q", line)
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		require.NoError(t, err, "sample line %q", line)
+		out[line[:i]] = v
+	}
+	return out
 }
 
 // leafOf names the leaf switch of a node: 8 nodes per leaf.

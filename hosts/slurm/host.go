@@ -11,23 +11,22 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/hosts/host"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
 // Clock is where the host reads the time: the wall clock in production,
-// a virtual one in tests.
-type Clock interface{ Now() time.Time }
+// a virtual one in tests (host.ShiftedClock, Replay).
+type Clock = host.Clock
 
 // WallClock reads time.Now.
-type WallClock struct{}
-
-// Now returns the wall-clock time.
-func (WallClock) Now() time.Time { return time.Now() }
+type WallClock = host.WallClock
 
 // Options are what a Host is built from besides its Config.
 type Options struct {
@@ -42,6 +41,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Observe, when set, sees every cycle's decisions (metrics, tests).
 	Observe func(fleet.Decisions)
+	// Metrics, when set, receives every cycle's events and a snapshot
+	// after it; Run serves it at /metrics when Config.Listen is set (the
+	// host makes one then if Metrics is nil).
+	Metrics *host.Metrics
 }
 
 // tracked is what the host knows of one job it gave the scheduler.
@@ -72,6 +75,7 @@ type Host struct {
 	quota   quota.Spec
 	policy  fleet.Policy
 	observe func(fleet.Decisions)
+	metrics *host.Metrics
 
 	mu       sync.Mutex // guards s for Scheduler; cycles run one at a time
 	s        *fleet.Scheduler
@@ -84,6 +88,9 @@ type Host struct {
 	state State
 	// cycles counts the cycles run.
 	cycles int
+	// ready is set once a cycle has built the scheduler (/readyz reads it
+	// without waiting for the cycle under way).
+	ready atomic.Bool
 }
 
 // New builds a host; it reads its state file, if any. Nothing runs
@@ -100,31 +107,35 @@ func New(cfg Config, o Options) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{cfg: cfg, sl: o.Slurm, clock: o.Clock, log: o.Logger, quota: o.Quota, policy: o.Policy,
-		observe: o.Observe, work: map[string]*tracked{}, bad: map[string]string{}, state: st}
+		observe: o.Observe, metrics: o.Metrics, work: map[string]*tracked{}, bad: map[string]string{}, state: st}
 	if h.clock == nil {
 		h.clock = WallClock{}
 	}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	if h.metrics == nil && cfg.Listen != "" {
+		h.metrics = host.NewMetrics()
+	}
 	return h, nil
 }
 
 // Run runs a cycle every period until ctx ends. A failed cycle (Slurm
-// unreachable) is logged and tried again at the next period.
+// unreachable) is logged and tried again at the next period. With
+// Config.Listen set it serves Handler there while it runs.
 func (h *Host) Run(ctx context.Context) error {
-	t := time.NewTicker(h.cfg.period())
-	defer t.Stop()
-	for {
+	if h.cfg.Listen != "" {
+		stop, err := h.serve(h.cfg.Listen)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	return host.Every(ctx, h.cfg.period(), func() {
 		if _, err := h.Cycle(ctx); err != nil && ctx.Err() == nil {
 			h.log.Error("cycle", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // Scheduler gives f the scheduler (for metrics and tests); f must not
@@ -172,6 +183,7 @@ func (h *Host) Cycle(ctx context.Context) (fleet.Decisions, error) {
 			return fleet.Decisions{}, err
 		}
 		h.fleetKey = key
+		h.ready.Store(true)
 	} else {
 		h.syncHealth(now, health)
 	}
@@ -180,6 +192,10 @@ func (h *Host) Cycle(ctx context.Context) (fleet.Decisions, error) {
 	h.cycles++
 	if h.observe != nil {
 		h.observe(d)
+	}
+	if h.metrics != nil {
+		h.metrics.RecordAll(d.Events)
+		h.metrics.ObserveSnapshot(h.s.Snapshot())
 	}
 	acts = append(acts, h.decide(now, d)...)
 	if err := SaveState(h.cfg.StateFile, &h.state); err != nil {
@@ -214,19 +230,8 @@ func cmpID(a, b string) int {
 // on a lost node are Slurm's to end or requeue (the host re-holds what
 // comes back pending).
 func (h *Host) syncHealth(now time.Time, health map[string]topology.Health) {
-	for _, node := range slices.Sorted(maps.Keys(health)) {
-		hv := health[node]
-		if old, ok := h.health[node]; !ok || old == hv {
-			continue
-		}
-		lost, err := h.s.SetNodeHealth(now, node, hv)
-		if err != nil {
-			h.log.Warn("node health", "node", node, "err", err)
-			continue
-		}
-		h.health[node] = hv
-		h.log.Info("node health", "node", node, "health", hv.String(), "ended", lost)
-		for _, id := range lost {
+	for _, ch := range host.SyncHealth(h.s, now, h.health, health, h.log) {
+		for _, id := range ch.Ended {
 			delete(h.work, id)
 			delete(h.state.Drains, id)
 		}
@@ -455,13 +460,7 @@ func (h *Host) rebuild(now time.Time, spec topology.Spec, health map[string]topo
 	for _, j := range running {
 		var d *fleet.AdoptedDrain
 		if n, ok := h.state.Drains[j.ID]; ok {
-			d = &fleet.AdoptedDrain{Since: n.Since, Deadline: n.Deadline, Reason: n.Reason,
-				Beneficiaries: n.Beneficiaries, KillAsked: n.KillAsked}
-			for _, b := range n.Beneficiaries {
-				if live[b] {
-					d.Live = append(d.Live, b)
-				}
-			}
+			d = n.Adopted(func(id string) bool { return live[id] })
 			if n.Requeue && j.State == StateRunning {
 				// Decided and saved, perhaps not carried out: carry it out.
 				acts = append(acts, action{kind: actRequeue, job: j.ID})
@@ -498,12 +497,10 @@ func (h *Host) rebuild(now time.Time, spec topology.Spec, health map[string]topo
 		for i, n := range h.state.Nominated[j.ID] {
 			a.Nominated = append(a.Nominated, fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: n, GPUs: j.GPUsPerNode})
 		}
-		err = s.Adopt(now, a)
-		if err != nil && len(a.Nominated) > 0 {
-			h.log.Warn("nomination not adopted", "job", j.ID, "err", err)
+		dropped, err := host.Adopt(s, now, a)
+		if dropped != nil {
+			h.log.Warn("nomination not adopted", "job", j.ID, "err", dropped)
 			h.state.dropNomination(j.ID)
-			a.Nominated, a.NominatedReadyBy = nil, time.Time{}
-			err = s.Adopt(now, a)
 		}
 		if err != nil {
 			h.bad[j.ID] = fingerprint(j)
@@ -565,7 +562,7 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 		if n.Requeue {
 			acts = append(acts, action{kind: actSignal, job: k.ID, text: "KILL"})
 		} else {
-			acts = append(acts, action{kind: actCancel, job: k.ID})
+			acts = append(acts, action{kind: actKill, job: k.ID})
 		}
 	}
 	for _, dr := range d.Drain {
@@ -576,8 +573,8 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 		if h.state.Drains == nil {
 			h.state.Drains = map[string]DrainNote{}
 		}
-		h.state.Drains[dr.ID] = DrainNote{Since: now, Deadline: dr.Deadline, Reason: dr.Reason,
-			Beneficiaries: dr.Beneficiaries, Requeue: t.requeue, Started: t.started}
+		h.state.Drains[dr.ID] = DrainNote{DrainRecord: host.DrainRecord{Since: now, Deadline: dr.Deadline,
+			Reason: dr.Reason, Beneficiaries: dr.Beneficiaries}, Requeue: t.requeue, Started: t.started}
 		msg := fmt.Sprintf("fleet: drained (%s) for %s: checkpoint and exit by %s", dr.Reason,
 			strings.Join(dr.Beneficiaries, ","), dr.Deadline.UTC().Format(time.RFC3339))
 		acts = append(acts, action{kind: actComment, job: dr.ID, text: msg})
@@ -588,6 +585,10 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 			acts = append(acts, action{kind: actSignal, job: dr.ID, text: "TERM"})
 		}
 	}
+	// Failed (and Replace, Grow, and Drain or Kill with Of set) never
+	// name a job of this host: its jobs are fixed gangs that do not
+	// survive a node loss (see the package doc). A Failed gang holds
+	// nothing any more, so it is cancelled all the same.
 	for _, id := range d.Failed {
 		acts = append(acts, action{kind: actCancel, job: id})
 	}
@@ -598,10 +599,7 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 		}
 		t.running, t.seen, t.admitted, t.started = true, false, now, now
 		h.state.dropNomination(a.ID)
-		nodes := make([]string, len(a.Pods))
-		for i, p := range a.Pods {
-			nodes[i] = p.Node
-		}
+		nodes := host.Nodes(a.Pods, len(a.Pods))
 		if t.comment != "" {
 			acts = append(acts, action{kind: actComment, job: a.ID, text: ""})
 			t.comment = ""
@@ -615,13 +613,7 @@ func (h *Host) decide(now time.Time, d fleet.Decisions) []action {
 		if h.state.ReadyBy == nil {
 			h.state.ReadyBy = map[string]time.Time{}
 		}
-		nodes := make([]string, len(n.Pods))
-		for _, p := range n.Pods {
-			if p.Index < len(nodes) {
-				nodes[p.Index] = p.Node
-			}
-		}
-		h.state.Nominated[n.ID] = nodes
+		h.state.Nominated[n.ID] = host.Nodes(n.Pods, len(n.Pods))
 		h.state.ReadyBy[n.ID] = n.ReadyBy
 	}
 	for _, ev := range d.Events {
@@ -646,11 +638,11 @@ func (h *Host) pending() []action {
 		if t.running {
 			continue
 		}
-		x, err := h.s.Explain(id)
-		if err != nil || x.Waiting == fleet.WaitUnscheduled {
+		why, ok := host.Waiting(h.s, id)
+		if !ok {
 			continue
 		}
-		msg := "fleet: " + Sentence(x)
+		msg := "fleet: " + why
 		if msg == t.comment {
 			continue
 		}
@@ -664,16 +656,8 @@ func (h *Host) pending() []action {
 }
 
 // Sentence is Explain's sentence without the time of the cycle, so that
-// the Comment changes only when the reason does.
-func Sentence(x fleet.Explanation) string {
-	msg := x.Message
-	if i := strings.LastIndex(msg, "; as of the cycle at "); i >= 0 {
-		msg = msg[:i]
-	} else if i := strings.LastIndex(msg, "as of the cycle at "); i >= 0 {
-		msg = strings.TrimRight(msg[:i], "; :")
-	}
-	return msg
-}
+// the Comment changes only when the reason does (host.Sentence).
+func Sentence(x fleet.Explanation) string { return host.Sentence(x) }
 
 type actKind uint8
 
@@ -683,6 +667,7 @@ const (
 	actRequeue
 	actSignal
 	actCancel
+	actKill
 	actComment
 )
 
@@ -714,7 +699,7 @@ func (h *Host) carryOut(ctx context.Context, now time.Time, acts []action) {
 	}
 	h.parallel(ctx, first)
 	failed := make([]bool, len(admits))
-	forEach(h.cfg.workers(), len(admits), func(i int) {
+	host.ForEach(h.cfg.workers(), len(admits), func(i int) {
 		a := admits[i]
 		if err := h.sl.SetNodes(ctx, a.job, a.nodes); err != nil {
 			h.log.Error("admit", "job", a.job, "nodes", a.nodes, "err", err)
@@ -729,7 +714,7 @@ func (h *Host) carryOut(ctx context.Context, now time.Time, acts []action) {
 	}
 	const chunk = 100
 	chunks := (len(ids) + chunk - 1) / chunk
-	forEach(h.cfg.workers(), chunks, func(c int) {
+	host.ForEach(h.cfg.workers(), chunks, func(c int) {
 		part := ids[c*chunk : min(len(ids), (c+1)*chunk)]
 		if err := h.sl.Release(ctx, part...); err != nil {
 			// One at a time, to find the ones that failed.
@@ -765,7 +750,7 @@ func (h *Host) parallel(ctx context.Context, acts []action) {
 		}
 		byJob[a.job] = append(byJob[a.job], a)
 	}
-	forEach(h.cfg.workers(), len(jobs), func(i int) {
+	host.ForEach(h.cfg.workers(), len(jobs), func(i int) {
 		for _, a := range byJob[jobs[i]] {
 			var err error
 			switch a.kind {
@@ -777,6 +762,8 @@ func (h *Host) parallel(ctx context.Context, acts []action) {
 				err = h.sl.Signal(ctx, a.job, a.text)
 			case actCancel:
 				err = h.sl.Cancel(ctx, a.job)
+			case actKill:
+				err = h.sl.Kill(ctx, a.job)
 			case actComment:
 				err = h.sl.SetComment(ctx, a.job, a.text)
 			}
@@ -785,32 +772,6 @@ func (h *Host) parallel(ctx context.Context, acts []action) {
 			}
 		}
 	})
-}
-
-// forEach calls f(0) to f(n-1), at most workers at a time.
-func forEach(workers, n int, f func(int)) {
-	if workers <= 1 || n <= 1 {
-		for i := range n {
-			f(i)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }
 
 func (k actKind) String() string {
@@ -825,6 +786,8 @@ func (k actKind) String() string {
 		return "signal"
 	case actCancel:
 		return "cancel"
+	case actKill:
+		return "kill"
 	case actComment:
 		return "comment"
 	}

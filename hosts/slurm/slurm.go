@@ -32,8 +32,14 @@ type Slurm interface {
 	RequeueHold(ctx context.Context, id string) error
 	// Signal sends sig ("TERM") to every process of a running job.
 	Signal(ctx context.Context, id, sig string) error
-	// Cancel ends a job.
+	// Cancel ends a job the way Slurm ends one (SIGTERM to its steps,
+	// SIGKILL after KillWait).
 	Cancel(ctx context.Context, id string) error
+	// Kill force-stops a running job now: SIGKILL to its batch script and
+	// what the script runs on the job's first node, without the SIGTERM and
+	// KillWait of Cancel. The job then ends, and Slurm ends its steps on
+	// other nodes as it ends any job's.
+	Kill(ctx context.Context, id string) error
 	// SetComment sets the job's Comment (what squeue's %k shows).
 	SetComment(ctx context.Context, id, comment string) error
 }

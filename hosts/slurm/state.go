@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/hosts/host"
 )
 
 // State is what the host keeps beside Slurm, because Slurm does not
@@ -37,22 +37,17 @@ func (st *State) dropNomination(id string) {
 	delete(st.ReadyBy, id)
 }
 
-// DrainNote is one drain as the scheduler asked for it.
+// DrainNote is one drain as the scheduler asked for it: the record every
+// host keeps of a drain (its bounds, reason, beneficiaries and when a
+// kill was first asked), and what only this host needs.
 type DrainNote struct {
-	// Since and Deadline bound the drain.
-	Since    time.Time `json:"since"`
-	Deadline time.Time `json:"deadline"`
-	// Reason is why it drains; Beneficiaries every workload it drains for.
-	Reason        gang.DrainReason `json:"reason"`
-	Beneficiaries []string         `json:"beneficiaries,omitempty"`
+	host.DrainRecord
 	// Requeue says the drain requeue-holds the job (else it was sent
 	// SIGTERM and ends).
 	Requeue bool `json:"requeue,omitempty"`
 	// Started is when the job started as the scheduler counts it (Slurm
 	// shows the next start of a job being requeued).
 	Started time.Time `json:"started"`
-	// KillAsked is when the scheduler first asked to kill it.
-	KillAsked time.Time `json:"killAsked,omitzero"`
 }
 
 // LoadState reads a state file; a missing file is the empty state.

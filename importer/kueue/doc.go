@@ -11,18 +11,22 @@
 // cohorts (implicit ones too), ClusterQueues queues, and the quotas of one
 // resource (nvidia.com/gpu unless Options.Resource says otherwise) per
 // flavor become nominal quota, borrowing and lending limits. Preemption
-// policies, queueing strategy, flavorFungibility.whenCanBorrow and
-// fair-sharing weights carry over.
+// policies, queueing strategy, flavorFungibility (whenCanBorrow and
+// whenCanPreempt, in the v1beta1 and v1beta2 spellings) and fair-sharing
+// weights carry over.
 // Quantities go through Kubernetes' own parser and are rounded up to whole
 // GPUs, as Kueue rounds. The other resources a resource group covers that
 // Options.Resources names (cpu, memory, extended resources) become the
 // flavors' quota.ResourceQuota entries, in fleet units: cpu in
 // millicores, memory in bytes, others as counts; a group without GPUs
-// gives its flavors 0 GPUs and those resources (CPU-only pod sets).
+// gives its flavors 0 GPUs and those resources (CPU-only pod sets). When
+// more than one group has flavors fleet models, the groups become
+// quota.ResourceGroups (covered resources, flavors in order) for
+// quota.Tree.Assign; Export writes them back group by group.
 //
 // Nothing is dropped silently: other kinds, resources not asked for
-// and fields fleet does not model (namespaceSelector, whenCanPreempt,
-// stopPolicy, admission checks...) are listed in Result.Notes. Status and
+// and fields fleet does not model (namespaceSelector, flavorFungibility
+// preference, stopPolicy, admission checks...) are listed in Result.Notes. Status and
 // metadata other than name and namespace are ignored.
 //
 // What it is not: it does not talk to an API server, and it does not

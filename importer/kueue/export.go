@@ -26,9 +26,11 @@ type ExportOptions struct {
 // reads it back to the same Spec. Queues select every namespace
 // (namespaceSelector: {}), as fleet's queues are not namespaced.
 //
-// A node whose quotas name other resources (Spec.Resources) gets one
-// resource group covering the GPU and those resources ("cpu" written in
-// millicores, others in their unit); Parse with those names in
+// A node with ResourceGroups gets a resource group for each, covering the
+// GPU resource when the group covers GPUs and the group's resources, its
+// flavors in order. A node without gets one group covering the GPU and
+// the other resources its quotas name (Spec.Resources); "cpu" is written
+// in millicores, others in their unit, and Parse with those names in
 // Options.Resources reads them back. Kueue makes every flavor of a group
 // list every covered resource: where a flavor entry lacks one (fleet:
 // the queue may not use it), Export writes a nominal quota of 0 and, under
@@ -66,27 +68,19 @@ func Export(w io.Writer, spec quota.Spec, opts ExportOptions) error {
 	for _, n := range spec.Nodes {
 		s := map[string]any{}
 		if len(n.Quotas) > 0 {
-			others := usedResources(spec.Resources, n.Quotas)
-			covered := []any{res}
-			for _, r := range others {
-				covered = append(covered, r)
+			groups := n.ResourceGroups
+			if len(groups) == 0 {
+				g := quota.ResourceGroup{GPUs: true, Resources: usedResources(spec.Resources, n.Quotas)}
+				for _, q := range n.Quotas {
+					g.Flavors = append(g.Flavors, q.Flavor)
+				}
+				groups = []quota.ResourceGroup{g}
 			}
-			var flavors []any
-			for _, q := range n.Quotas {
-				r := map[string]any{"name": res, "nominalQuota": strconv.FormatInt(q.Nominal, 10)}
-				if v, ok := q.BorrowingLimit.Get(); ok {
-					r["borrowingLimit"] = strconv.FormatInt(v, 10)
-				}
-				if v, ok := q.LendingLimit.Get(); ok {
-					r["lendingLimit"] = strconv.FormatInt(v, 10)
-				}
-				rs := []any{r}
-				for _, name := range others {
-					rs = append(rs, resourceEntry(name, q.Resources, n.Parent != ""))
-				}
-				flavors = append(flavors, map[string]any{"name": q.Flavor, "resources": rs})
+			var rgs []any
+			for _, g := range groups {
+				rgs = append(rgs, groupEntry(res, g, n))
 			}
-			s["resourceGroups"] = []any{map[string]any{"coveredResources": covered, "flavors": flavors}}
+			s["resourceGroups"] = rgs
 		}
 		if n.Weight != nil {
 			s["fairSharing"] = map[string]any{"weight": strconv.FormatFloat(*n.Weight, 'f', -1, 64)}
@@ -104,8 +98,15 @@ func Export(w io.Writer, spec quota.Spec, opts ExportOptions) error {
 			}
 			s["namespaceSelector"] = map[string]any{}
 			s["queueingStrategy"] = n.QueueingStrategy.String()
-			if n.FlavorFungibility.WhenCanBorrow == quota.TryNextFlavor {
-				s["flavorFungibility"] = map[string]any{"whenCanBorrow": n.FlavorFungibility.WhenCanBorrow.String()}
+			if f := n.FlavorFungibility; f != (quota.Fungibility{}) {
+				ff := map[string]any{}
+				if f.WhenCanBorrow == quota.TryNextFlavor {
+					ff["whenCanBorrow"] = "TryNextFlavor"
+				}
+				if f.WhenCanPreempt == quota.Preempt {
+					ff["whenCanPreempt"] = "MayStopSearch" // v1beta2's name of Preempt
+				}
+				s["flavorFungibility"] = ff
 			}
 			r := n.Preemption
 			bwc := map[string]any{"policy": r.BorrowWithinCohort.Policy.String()}
@@ -141,6 +142,40 @@ func Export(w io.Writer, spec quota.Spec, opts ExportOptions) error {
 		bw.Write(out)
 	}
 	return bw.Flush()
+}
+
+// groupEntry writes resource group g of node n as Kueue does: the GPU
+// resource res first when the group covers GPUs, then its resources, and
+// every flavor listing each of them.
+func groupEntry(res string, g quota.ResourceGroup, n quota.NodeSpec) map[string]any {
+	var covered []any
+	if g.GPUs {
+		covered = append(covered, res)
+	}
+	for _, r := range g.Resources {
+		covered = append(covered, r)
+	}
+	var flavors []any
+	for _, name := range g.Flavors {
+		i := slices.IndexFunc(n.Quotas, func(q quota.FlavorQuota) bool { return q.Flavor == name })
+		q := n.Quotas[i] // quota.New checked that every flavor of a group has an entry
+		var rs []any
+		if g.GPUs {
+			r := map[string]any{"name": res, "nominalQuota": strconv.FormatInt(q.Nominal, 10)}
+			if v, ok := q.BorrowingLimit.Get(); ok {
+				r["borrowingLimit"] = strconv.FormatInt(v, 10)
+			}
+			if v, ok := q.LendingLimit.Get(); ok {
+				r["lendingLimit"] = strconv.FormatInt(v, 10)
+			}
+			rs = append(rs, r)
+		}
+		for _, r := range g.Resources {
+			rs = append(rs, resourceEntry(r, q.Resources, n.Parent != ""))
+		}
+		flavors = append(flavors, map[string]any{"name": q.Flavor, "resources": rs})
+	}
+	return map[string]any{"coveredResources": covered, "flavors": flavors}
 }
 
 // usedResources lists the resources of names (Spec.Resources order) that

@@ -448,7 +448,7 @@ func (b *treeBuilder) clusterQueue(version string, spec obj) {
 	if n.Parent != "" {
 		b.refCohort(n.Parent)
 	}
-	n.Quotas = b.resourceGroups(spec, n.Parent != "")
+	n.Quotas, n.ResourceGroups = b.resourceGroups(spec, n.Parent != "")
 	if v, ok := spec.take("queueingStrategy"); ok {
 		// quota spells Kueue's names; an empty or unknown one is refused.
 		str, isStr := v.(string)
@@ -486,7 +486,7 @@ func (b *treeBuilder) cohort(version string, spec obj) {
 	if n.Parent != "" {
 		b.refCohort(n.Parent)
 	}
-	n.Quotas = b.resourceGroups(spec, n.Parent != "")
+	n.Quotas, n.ResourceGroups = b.resourceGroups(spec, n.Parent != "")
 	n.Weight = b.fairSharing(spec)
 	b.addNode(n)
 }
@@ -550,14 +550,18 @@ func (b *treeBuilder) preemption(o obj) quota.Rules {
 }
 
 // resourceGroups reads the groups of a ClusterQueue or Cohort: quotas of
-// the GPU resource become FlavorQuotas, other resources are noted.
-func (b *treeBuilder) resourceGroups(spec obj, hasParent bool) []quota.FlavorQuota {
+// the GPU resource and of Options.Resources become FlavorQuotas, other
+// resources are noted. When more than one group has modelled flavors, the
+// groups become quota.ResourceGroups (covered resources and flavors in
+// order); one such group is the node's implicit group and is left out.
+func (b *treeBuilder) resourceGroups(spec obj, hasParent bool) ([]quota.FlavorQuota, []quota.ResourceGroup) {
 	p := b.p
 	v, ok := spec.take("resourceGroups")
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	var out []quota.FlavorQuota
+	var groups []quota.ResourceGroup
 	seenRes := map[string]bool{}
 	seenFlv := map[string]bool{}
 	for gi, g := range p.list(v, "spec.resourceGroups") {
@@ -579,6 +583,15 @@ func (b *treeBuilder) resourceGroups(spec obj, hasParent bool) []quota.FlavorQuo
 		}
 		flavors := p.list(go_["flavors"], gpath+".flavors")
 		delete(go_, "flavors")
+		var rg quota.ResourceGroup
+		for _, c := range covered {
+			switch {
+			case c == p.resource:
+				rg.GPUs = true
+			case slices.Contains(p.resources, c):
+				rg.Resources = append(rg.Resources, c)
+			}
+		}
 		for fi, f := range flavors {
 			fpath := fmt.Sprintf("%s.flavors[%d]", gpath, fi)
 			fo := p.object(f, fpath)
@@ -660,6 +673,7 @@ func (b *treeBuilder) resourceGroups(spec obj, hasParent bool) []quota.FlavorQuo
 			}
 			if modelled {
 				out = append(out, fq)
+				rg.Flavors = append(rg.Flavors, fname)
 				if !b.gpuFlvSeen(fname) {
 					b.refs = append(b.refs, fname)
 				}
@@ -667,8 +681,14 @@ func (b *treeBuilder) resourceGroups(spec obj, hasParent bool) []quota.FlavorQuo
 			p.leftovers(fpath+".", fo)
 		}
 		p.leftovers(gpath+".", go_)
+		if len(rg.Flavors) > 0 {
+			groups = append(groups, rg)
+		}
 	}
-	return out
+	if len(groups) < 2 {
+		groups = nil
+	}
+	return out, groups
 }
 
 func (b *treeBuilder) gpuFlvSeen(f string) bool {

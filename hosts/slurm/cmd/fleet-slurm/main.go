@@ -5,7 +5,7 @@
 // with fleet, sets their ReqNodeList and releases them; victims are
 // requeue-held (SIGTERM) or signalled; a waiting job's Comment says why.
 //
-//	fleet-slurm -config fleet-slurm.json -quota quota.yaml
+//	fleet-slurm -config fleet-slurm.json -quota quota.yaml -listen :9400
 //
 // The configuration is hosts/slurm's Config as JSON; the quota is a Kueue
 // file (ClusterQueue, Cohort, ResourceFlavor) or, ending in .json, a
@@ -44,6 +44,7 @@ func run(args []string) error {
 	topo := fs.String("topology", "", "topology.conf (default: beside slurm.conf)")
 	state := fs.String("state", "", "the state file (overrides the configuration's stateFile)")
 	period := fs.Duration("period", 0, "the longest time between two cycles (overrides the configuration's)")
+	listen := fs.String("listen", "", "address of /metrics, /healthz and /readyz, as :9400 (overrides the configuration's)")
 	once := fs.Bool("once", false, "run one cycle, print its decisions and exit")
 	verbose := fs.Bool("v", false, "log every cycle")
 	if err := fs.Parse(args); err != nil {
@@ -58,6 +59,9 @@ func run(args []string) error {
 	}
 	if *period > 0 {
 		cfg.Period = slurm.Duration(*period)
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
 	}
 	q, err := loadQuota(*quotaFile)
 	if err != nil {
@@ -95,7 +99,7 @@ func run(args []string) error {
 		}
 		return nil
 	}
-	log.Info("fleet-slurm running", "partitions", cfg.Partitions, "state", cfg.StateFile)
+	log.Info("fleet-slurm running", "partitions", cfg.Partitions, "state", cfg.StateFile, "listen", cfg.Listen)
 	if err := h.Run(ctx); err != nil && ctx.Err() == nil {
 		return err
 	}
