@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/fleetsched/fleet/hosts/host"
 )
@@ -58,11 +61,115 @@ func condition(p podRef, msg, reason string) action {
 	return action{pod: p, kind: "condition", message: msg, reason: reason}
 }
 
-// carryOut runs the actions, Config.Binders at a time. Bindings of one
-// gang are all issued in the same pass; a failed write is logged and
-// given an Event, and the next sync of the workload sees the pods as they
-// are.
+// statusWriters is how many PodScheduled=False conditions (and their
+// Events) are written at a time, beside the Config.Binders of the worker.
+const statusWriters = 8
+
+// statusLane writes the conditions of pods that wait or are refused off
+// the worker, latest message per pod, and only while no decision is being
+// carried out: a flood of bad pods delays their own answers, not the
+// bindings of the good ones.
+type statusLane struct {
+	queue   workqueue.TypedInterface[string]
+	mu      sync.Mutex
+	pending map[string]action // by namespace/name
+	// deciding counts the passes of decisions (bindings, deletions) in
+	// flight; idle is signalled when it drops to 0.
+	deciding int
+	idle     *sync.Cond
+}
+
+func newStatusLane() *statusLane {
+	l := &statusLane{queue: workqueue.NewTyped[string](), pending: map[string]action{}}
+	l.idle = sync.NewCond(&l.mu)
+	return l
+}
+
+// decide marks a pass of decisions until the returned func is called.
+func (l *statusLane) decide() func() {
+	l.mu.Lock()
+	l.deciding++
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		l.deciding--
+		if l.deciding == 0 {
+			l.idle.Broadcast()
+		}
+		l.mu.Unlock()
+	}
+}
+
+func (l *statusLane) add(a action) {
+	key := a.pod.namespace() + "/" + a.pod.name
+	l.mu.Lock()
+	l.pending[key] = a
+	l.mu.Unlock()
+	l.queue.Add(key)
+}
+
+// writeStatus runs statusWriters writers of the lane until ctx ends. A
+// condition the pod carries already, or a pod gone or bound meanwhile, is
+// not written.
+func (c *Controller) writeStatus(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		c.status.queue.ShutDown()
+	}()
+	for range statusWriters {
+		go func() {
+			for {
+				key, quit := c.status.queue.Get()
+				if quit {
+					return
+				}
+				c.status.mu.Lock()
+				for c.status.deciding > 0 {
+					c.status.idle.Wait()
+				}
+				a, ok := c.status.pending[key]
+				delete(c.status.pending, key)
+				c.status.mu.Unlock()
+				if ok && c.stillWaits(a) {
+					if err := c.write(ctx, a); err != nil && ctx.Err() == nil {
+						c.log.Warn("api write", "kind", a.kind, "pod", a.pod.workload+"/"+a.pod.name, "err", err)
+					}
+				}
+				c.status.queue.Done(key)
+			}
+		}()
+	}
+}
+
+// stillWaits reports whether a condition is still to be written: the pod
+// is there, unbound, and says something else.
+func (c *Controller) stillWaits(a action) bool {
+	p, err := c.pods.Pods(a.pod.namespace()).Get(a.pod.name)
+	if err != nil || p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+		return false
+	}
+	msg, ok := scheduledFalse(p)
+	return !ok || msg != a.message
+}
+
+// carryOut runs the actions, Config.Binders at a time, and hands the
+// conditions to the status lane once it runs. Bindings of one gang are all
+// issued in the same pass; a failed write is logged and given an Event,
+// and the next sync of the workload sees the pods as they are.
 func (c *Controller) carryOut(ctx context.Context, acts []action) {
+	if c.statusRuns.Load() {
+		acts = slices.DeleteFunc(acts, func(a action) bool {
+			if a.kind == "condition" {
+				c.status.add(a)
+				return true
+			}
+			return false
+		})
+	}
+	if len(acts) == 0 {
+		return
+	}
+	defer c.status.decide()()
 	host.ForEach(c.cfg.Binders, len(acts), func(i int) {
 		a := acts[i]
 		if err := c.write(ctx, a); err != nil && ctx.Err() == nil {

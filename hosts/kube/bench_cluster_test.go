@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -21,22 +22,35 @@ import (
 // benchQPS and benchBurst are the client limits both schedulers get.
 const benchQPS, benchBurst = 200, 400
 
-// bindClock records, per pod, when its creation returned and when a
-// watcher first saw it bound.
+// bindClock records, per pod, when its creation returned, when a watcher
+// first saw it bound, and when it first saw it answered with a
+// PodScheduled=False condition.
 type bindClock struct {
-	mu      sync.Mutex
-	created map[string]time.Time
-	bound   map[string]time.Time
-	nodes   map[string]string
+	mu       sync.Mutex
+	created  map[string]time.Time
+	bound    map[string]time.Time
+	nodes    map[string]string
+	answered map[string]time.Time
 }
 
 func watchBindings(ctx context.Context, t testing.TB, client kubernetes.Interface) *bindClock {
-	bc := &bindClock{created: map[string]time.Time{}, bound: map[string]time.Time{}, nodes: map[string]string{}}
+	bc := &bindClock{created: map[string]time.Time{}, bound: map[string]time.Time{}, nodes: map[string]string{},
+		answered: map[string]time.Time{}}
 	f := informers.NewSharedInformerFactory(client, 0)
 	inf := f.Core().V1().Pods().Informer()
 	seen := func(o any) {
 		p, ok := o.(*corev1.Pod)
-		if !ok || p.Spec.NodeName == "" {
+		if !ok {
+			return
+		}
+		if p.Spec.NodeName == "" {
+			if _, ok := scheduledFalse(p); ok {
+				bc.mu.Lock()
+				if _, ok := bc.answered[p.Name]; !ok {
+					bc.answered[p.Name] = time.Now()
+				}
+				bc.mu.Unlock()
+			}
 			return
 		}
 		bc.mu.Lock()
@@ -54,6 +68,8 @@ func watchBindings(ctx context.Context, t testing.TB, client kubernetes.Interfac
 }
 
 // benchPods creates the pods from 16 goroutines, recording each creation.
+// Pods for kube-scheduler name its default profile and, in a gang, the
+// PodGroup of the gang (spec.schedulingGroup).
 func benchPods(t testing.TB, client kubernetes.Interface, bc *bindClock, schedulerName string, gangs, size, gpus int) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -86,6 +102,9 @@ func benchPods(t testing.TB, client kubernetes.Interface, bc *bindClock, schedul
 			if size > 1 {
 				p.Labels[LabelPodGroup] = fmt.Sprintf("b-%04d", g)
 				p.Annotations[AnnotationGroupTotal] = fmt.Sprint(size)
+				if schedulerName == kubeSchedulerName {
+					p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr(fmt.Sprintf("b-%04d", g))}
+				}
 			}
 			work <- p
 		}
@@ -94,31 +113,68 @@ func benchPods(t testing.TB, client kubernetes.Interface, bc *bindClock, schedul
 	wg.Wait()
 }
 
-// BenchmarkClusterBind measures fleet-scheduler through a real API server
-// on 256 nodes of 8 GPUs, with the client QPS and burst of the default
+// kubeSchedulerName is the schedulerName of kube-scheduler's default
+// profile.
+const kubeSchedulerName = "default-scheduler"
+
+func ptr[T any](v T) *T { return &v }
+
+// podGroups creates kube-scheduler's PodGroup of each gang: all or
+// nothing, every pod (minCount = size), at the pods' priority class.
+func podGroups(t testing.TB, client kubernetes.Interface, gangs, size int) {
+	for g := range gangs {
+		_, err := client.SchedulingV1beta1().PodGroups("team").Create(context.Background(), &schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%04d", g), Namespace: "team"},
+			// The group's priority must be its pods'.
+			Spec: schedulingv1beta1.PodGroupSpec{PriorityClassName: "prod-inference",
+				SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+					Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(size)}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+}
+
+// BenchmarkClusterBind measures fleet-scheduler and kube-scheduler side by
+// side through a real API server (the same flags for both, with the
+// GenericWorkload gate and scheduling.k8s.io/v1beta1 on) on 256 nodes of
+// 8 GPUs, each scheduler with the client QPS and burst of fleet's default
 // configuration: (a) 2,000 one-GPU pods, (b) 64 gangs of 8 pods of 8 GPUs,
-// of which the 2,048 GPUs hold 32 (part-bound-gangs counts gangs left
-// part bound: it must stay 0). The pods are inference's, whose queue
-// reaches the whole fleet by borrowing. It reports pods bound per second
-// from the first creation to the last binding, and the p50 and p99 of
-// creation-to-binding. Starting the cluster and the nodes is not timed.
+// of which the 2,048 GPUs hold 32. fleet reads a gang from Kueue's pod
+// group label; kube-scheduler from a PodGroup (gang policy, minCount 8)
+// that each pod names, created before the timer starts. The pods are
+// inference's, whose queue reaches the whole fleet by borrowing. It
+// reports pods bound per second from the first creation to the last
+// binding, the p50 and p99 of creation-to-binding, the pods bound, and
+// part-bound-gangs: the gangs a watcher sees part bound once the binding
+// stops (fleet must leave none). Starting the cluster, the nodes and the
+// scheduler is not timed.
 func BenchmarkClusterBind(b *testing.B) {
 	for _, shape := range []struct {
 		name              string
 		gangs, size, gpus int
 	}{{"pods-2000x1gpu", 2000, 1, 1}, {"gangs-64x8x8gpu", 64, 8, 8}} {
-		for _, who := range []string{"fleet"} {
+		for _, who := range []string{"fleet", "kube-scheduler"} {
 			b.Run(shape.name+"/"+who, func(b *testing.B) {
 				for range b.N {
 					b.StopTimer()
-					cl := startCluster(b)
+					cl := startCluster(b, genericWorkload...)
 					cl.addNodes(b, 256)
 					ctx, cancel := context.WithCancel(context.Background())
 					bc := watchBindings(ctx, b, cl.client)
 					name := "fleet"
-					clock := &testClock{}
-					s := startScheduler(b, cl, clock, "bench", nil)
-					eventually(b, 20*time.Second, "fleet leads", s.c.Leading)
+					if who == "fleet" {
+						clock := &testClock{}
+						cfg := testConfig("bench")
+						require.Equal(b, []any{float32(benchQPS), benchBurst}, []any{cfg.QPS, cfg.Burst})
+						s := startScheduler(b, cl, clock, "bench", nil)
+						eventually(b, 20*time.Second, "fleet leads", s.c.Leading)
+					} else {
+						name = kubeSchedulerName
+						startKubeScheduler(b, cl, benchQPS, benchBurst, "GenericWorkload=true")
+						if shape.size > 1 {
+							podGroups(b, cl.client, shape.gangs, shape.size)
+						}
+					}
 					rc := rest.CopyConfig(cl.cfg)
 					rc.QPS, rc.Burst = 2000, 4000
 					creator, err := kubernetes.NewForConfig(rc)
@@ -139,6 +195,11 @@ func BenchmarkClusterBind(b *testing.B) {
 						time.Sleep(20 * time.Millisecond)
 					}
 					b.StopTimer()
+					if shape.size > 1 {
+						// Bindings still on their way land before the gangs are
+						// counted.
+						time.Sleep(time.Second)
+					}
 					bc.mu.Lock()
 					var first, last time.Time
 					var lat []time.Duration
@@ -167,12 +228,17 @@ func BenchmarkClusterBind(b *testing.B) {
 						}
 					}
 					b.Logf("%s: %d of %d pods bound, %d gangs part bound", who, bound, shape.gangs*shape.size, partial)
-					require.Equal(b, total, bound, "pods bound within 2 minutes")
+					if who == "fleet" {
+						require.Equal(b, total, bound, "pods bound within 2 minutes")
+						require.Zero(b, partial, "gangs part bound")
+					}
+					require.NotZero(b, bound, "%s bound no pod", who)
 					slices.Sort(lat)
 					q := func(f float64) float64 { return lat[int(f*float64(len(lat)-1))].Seconds() * 1000 }
 					b.ReportMetric(float64(bound)/last.Sub(first).Seconds(), "pods/s")
 					b.ReportMetric(q(0.5), "p50-ms")
 					b.ReportMetric(q(0.99), "p99-ms")
+					b.ReportMetric(float64(bound), "bound")
 					b.ReportMetric(float64(partial), "part-bound-gangs")
 				}
 			})

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,6 +117,9 @@ type Controller struct {
 	pods    corelisters.PodLister
 	nodes   corelisters.NodeLister
 	queue   workqueue.TypedRateLimitingInterface[string]
+	// status writes conditions off the worker once statusRuns (Lead).
+	status     *statusLane
+	statusRuns atomic.Bool
 
 	mu sync.Mutex // guards what follows; never held across an API call
 	s  *fleet.Scheduler
@@ -171,7 +175,7 @@ func New(cfg Config, o Options) (*Controller, error) {
 		cfg: cfg, client: o.Client, clock: o.Clock, log: o.Logger, metrics: o.Metrics, tr: tr,
 		policy: o.Policy, quota: o.Quota.Spec,
 		health: map[string]topology.Health{}, work: map[string]*tracked{},
-		ended: map[string]bool{}, bad: map[string]string{},
+		ended: map[string]bool{}, bad: map[string]string{}, status: newStatusLane(),
 	}
 	if c.clock == nil {
 		c.clock = WallClock{}
@@ -299,6 +303,8 @@ func (c *Controller) Lead(ctx context.Context) error {
 		case <-time.After(c.cfg.Period.Duration):
 		}
 	}
+	c.writeStatus(ctx)
+	c.statusRuns.Store(true)
 	go func() {
 		_ = host.Every(ctx, c.cfg.Period.Duration, func() {
 			c.queue.Add(keyCycle)
@@ -476,10 +482,11 @@ func (c *Controller) endWorkload(id, why string) []action {
 // AnnotationDrain) in the order it started, then pending work (nominated
 // where status.nominatedNodeName says) in the order it was created, then
 // the health of cordoned and down nodes. What the pods do not show comes
-// from c.kept (the State): it returns the actions that carry out what
+// from c.kept (the State). It returns the actions that carry out what
 // the State recorded and the pods do not show yet (a drain decided, its
-// pods not yet deleted), and those that end a gang missing a pod whose
-// place the State does not know. c.mu is held.
+// pods not yet deleted), those that end a gang missing a pod whose place
+// the State does not know, and, for a workload with a pod bound to a node
+// gone from the cluster, the deletions of its pods. c.mu is held.
 func (c *Controller) rebuild(now time.Time) ([]action, error) {
 	spec, key, health, err := c.fleetSpec()
 	if err != nil {
@@ -526,8 +533,14 @@ func (c *Controller) rebuild(now time.Time) ([]action, error) {
 	}
 	var running, pending []adopted
 	var acts []action
+	var gone []string
 	for key, pods := range groups {
 		a, t, err := c.adoption(key, pods, now, downSince, exists)
+		if errors.Is(err, errNodeGone) {
+			gone = append(gone, key)
+			c.log.Info("ended", "workload", key, "err", err)
+			continue
+		}
 		if errors.Is(err, errIncomplete) {
 			c.log.Warn("gang ended", "workload", key, "err", err)
 			acts = append(acts, c.endIncomplete(key, pods)...)
@@ -596,7 +609,31 @@ func (c *Controller) rebuild(now time.Time) ([]action, error) {
 	c.log.Info("rebuilt from the cluster", "nodes", len(spec.Nodes), "running", len(running), "pending", len(pending))
 	c.s, c.fleetKey, c.health, c.work = s, key, health, work
 	c.kept = State{}
+	slices.Sort(gone)
+	for _, id := range gone {
+		acts = append(acts, c.endGone(id)...)
+	}
 	return acts, nil
+}
+
+// errNodeGone is adoption's refusal of a workload with a pod bound to a
+// node the cluster no longer has.
+var errNodeGone = errors.New("a pod is bound to a node gone from the cluster")
+
+// endGone ends a workload a node gone from the cluster broke: all or
+// nothing, its pods on the nodes still there are deleted too, as when a
+// node goes down under a gang, and its owner's new pods are a new
+// submission.
+func (c *Controller) endGone(id string) []action {
+	c.ended[id] = true
+	var acts []action
+	for _, p := range c.workloadPods(id) {
+		if p.DeletionTimestamp == nil {
+			acts = append(acts, deletePod(podRef{id, p.Name}, 0, "Failed",
+				"a pod of its group is bound to a node gone from the cluster"))
+		}
+	}
+	return acts
 }
 
 // adoption reads one workload from its live pods and the State: pending
@@ -622,8 +659,12 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 	t := &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint, seq: ws.Seq}
 	bound := 0
 	for _, p := range ordered {
-		if p.Spec.NodeName != "" {
-			bound++
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		bound++
+		if _, err := c.nodes.Get(p.Spec.NodeName); apierrors.IsNotFound(err) {
+			return a, nil, fmt.Errorf("%w: pod %s on %s", errNodeGone, p.Name, p.Spec.NodeName)
 		}
 	}
 	gpus := w.PodSets[0].GPUsPerPod
@@ -934,6 +975,10 @@ func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
 		// Pods bound that the scheduler does not know (bound by an earlier
 		// leader after this one rebuilt): adopted as they run.
 		a, nt, err := c.adoption(key, live, now, nil, func(string) bool { return true })
+		if errors.Is(err, errNodeGone) {
+			c.log.Info("ended", "workload", key, "err", err)
+			return c.endGone(key), false
+		}
 		if err == nil && a.Seq == 0 {
 			c.seq++
 			a.Seq, nt.seq = c.seq, c.seq

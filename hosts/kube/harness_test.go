@@ -73,6 +73,8 @@ func binaries(t testing.TB) string {
 type cluster struct {
 	cfg    *rest.Config
 	client kubernetes.Interface
+	// dir holds the certificates and logs; bin the binaries.
+	dir, bin string
 }
 
 // freePort picks a free port below the usual ephemeral range, so that no
@@ -98,8 +100,8 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 }
 
 // startCluster starts etcd and kube-apiserver for one test and stops them
-// when it ends.
-func startCluster(t testing.TB) *cluster {
+// when it ends; apiserverArgs are added to kube-apiserver's flags.
+func startCluster(t testing.TB, apiserverArgs ...string) *cluster {
 	t.Helper()
 	bin := binaries(t)
 	dir := t.TempDir()
@@ -157,7 +159,7 @@ func startCluster(t testing.TB) *cluster {
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", "default="+peerURL, "--unsafe-no-fsync", "--log-level", "warn")
-	start("kube-apiserver", "--etcd-servers", etcdURL,
+	start("kube-apiserver", append([]string{"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", fmt.Sprint(apiPort),
 		"--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
@@ -167,7 +169,7 @@ func startCluster(t testing.TB) *cluster {
 		"--service-cluster-ip-range", "10.0.0.0/24", "--endpoint-reconciler-type", "none",
 		"--disable-admission-plugins", "ServiceAccount",
 		"--max-requests-inflight", "2000", "--max-mutating-requests-inflight", "1000",
-		"--enable-priority-and-fairness=false")
+		"--enable-priority-and-fairness=false"}, apiserverArgs...)...)
 
 	caPEM, err := os.ReadFile(certFile)
 	require.NoError(t, err)
@@ -192,7 +194,7 @@ func startCluster(t testing.TB) *cluster {
 	require.NoError(t, err, "kube-apiserver did not get ready")
 	client, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	c := &cluster{cfg: cfg, client: client}
+	c := &cluster{cfg: cfg, client: client, dir: dir, bin: bin}
 	ctx := context.Background()
 	for _, ns := range []string{"team", "fleet-system", "kube-system"} {
 		_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -240,7 +242,13 @@ func (c *cluster) addNodes(t testing.TB, n int) []string {
 			Allocatable: corev1.ResourceList{podGPUs: gpus, corev1.ResourcePods: resource.MustParse("110")},
 			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}},
 		}
-		_, err = c.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		created, err = c.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		// The API server taints a new node not-ready (TaintNodesByCondition);
+		// the node lifecycle controller, which the suite does not run, lifts
+		// the taint once the node is Ready. kube-scheduler honours it.
+		created.Spec.Taints = nil
+		_, err = c.client.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
 	return names
