@@ -483,6 +483,8 @@ func TestClusterLeaderFailoverMidDrain(t *testing.T) {
 			break
 		}
 	}
+	keptBefore := keptOf(a.c)
+	require.NotEmpty(t, keptBefore.Claims, "no drain claims GPUs")
 	a.stop() // killed: no cleanup, the Lease expires on its own
 	killedAt := time.Now()
 	require.False(t, b.c.Leading())
@@ -494,6 +496,13 @@ func TestClusterLeaderFailoverMidDrain(t *testing.T) {
 	after, nomAfter := snapshot()
 	assert.Equal(t, before, after, "victims and their deadlines after the failover")
 	assert.Equal(t, nomBefore, nomAfter, "nominations after the failover")
+	// What the pods do not show came back from the state ConfigMap: each
+	// drain's claims, each nomination's target and ready time.
+	keptAfter := keptOf(b.c)
+	assert.Equal(t, keptBefore.Deadlines, keptAfter.Deadlines, "drain deadlines after the failover")
+	assert.Equal(t, keptBefore.Claims, keptAfter.Claims, "drain claims after the failover")
+	assert.Equal(t, keptBefore.Targets, keptAfter.Targets, "nomination targets after the failover")
+	assert.Equal(t, keptBefore.ReadyBy, keptAfter.ReadyBy, "nomination ready times after the failover")
 	for _, ev := range cl.listEvents(t, "Preempted") {
 		assert.Equal(t, "replica-a", ev.ReportingInstance, "a drain by the new leader: %s %s", ev.InvolvedObject.Name, ev.Message)
 	}
@@ -513,8 +522,8 @@ func TestClusterLeaderFailoverMidDrain(t *testing.T) {
 			assert.Equal(t, want, p.Spec.NodeName, "replica %s bound off its nomination", p.Name)
 		}
 	}
-	t.Logf("%d victim pods drained once with unchanged deadlines, %d replicas nominated by replica-a, bound by replica-b",
-		len(before), len(nomBefore))
+	t.Logf("%d victim pods drained once with unchanged deadlines, %d replicas nominated by replica-a, bound by replica-b; "+
+		"%d drains' claims and %d nominations' ready times kept", len(before), len(nomBefore), len(keptBefore.Claims), len(keptBefore.ReadyBy))
 }
 
 // listEvents lists the test namespace's Events of one reason.

@@ -24,8 +24,10 @@ type Config struct {
 	Preset string `json:"preset"`
 	// QuotaFile is a Kueue YAML file (ClusterQueue, Cohort,
 	// ResourceFlavor, LocalQueue); QuotaConfigMap, "namespace/name", a
-	// ConfigMap holding such a file under the key quota.yaml. The
-	// ConfigMap is watched: an edit becomes live quota edits (SetQueue).
+	// ConfigMap holding such a file under the key quota.yaml. Either is
+	// read again when it changes (the ConfigMap is watched, the file read
+	// every Period): an edit becomes live quota edits (SetQueue), or is
+	// refused whole with a QuotaRefused Event (see the package doc).
 	QuotaFile      string `json:"quotaFile,omitempty"`
 	QuotaConfigMap string `json:"quotaConfigMap,omitempty"`
 	// PriorityClasses maps a pod's priorityClassName to a fleet priority

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,17 @@ type tracked struct {
 	message string
 	// nominated is the nominatedNodeName last written per pod index.
 	nominated []string
+	// What the State keeps besides (state.go): the submission number, the
+	// admission's Borrowing, the drain's claims and a move's new place,
+	// and the nomination's ReadyBy.
+	seq       uint64
+	borrowing bool
+	claims    []fleet.ClaimView
+	moveTo    []fleet.PodAssignment
+	readyBy   time.Time
+	// kept and keptJSON are its part of the State as last encoded.
+	kept     WorkState
+	keptJSON []byte
 }
 
 // Controller schedules the pods whose schedulerName is the configured
@@ -123,6 +135,25 @@ type Controller struct {
 	bad    map[string]string
 	leader bool
 	cycles int
+	// seq is the last submission number given (State.Seq); kept is the
+	// State the next rebuild reads.
+	seq  uint64
+	kept State
+	// stateSum and stateRV are the last state written and its
+	// ConfigMap's resourceVersion; only the worker touches them.
+	stateSum [32]byte
+	stateRV  string
+	// stateForce, keptWorks and keptSeq tell encodeState to assemble
+	// the State again: a write failed, or work came or went.
+	stateForce bool
+	keptWorks  int
+	keptSeq    uint64
+	// The quota's source (quota.go): the ConfigMap's informer, and what
+	// was read last; only the worker touches quotaSum and quotaErr.
+	quotaFactory informers.SharedInformerFactory
+	quotaCMs     cache.Indexer
+	quotaSum     [32]byte
+	quotaErr     string
 	// observe, when set (tests), sees every cycle's decisions under the
 	// lock.
 	observe func(fleet.Decisions)
@@ -203,6 +234,9 @@ func New(cfg Config, o Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.watchQuota(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -216,7 +250,7 @@ func (c *Controller) podChanged(obj any) {
 	if !ok {
 		return
 	}
-	if c.tr.Ours(p) {
+	if p.Spec.SchedulerName == c.cfg.SchedulerName {
 		c.queue.Add(keyWork + WorkloadKey(p))
 		return
 	}
@@ -227,10 +261,15 @@ func (c *Controller) podChanged(obj any) {
 
 // StartInformers starts the informers and waits for their caches.
 func (c *Controller) StartInformers(ctx context.Context) error {
-	c.factory.Start(ctx.Done())
-	for typ, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("kube: cache of %v did not sync", typ)
+	for _, f := range []informers.SharedInformerFactory{c.factory, c.quotaFactory} {
+		if f == nil {
+			continue
+		}
+		f.Start(ctx.Done())
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("kube: cache of %v did not sync", typ)
+			}
 		}
 	}
 	return nil
@@ -239,14 +278,21 @@ func (c *Controller) StartInformers(ctx context.Context) error {
 // Lead runs the scheduling loop until ctx ends: it rebuilds the state
 // from the cluster, then reconciles keys. The informers must be started.
 func (c *Controller) Lead(ctx context.Context) error {
-	// A fleet the quotas do not fit (nodes not registered yet) is retried
-	// every period until it does.
+	// The quota as its source says it now; a fleet the quotas do not fit
+	// (nodes not registered yet) is retried every period until it does.
+	c.syncQuota(ctx)
 	for {
-		c.mu.Lock()
-		acts, err := c.rebuild(c.clock.Now())
-		c.leader = err == nil
-		c.mu.Unlock()
+		st, err := c.loadState(ctx)
+		var acts []action
 		if err == nil {
+			c.mu.Lock()
+			c.kept, c.s = st, nil
+			acts, err = c.rebuild(c.clock.Now())
+			c.leader = err == nil
+			c.mu.Unlock()
+		}
+		if err == nil {
+			c.persist(ctx)
 			c.carryOut(ctx, acts)
 			break
 		}
@@ -260,7 +306,12 @@ func (c *Controller) Lead(ctx context.Context) error {
 	c.writeStatus(ctx)
 	c.statusRuns.Store(true)
 	go func() {
-		_ = host.Every(ctx, c.cfg.Period.Duration, func() { c.queue.Add(keyCycle) })
+		_ = host.Every(ctx, c.cfg.Period.Duration, func() {
+			c.queue.Add(keyCycle)
+			if c.cfg.QuotaFile != "" {
+				c.queue.Add(keyQuota)
+			}
+		})
 		c.queue.ShutDown()
 	}()
 	for c.next(ctx) {
@@ -298,6 +349,8 @@ func (c *Controller) next(ctx context.Context) bool {
 		acts = c.cycle()
 	case key == keyNodes:
 		acts, err = c.syncNodes()
+	case key == keyQuota:
+		c.syncQuota(ctx)
 	default:
 		var changed bool
 		acts, changed = c.syncWorkload(key[len(keyWork):])
@@ -311,6 +364,9 @@ func (c *Controller) next(ctx context.Context) bool {
 		return true
 	}
 	c.queue.Forget(key)
+	if key == keyCycle || key == keyNodes {
+		c.persist(ctx)
+	}
 	c.carryOut(ctx, acts)
 	return true
 }
@@ -385,6 +441,7 @@ func (c *Controller) syncNodes() ([]action, error) {
 	now := c.clock.Now()
 	if key != c.fleetKey {
 		c.log.Info("fleet changed: rebuilding from the cluster")
+		c.kept = c.stateOf()
 		acts, err := c.rebuild(now)
 		if err != nil {
 			return nil, err
@@ -424,9 +481,12 @@ func (c *Controller) endWorkload(id, why string) []action {
 // under a drain, its deadline, reason and beneficiaries read back from
 // AnnotationDrain) in the order it started, then pending work (nominated
 // where status.nominatedNodeName says) in the order it was created, then
-// the health of cordoned and down nodes. A workload with a pod bound to a
-// node gone from the cluster is ended: the deletions of its pods are
-// returned. c.mu is held.
+// the health of cordoned and down nodes. What the pods do not show comes
+// from c.kept (the State). It returns the actions that carry out what
+// the State recorded and the pods do not show yet (a drain decided, its
+// pods not yet deleted), those that end a gang missing a pod whose place
+// the State does not know, and, for a workload with a pod bound to a node
+// gone from the cluster, the deletions of its pods. c.mu is held.
 func (c *Controller) rebuild(now time.Time) ([]action, error) {
 	spec, key, health, err := c.fleetSpec()
 	if err != nil {
@@ -444,6 +504,7 @@ func (c *Controller) rebuild(now time.Time) ([]action, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.seq = max(c.seq, c.kept.Seq)
 	downSince := map[string]time.Time{}
 	for _, n := range nodes {
 		if Health(n) != topology.Down {
@@ -471,12 +532,18 @@ func (c *Controller) rebuild(now time.Time) ([]action, error) {
 		t *tracked
 	}
 	var running, pending []adopted
+	var acts []action
 	var gone []string
 	for key, pods := range groups {
 		a, t, err := c.adoption(key, pods, now, downSince, exists)
 		if errors.Is(err, errNodeGone) {
 			gone = append(gone, key)
 			c.log.Info("ended", "workload", key, "err", err)
+			continue
+		}
+		if errors.Is(err, errIncomplete) {
+			c.log.Warn("gang ended", "workload", key, "err", err)
+			acts = append(acts, c.endIncomplete(key, pods)...)
 			continue
 		}
 		if err != nil {
@@ -493,21 +560,38 @@ func (c *Controller) rebuild(now time.Time) ([]action, error) {
 		return cmp.Or(x.a.Started.Compare(y.a.Started), cmp.Compare(x.a.Workload.ID, y.a.Workload.ID))
 	})
 	slices.SortFunc(pending, func(x, y adopted) int {
-		return cmp.Or(x.a.Submitted.Compare(y.a.Submitted), cmp.Compare(x.a.Workload.ID, y.a.Workload.ID))
+		return cmp.Or(cmp.Compare(seqOrLast(x.a.Seq), seqOrLast(y.a.Seq)),
+			x.a.Submitted.Compare(y.a.Submitted), cmp.Compare(x.a.Workload.ID, y.a.Workload.ID))
 	})
 	work := map[string]*tracked{}
 	for _, x := range slices.Concat(running, pending) {
+		if x.a.Seq == 0 {
+			c.seq++
+			x.a.Seq, x.t.seq = c.seq, c.seq
+		}
 		// A nomination the fleet cannot hold any more (a node went away):
 		// the workload queues again without it.
 		dropped, err := host.Adopt(s, now, x.a)
+		if err != nil && x.a.Drain != nil && len(x.a.Drain.Claims) > 0 {
+			c.log.Warn("drain's claims not adopted", "workload", x.a.Workload.ID, "err", err)
+			// Claims that no longer add up (a beneficiary gone, a node
+			// relabelled): the nominations adopted after it derive theirs.
+			x.a.Drain.Claims, x.t.claims = nil, nil
+			dropped, err = host.Adopt(s, now, x.a)
+		}
 		if dropped != nil {
 			c.log.Warn("nomination not adopted", "workload", x.a.Workload.ID, "err", dropped)
+			x.t.readyBy = time.Time{}
 		}
 		if err != nil {
 			c.log.Warn("adopt", "workload", x.a.Workload.ID, "err", err)
 			continue
 		}
 		work[x.a.Workload.ID] = x.t
+		acts = append(acts, c.resumeDrain(x.t, groups[x.a.Workload.ID], now)...)
+		if x.t.running && slices.Contains(x.t.slotPod, "") {
+			c.queue.Add(keyWork + x.a.Workload.ID) // its unbound pods take the empty places
+		}
 	}
 	for node, h := range health {
 		if h == topology.Healthy {
@@ -524,8 +608,8 @@ func (c *Controller) rebuild(now time.Time) ([]action, error) {
 	}
 	c.log.Info("rebuilt from the cluster", "nodes", len(spec.Nodes), "running", len(running), "pending", len(pending))
 	c.s, c.fleetKey, c.health, c.work = s, key, health, work
+	c.kept = State{}
 	slices.Sort(gone)
-	var acts []action
 	for _, id := range gone {
 		acts = append(acts, c.endGone(id)...)
 	}
@@ -552,15 +636,18 @@ func (c *Controller) endGone(id string) []action {
 	return acts
 }
 
-// adoption reads one workload from its live pods: pending (no pod bound),
-// or running (every pod bound), with its drain and lost pods.
+// adoption reads one workload from its live pods and the State: pending
+// (no pod bound), or running (every pod bound, or some, with the State
+// saying where the others run), with its drain and lost pods. A gang part
+// bound whose other pods' places the State does not know is errIncomplete.
 func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 	downSince map[string]time.Time, exists func(string) bool) (fleet.Adoption, *tracked, error) {
 	w, ordered, err := c.tr.Workload(key, pods)
 	if err != nil {
 		return fleet.Adoption{}, nil, err
 	}
-	a := fleet.Adoption{Workload: w}
+	ws := c.kept.Work[key]
+	a := fleet.Adoption{Workload: w, Seq: ws.Seq}
 	for _, p := range ordered {
 		if t := p.CreationTimestamp.Time; a.Submitted.IsZero() || t.Before(a.Submitted) {
 			a.Submitted = t
@@ -569,7 +656,7 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 	if a.Submitted.After(now) {
 		a.Submitted = now
 	}
-	t := &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
+	t := &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint, seq: ws.Seq}
 	bound := 0
 	for _, p := range ordered {
 		if p.Spec.NodeName == "" {
@@ -581,38 +668,77 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 		}
 	}
 	gpus := w.PodSets[0].GPUsPerPod
-	switch {
-	case bound == 0:
+	count := w.PodSets[0].Count
+	if bound == 0 {
 		if err := Complete(w, ordered); err != nil {
 			return a, nil, err
 		}
-		var nom []fleet.PodAssignment
+		shown := make([]string, len(ordered))
 		for i, p := range ordered {
-			if p.Status.NominatedNodeName != "" {
-				nom = append(nom, fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: p.Status.NominatedNodeName, GPUs: gpus})
+			shown[i] = p.Status.NominatedNodeName
+		}
+		if !slices.Contains(shown, "") {
+			t.nominated = shown
+		}
+		nodes := t.nominated
+		if _, kept := c.kept.Work[key]; kept {
+			// The State is written before the pods are patched: its
+			// nomination, or none, is the latest decided.
+			nodes = nil
+			if len(ws.Nominated) == len(ordered) {
+				nodes, a.NominatedReadyBy, t.readyBy = ws.Nominated, ws.ReadyBy, ws.ReadyBy
 			}
 		}
-		if len(nom) == len(ordered) {
-			a.Nominated = nom
-			t.nominated = make([]string, len(nom))
-			for i, pa := range nom {
-				t.nominated[i] = pa.Node
-			}
+		for i, n := range nodes {
+			a.Nominated = append(a.Nominated, fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: n, GPUs: gpus})
 		}
 		return a, t, nil
-	case bound < len(ordered) || len(ordered) != w.PodSets[0].Count:
-		return a, nil, fmt.Errorf("%d of %d pods bound: left as it is", bound, len(ordered))
 	}
 	t.running = true
-	t.slots = make([]string, len(ordered))
-	t.slotPod = make([]string, len(ordered))
-	for i, p := range ordered {
-		pa := fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: p.Spec.NodeName, GPUs: gpus}
-		t.slots[i], t.slotPod[i] = p.Spec.NodeName, p.Name
-		if at := admitted(p); !at.IsZero() && (a.Started.IsZero() || at.Before(a.Started)) {
-			a.Started = at
+	t.slots = make([]string, count)
+	t.slotPod = make([]string, count)
+	switch {
+	case bound == len(ordered) && len(ordered) == count:
+		for i, p := range ordered {
+			t.slots[i], t.slotPod[i] = p.Spec.NodeName, p.Name
 		}
-		if since, down := downSince[p.Spec.NodeName]; down && w.Drain.SurvivesNodeLoss {
+	case len(ws.Nodes) == count:
+		// Pods deleted, or not bound yet, while no leader ran: each keeps
+		// its place, as under a leader that never stopped. A bound pod
+		// takes a slot on its node (the pods of a gang are alike); the
+		// slots left wait for their pods.
+		copy(t.slots, ws.Nodes)
+		for _, p := range ordered {
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			i := -1
+			for k, n := range t.slots {
+				if n == p.Spec.NodeName && t.slotPod[k] == "" {
+					i = k
+					break
+				}
+			}
+			if i < 0 {
+				return a, nil, fmt.Errorf("%w: pod %s is bound to %s, outside the places kept", errIncomplete, p.Name, p.Spec.NodeName)
+			}
+			t.slotPod[i] = p.Name
+		}
+	default:
+		return a, nil, fmt.Errorf("%w: %d of %d pods bound, and where the others run was not kept", errIncomplete, bound, count)
+	}
+	byName := map[string]*corev1.Pod{}
+	for _, p := range ordered {
+		byName[p.Name] = p
+	}
+	for i, node := range t.slots {
+		pa := fleet.PodAssignment{PodSet: PodSetName, Index: i, Node: node, GPUs: gpus}
+		if p := byName[t.slotPod[i]]; p != nil {
+			if at := admitted(p); !at.IsZero() && (a.Started.IsZero() || at.Before(a.Started)) {
+				a.Started = at
+			}
+		}
+		if since, down := downSince[node]; down && w.Drain.SurvivesNodeLoss {
 			a.Lost = append(a.Lost, fleet.LostPodView{Pod: pa, Since: since})
 			continue
 		}
@@ -627,15 +753,85 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 	for i := range a.Lost {
 		a.Lost[i].Since = clamp(a.Lost[i].Since, a.Started, now)
 	}
-	if note, deadline, ok := drainOf(ordered); ok && note.Reason != "" {
-		var reason gang.DrainReason
-		if err := reason.UnmarshalText([]byte(note.Reason)); err == nil {
-			a.Drain = host.DrainRecord{Since: clamp(note.Since, a.Started, now), Deadline: deadline, Reason: reason,
-				Beneficiaries: note.Beneficiaries, KillAsked: note.KillAsked}.Adopted(exists)
-			t.drain, t.deadline = &note, deadline
+	a.Borrowing, t.borrowing = ws.Borrowing, ws.Borrowing
+	note, deadline, terminating := drainOf(ordered)
+	switch {
+	case ws.Drain != nil:
+		note, deadline = ws.Drain.DrainNote, ws.Drain.Deadline
+	case !terminating:
+		return a, t, nil
+	}
+	var reason gang.DrainReason
+	if note.Reason == "" || reason.UnmarshalText([]byte(note.Reason)) != nil {
+		return a, t, nil
+	}
+	d := host.DrainRecord{Since: clamp(note.Since, a.Started, now), Deadline: deadline, Reason: reason,
+		Beneficiaries: note.Beneficiaries}.Adopted(exists)
+	if k := note.KillAsked; !k.IsZero() && !d.Deadline.After(now) {
+		d.KillAsked = clamp(k, d.Deadline, now)
+	}
+	if ws.Drain != nil {
+		for _, cl := range ws.Drain.Claims {
+			if slices.Contains(d.Live, cl.Beneficiary) {
+				d.Claims = append(d.Claims, cl)
+			}
+		}
+		d.MoveTo = ws.Drain.MoveTo
+	}
+	a.Drain = d
+	note.KillAsked = d.KillAsked
+	t.drain, t.deadline, t.killed = &note, deadline, !d.KillAsked.IsZero()
+	t.claims, t.moveTo = d.Claims, d.MoveTo
+	return a, t, nil
+}
+
+// errIncomplete is a gang part bound whose other pods' places are not
+// known: it is ended (endIncomplete).
+var errIncomplete = errors.New("kube: a gang part bound")
+
+// endIncomplete ends a gang found part bound after a failover, with no
+// record of where its missing pods ran: its GPUs cannot be charged
+// whole, and a gang that does not run whole has failed, so its pods are
+// deleted, as when a rank fails; its owner's new pods queue it again.
+func (c *Controller) endIncomplete(key string, pods []*corev1.Pod) []action {
+	c.ended[key] = true
+	var acts []action
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			acts = append(acts, deletePod(podRef{key, p.Name}, 0, "Failed",
+				"a pod of the group went away while no scheduler led, and where it ran was not kept: the group is ended"))
 		}
 	}
-	return a, t, nil
+	return acts
+}
+
+// resumeDrain carries out a drain the State recorded whose pods are not
+// terminating: the leader that decided it stopped before deleting them.
+func (c *Controller) resumeDrain(t *tracked, pods []*corev1.Pod, now time.Time) []action {
+	if t.drain == nil || slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil }) {
+		return nil
+	}
+	var acts []action
+	grace := graceSeconds(t.deadline.Sub(now))
+	for _, name := range t.slotPod {
+		switch {
+		case name == "":
+		case t.killed:
+			acts = append(acts, deletePod(podRef{t.spec.ID, name}, 0, "Killed", "killed: its drain deadline passed"))
+		default:
+			acts = append(acts, drainPod(podRef{t.spec.ID, name}, *t.drain, grace,
+				fmt.Sprintf("drained (%s) for %v: checkpoint and exit within %ds", t.drain.Reason, t.drain.Beneficiaries, grace)))
+		}
+	}
+	return acts
+}
+
+// seqOrLast orders work without a submission number after the rest.
+func seqOrLast(seq uint64) uint64 {
+	if seq == 0 {
+		return math.MaxUint64
+	}
+	return seq
 }
 
 func clamp(t, lo, hi time.Time) time.Time {
@@ -783,6 +979,10 @@ func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
 			c.log.Info("ended", "workload", key, "err", err)
 			return c.endGone(key), false
 		}
+		if err == nil && a.Seq == 0 {
+			c.seq++
+			a.Seq, nt.seq = c.seq, c.seq
+		}
 		if err == nil {
 			err = c.s.Adopt(now, a)
 		}
@@ -812,7 +1012,8 @@ func (c *Controller) syncWorkload(key string) (acts []action, changed bool) {
 		c.log.Debug("submit", "workload", key, "err", err)
 		if err == nil {
 			delete(c.bad, key)
-			c.work[key] = &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint}
+			c.seq++
+			c.work[key] = &tracked{spec: w, pods: names(ordered), checkpoint: w.Drain.LastCheckpoint, seq: c.seq}
 			return nil, true
 		}
 	}
@@ -888,6 +1089,11 @@ func (c *Controller) cycle() []action {
 			continue
 		}
 		t.killed = true
+		if t.drain != nil && t.drain.KillAsked.IsZero() {
+			note := *t.drain
+			note.KillAsked = now
+			t.drain = &note
+		}
 		for _, p := range c.workloadPods(k.ID) {
 			acts = append(acts, deletePod(podRef{k.ID, p.Name}, 0, "Killed",
 				fmt.Sprintf("killed: its drain deadline %s passed %s ago", k.Deadline.Format(time.RFC3339), k.Overdue.Round(time.Second))))
@@ -931,7 +1137,8 @@ func (c *Controller) cycle() []action {
 		if t == nil {
 			continue
 		}
-		t.running = true
+		t.running, t.borrowing = true, a.Borrowing
+		t.nominated, t.readyBy = nil, time.Time{}
 		t.slots = host.Nodes(a.Pods, len(t.pods))
 		t.slotPod = slices.Clone(t.pods)
 		for i, name := range t.pods {
@@ -959,6 +1166,9 @@ func (c *Controller) pending(snap *fleet.Snapshot) []action {
 				continue
 			}
 			noms[p.ID] = host.Nodes(p.Nomination.Pods, p.Spec.PodSets[0].Count)
+			if t := c.work[p.ID]; t != nil {
+				t.readyBy = p.Nomination.ReadyBy
+			}
 		}
 	}
 	ids := make([]string, 0, len(c.work))
@@ -978,7 +1188,7 @@ func (c *Controller) pending(snap *fleet.Snapshot) []action {
 				}
 			}
 		} else if !ok && t.nominated != nil {
-			t.nominated = nil
+			t.nominated, t.readyBy = nil, time.Time{}
 			for _, name := range t.pods {
 				acts = append(acts, nominate(podRef{id, name}, ""))
 			}
@@ -1036,6 +1246,7 @@ func (c *Controller) beneficiaries(snap *fleet.Snapshot) []action {
 		if r.Drain == nil || t == nil || t.drain == nil {
 			continue
 		}
+		t.claims, t.moveTo = r.Drain.Claims, r.Drain.MoveTo
 		all := slices.Clone(r.Drain.Beneficiaries)
 		for _, cl := range r.Drain.Claims {
 			if !slices.Contains(all, cl.Beneficiary) {

@@ -135,27 +135,98 @@
 // Replicas elect a leader on the coordination.k8s.io Lease
 // "fleet-scheduler" in Config.Namespace (client-go's leaderelection); the
 // standby keeps its informers warm. A new leader rebuilds its Scheduler
-// from the cluster alone, with fleet.Scheduler.Adopt: bound pods are
-// running work (started at fleetsched.io/admitted); terminating pods with
-// a fleetsched.io/drain note are drains in progress, with the note's
-// reason, start, deadline (the deletionTimestamp when the note has none)
-// and beneficiaries (those still in the cluster count on it); pending pods
-// with status.nominatedNodeName are nominations; pods bound on a down node
-// of a gang that survives node loss are lost pods waiting for a
-// replacement. So a leader killed mid-drain costs nothing: no victim is
-// drained twice, no deadline moves, no extra victim is picked
-// (TestClusterLeaderFailoverMidDrain). Not rebuilt: bookings, quota
-// schedules, live quota edits made through the API, and the
-// defragmentation budget's spending, which this host does not drive; a
-// workload whose pods are part bound (a replacement pod not yet created)
-// is left alone until its pods are whole again.
+// with fleet.Scheduler.Adopt from the cluster and from the state the
+// leaders keep in the API server:
+//
+//	fact                                  kept in
+//	running work, its nodes, its start    pods: spec.nodeName, fleetsched.io/admitted
+//	a drain's reason, start, deadline,    pods: fleetsched.io/drain, deletionTimestamp;
+//	  beneficiaries, kill asked             and the state (before the pods are patched)
+//	a drain's claims, a move's new place  the state
+//	a nomination's nodes                  the state; pods: status.nominatedNodeName
+//	a nomination's ready time             the state
+//	where every pod of a running gang     the state
+//	  belongs (a pod gone keeps its place)
+//	submission order (Adoption.Seq)       the state
+//	an admission's Borrowing              the state
+//	last checkpoint                       pods: fleetsched.io/last-checkpoint (the workload writes it)
+//	lost pods of a gang that survives     pods on a node whose Ready is False or Unknown
+//	  node loss
+//	quota                                 its file or ConfigMap, read again when it changes
+//
+// The state is the ConfigMap "fleet-scheduler-state" in Config.Namespace:
+// JSON, gzip-compressed, under binaryData "state.json.gz" (State,
+// EncodeState). The leader writes it after a cycle, and after a rebuild,
+// before it carries out their actions, and only when its content changed;
+// a leader killed between the two leaves what it was about to do, and the
+// next one does it (a drain the state records whose pods are not
+// terminating is carried out by the rebuild). Its size at 2,048 GPUs and
+// 10,000 pods, every workload a gang of two (TestStateSize): 286 KB with
+// 1,024 gangs draining, their GPUs claimed by 1,024 nominated gangs and
+// 2,952 more pending; 459 KB with 4,000 gangs sharing GPUs all draining
+// for 1,000 pending ones; with every name at Kubernetes' 63-character
+// limit, 466 KB and 775 KB. A ConfigMap holds 1 MiB (the state is capped
+// at MaxStateBytes, 1,008 KiB); etcd's request limit is 1.5 MiB. A state
+// that grows past the cap is replaced by an empty one, with an error
+// logged, and a failover then rebuilds from the pods alone as below. A
+// write that fails is logged and the actions go ahead; the next cycle
+// writes again.
+//
+// From the pods alone (no state, or none for a workload): bound pods are
+// running work; terminating pods with a fleetsched.io/drain note are
+// drains in progress (the deadline is the deletionTimestamp when the note
+// has none), and the beneficiaries still in the cluster count on them;
+// pending pods with status.nominatedNodeName are nominations, whose
+// claims and ready time are then derived (fleet.AdoptedDrain.Claims);
+// pods bound on a down node of a gang that survives node loss are lost
+// pods waiting for a replacement. So a leader killed mid-drain costs
+// nothing: no victim is drained twice, no deadline moves, no extra victim
+// is picked, and the claims and ready times are those the old leader had
+// (TestClusterLeaderFailoverMidDrain).
+//
+// A gang found part bound (a pod deleted while no leader ran, or a
+// binding pass cut short) is adopted whole when the state says where its
+// pods belong: the missing pod's GPUs stay charged on its node, as under
+// a leader that never stopped, and the pod its owner creates again is
+// bound there. Without that record its GPUs cannot be charged whole, and
+// a gang that does not run whole has failed: its other pods are deleted,
+// as when a rank fails, and its owner's new pods queue it again
+// (TestClusterFailoverGangMissingPod).
+//
+// Not rebuilt: bookings (this host offers no booking API), quota
+// schedules (none is set), idle reports (ReportUsage is not called), and
+// the spending of the automatic defragmentation budget, which neither
+// Snapshot nor Adoption carries: fleet-scheduler runs with it off, and a
+// program passing Options.Policy.DefragBudget gets a fresh hour's budget
+// after a failover (the moves in progress are kept, with their new
+// places).
+//
+// # Quota edits
+//
+// The quota is read again when it changes: Config.QuotaConfigMap through
+// an informer on that one ConfigMap, Config.QuotaFile every period. A
+// change is applied live, on the leader, as fleet.Scheduler.SetQueue for
+// every cohort and ClusterQueue that differs, all or none (in passes, so
+// that lowering one guarantee may make room for raising another); a
+// LocalQueue or ResourceFlavor change takes effect for the pods from then
+// on, and pods refused at submission are judged again. Nothing is evicted
+// by an edit itself: a queue left above its new quota borrows, and reclaim
+// may take it back. A YAML that does not parse, an edit the scheduler
+// refuses (over the fleet's capacity, breaking the tree's rules), or one
+// that adds, removes or moves a cohort or ClusterQueue or changes the
+// flavors is refused whole: the quota in force stays, the error is
+// logged, and a Warning Event with reason QuotaRefused is recorded on the
+// ConfigMap (on the Lease for a file); an applied edit gets a Normal
+// QuotaApplied Event. A change of the tree's shape is taken by the next
+// leader's rebuild (restart the scheduler). TestClusterQuotaEdit edits a
+// ConfigMap under a running scheduler.
 //
 // # Flags and configuration file
 //
 //	-config FILE            YAML with the fields of Config (json names)
 //	-kubeconfig FILE        default: in-cluster, then $KUBECONFIG
 //	-scheduler-name fleet   spec.schedulerName of the pods it schedules
-//	-namespace fleet-system the Lease's namespace
+//	-namespace fleet-system the Lease's and the state ConfigMap's namespace
 //	-identity NAME          this replica in the Lease (default: host name)
 //	-preset gke             node labels: gke, aws, topograph
 //	-quota-file FILE        Kueue YAML of the queues
