@@ -22,10 +22,7 @@ const (
 // borrows what is left. Priority: prod-inference > reserved-research >
 // preemptible-batch, with the 120 s drain contract. Research may also
 // evict batch while it borrows (Kueue's borrowWithinCohort with a
-// threshold at batch's priority), and a research gang may evict research
-// work of its priority queued after it (Kueue's withinClusterQueue
-// LowerOrNewerEqualPriority): smaller runs that passed a large gang in
-// the queue give its room back, so they cannot starve it.
+// threshold at batch's priority).
 func ReferenceConfig() Config {
 	batchPriority := int32(100)
 	return Config{
@@ -39,7 +36,7 @@ func ReferenceConfig() Config {
 					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimAny}},
 				{Name: "research", Parent: "fleet", Kind: quota.Queue,
 					Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 848}},
-					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerOrNewerEqualPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
+					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
 						// A large gang that must borrow to start may still
 						// evict preemptible batch filler (priority 100 or
 						// less), so borrowed filler cannot starve it.
