@@ -89,6 +89,10 @@ func TestModulesInstallAsDependencies(t *testing.T) {
 	cache := strings.TrimSpace(run(root, nil, "env", "GOMODCACHE"))
 	for _, m := range mods[1:] {
 		run(m.dir, []string{"GOWORK=off", "GOFLAGS=-mod=readonly"}, "mod", "download")
+		// The consumer lists its whole module graph: the versions and
+		// go.mod files of modules no package is built from must be in
+		// the cache too (a fresh machine's cache has none of them).
+		run(m.dir, []string{"GOWORK=off", "GOFLAGS=-mod=readonly"}, "list", "-m", "all")
 	}
 
 	tmp := t.TempDir()
