@@ -30,7 +30,8 @@ type Decisions struct {
 	// node: the host restarts each rank there from its last checkpoint.
 	Replace []Replacement
 	// Grow lists more pods of running elastic workloads to start now, on
-	// GPUs already accounted to them.
+	// GPUs already accounted to them; never a workload Admit lists in the
+	// same Decisions.
 	Grow []Growth
 	// Admit lists workloads to start now, with the node and GPUs of every
 	// pod. The GPUs are already accounted to them.

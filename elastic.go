@@ -190,7 +190,9 @@ func (s *Scheduler) grow(now time.Time, waiting int32, anyWaiting bool, d *Decis
 	defer clear(s.shrunk) // the buffer must not keep ended workloads alive
 	for _, r := range s.shrunk {
 		e := s.work[r.W.ID]
-		if anyWaiting && e.priority <= waiting {
+		if anyWaiting && e.priority <= waiting || r.Started.Equal(now) {
+			// Work admitted this cycle grows in a later one: a host
+			// carries out Grow before Admit, for work already running.
 			continue
 		}
 		held := s.holdsAgainst(now, e)

@@ -183,6 +183,8 @@ func (m *machine) Schedule(t *rapid.T) {
 		m.h.running[x.ID] = a
 	}
 	for _, x := range d.Grow {
+		require.False(t, slices.ContainsFunc(d.Admit, func(a fleet.Admission) bool { return a.ID == x.ID }),
+			"%s grown in the cycle that admits it", x.ID)
 		a, ok := m.h.running[x.ID]
 		require.True(t, ok, "grow of %s, which does not run", x.ID)
 		a.Pods = append(slices.Clone(a.Pods), x.Pods...)
