@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -77,7 +78,7 @@ func TestClusterBindingsMatchAdmissions(t *testing.T) {
 	adm := newAdmissions()
 	ctx := t.Context()
 	startKubelet(t, ctx, cl, clock)
-	startScheduler(t, cl, clock, "replica-a", adm.observe)
+	sched := startScheduler(t, cl, clock, "replica-a", adm.observe)
 
 	for i := range 40 {
 		cl.createPod(t, podSpec{name: fmt.Sprintf("serve-%02d", i), queue: "inference", class: "prod-inference", gpus: 1 + i%8})
@@ -129,6 +130,40 @@ func TestClusterBindingsMatchAdmissions(t *testing.T) {
 		assert.Len(t, sbs, 1, "gang %s spans subblocks %v", g, sbs)
 	}
 	t.Logf("%d pods bound as admitted on %d nodes; %d gangs each inside one subblock", len(pods), len(perNode), len(subblocks))
+
+	// /metrics follows: every admission counted, and the gauges read the
+	// fleet as bound.
+	used := 0
+	for _, gpus := range perNode {
+		used += gpus
+	}
+	eventually(t, 30*time.Second, "the gauges follow the bindings", func() bool {
+		return gathered(t, sched.reg, "fleet_gpus_free") == float64(256*8-used)
+	})
+	assert.Equal(t, float64(40+12+200), gathered(t, sched.reg, "fleet_admissions_total"))
+	t.Logf("/metrics: %v GPUs free, %v admissions", gathered(t, sched.reg, "fleet_gpus_free"), gathered(t, sched.reg, "fleet_admissions_total"))
+}
+
+// gathered sums the samples of the metric family name in reg.
+func gathered(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 // TestClusterAllOrNothing: a watcher of every pod event sees each gang go

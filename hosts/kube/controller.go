@@ -1081,6 +1081,11 @@ func (c *Controller) cycle() []action {
 	}
 	if c.metrics != nil {
 		c.metrics.RecordAll(d.Events)
+		if len(d.Events) > 0 || c.cycles%10 == 1 {
+			// The gauges (GPUs free, allocated, per queue) follow the
+			// fleet when something happened, and every tenth cycle.
+			c.metrics.ObserveSnapshot(c.s.Snapshot())
+		}
 	}
 	var acts []action
 	for _, k := range d.Kill {

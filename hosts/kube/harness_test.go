@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -39,6 +40,7 @@ import (
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/hosts/host"
 	"github.com/fleetsched/fleet/importer/kueue"
+	"github.com/fleetsched/fleet/metrics/prom"
 )
 
 // binDirEnv names a directory of ready kube-apiserver and etcd binaries;
@@ -415,6 +417,8 @@ type scheduler struct {
 	c      *Controller
 	cancel context.CancelFunc
 	done   chan error
+	// reg holds the replica's /metrics.
+	reg *prometheus.Registry
 }
 
 func testConfig(identity string) Config {
@@ -449,11 +453,14 @@ func startScheduler(t testing.TB, cl *cluster, clock *testClock, identity string
 	client, err := kubernetes.NewForConfig(rc)
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("replica", identity)
-	c, err := New(cfg, Options{Client: client, Quota: q, Clock: clock, Logger: log})
+	reg := prometheus.NewRegistry()
+	exp, err := prom.New(reg)
+	require.NoError(t, err)
+	c, err := New(cfg, Options{Client: client, Quota: q, Clock: clock, Logger: log, Metrics: exp})
 	require.NoError(t, err)
 	c.observe = observe
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &scheduler{c: c, cancel: cancel, done: make(chan error, 1)}
+	s := &scheduler{c: c, cancel: cancel, done: make(chan error, 1), reg: reg}
 	require.NoError(t, c.StartInformers(ctx))
 	go func() { s.done <- c.Elect(ctx) }()
 	t.Cleanup(s.stop)
