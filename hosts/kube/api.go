@@ -255,24 +255,5 @@ func (c *Controller) delete(ctx context.Context, p podRef, grace int64) error {
 
 // event records an Event on the pod, as kube-scheduler does.
 func (c *Controller) event(ctx context.Context, p podRef, typ, reason, msg string) {
-	now := metav1.NewTime(c.clock.Now())
-	ns := p.namespace()
-	ev := &corev1.Event{
-		ObjectMeta:          metav1.ObjectMeta{GenerateName: p.name + ".", Namespace: ns},
-		InvolvedObject:      corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: p.name, APIVersion: "v1"},
-		Reason:              reason,
-		Message:             msg,
-		Type:                typ,
-		Source:              corev1.EventSource{Component: c.cfg.SchedulerName},
-		FirstTimestamp:      now,
-		LastTimestamp:       now,
-		Count:               1,
-		ReportingController: "fleetsched.io/" + c.cfg.SchedulerName,
-		ReportingInstance:   c.cfg.Identity,
-		Action:              reason,
-		EventTime:           metav1.NewMicroTime(now.Time.Truncate(time.Microsecond)),
-	}
-	if _, err := c.client.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
-		c.log.Debug("event", "pod", p.name, "err", err)
-	}
+	c.recordEvent(ctx, corev1.ObjectReference{Kind: "Pod", Namespace: p.namespace(), Name: p.name, APIVersion: "v1"}, typ, reason, msg)
 }
