@@ -74,7 +74,7 @@ func TestMessagesSayWhatToDo(t *testing.T) {
 		{"approved, never proposed", func(t *testing.T, s *fleet.Scheduler) error {
 			_, err := s.Approve(t0, "C", 0, "alice")
 			return err
-		}, calendar.ErrUnknownProposal, `calendar: unknown proposal: approve "C": nothing was proposed under this ID: propose it first`},
+		}, calendar.ErrUnknownProposal, `calendar: unknown proposal: approve "C": nothing is proposed under this ID (or its start passed): propose it first`},
 		{"over-commit", func(t *testing.T, s *fleet.Scheduler) error {
 			propose(t, s, spine("C", 1024, 2))
 			_, err := s.Approve(t0, "C", 0, "alice")

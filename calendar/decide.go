@@ -71,7 +71,7 @@ func (c *Calendar) noProposal(id string) string {
 			return "its booking was cancelled " + when + ": propose it again to book it anew"
 		}
 	}
-	return "nothing was proposed under this ID: propose it first"
+	return "nothing is proposed under this ID (or its start passed): propose it first"
 }
 
 // admit checks that b can be bound at now: a decider, a window not yet

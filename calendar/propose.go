@@ -160,7 +160,9 @@ func better(a, b *candidate) int {
 // information; Approve refuses it.
 //
 // The proposal is kept, under the request's ID, until approved or
-// rejected (or proposed again). A refused request (an *Error: start in
+// rejected (or proposed again), or until a later Propose finds its start
+// passed: it can no longer be approved, so it is dropped then, and
+// pending proposals stay as many as the requests still ahead. A refused request (an *Error: start in
 // the past, non-positive duration, unknown level, flavor or queue, more
 // GPUs or blocks than the fleet, no set of blocks that holds it) leaves the
 // Calendar unchanged. The caller owns the options.
@@ -194,6 +196,11 @@ func (c *Calendar) Propose(now time.Time, req Request, running []Running) ([]Opt
 	}
 	if len(options) == 0 {
 		return nil, refuse("propose", req.ID, ErrTooLarge, "%s", noSet(req, r.gpus, ranked))
+	}
+	for id, p := range c.proposals {
+		if p.Request.Start.Before(now) {
+			delete(c.proposals, id)
+		}
 	}
 	c.proposals[req.ID] = &Proposal{Request: req.clone(), Proposed: now, Options: options}
 	out := make([]Option, len(options))

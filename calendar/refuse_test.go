@@ -176,3 +176,29 @@ func TestConflictAndOverCommitDetails(t *testing.T) {
 		assert.NotContains(t, o.DomainNames[0], "leaf-0-")
 	}
 }
+
+// TestProposalExpiresWhenItsStartPasses: a proposal nobody decided stays
+// approvable until its start; a Propose after that drops it, so pending
+// proposals do not pile up in a long-lived calendar or its snapshots.
+func TestProposalExpiresWhenItsStartPasses(t *testing.T) {
+	c, _ := newReference(t)
+	start := t0().Add(time.Hour)
+	_, err := c.Propose(t0(), spineRequest("early", start), nil)
+	require.NoError(t, err)
+	_, err = c.Propose(t0(), spineRequest("late", start.Add(72*time.Hour)), nil)
+	require.NoError(t, err)
+
+	_, err = c.Approve(start.Add(time.Minute), "early", 0, "bob")
+	require.ErrorIs(t, err, calendar.ErrStartInPast, "still proposed: the answer names the start")
+
+	_, err = c.Propose(start.Add(time.Minute), spineRequest("next", start.Add(48*time.Hour)), nil)
+	require.NoError(t, err)
+	var ids []string
+	for _, p := range c.Snapshot().Proposals {
+		ids = append(ids, p.Request.ID)
+	}
+	assert.Equal(t, []string{"late", "next"}, ids)
+	_, err = c.Approve(start.Add(time.Minute), "early", 0, "bob")
+	require.ErrorIs(t, err, calendar.ErrUnknownProposal)
+	assert.Contains(t, err.Error(), "(or its start passed)")
+}
