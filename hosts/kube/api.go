@@ -232,7 +232,7 @@ func (c *Controller) write(ctx context.Context, a action) error {
 			"type": corev1.PodScheduled, "status": corev1.ConditionFalse, "reason": corev1.PodReasonUnschedulable,
 			"message": a.message, "lastTransitionTime": metav1.NewTime(c.clock.Now()),
 		}}}})
-		_, err := pods.Patch(ctx, a.pod.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		_, err := c.statusClient.CoreV1().Pods(ns).Patch(ctx, a.pod.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		if isGone(err) {
 			return nil
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"os"
 	"time"
 
@@ -40,9 +42,17 @@ type Config struct {
 	Shapes map[string]string `json:"shapes,omitempty"`
 	// Listen is the address of /metrics, /healthz and /readyz.
 	Listen string `json:"listen"`
-	// QPS and Burst bound the client's requests to the API server.
+	// QPS and Burst bound the client's requests to the API server:
+	// bindings, deletions, nominations, the Lease and the state.
 	QPS   float32 `json:"qps"`
 	Burst int     `json:"burst"`
+	// StatusQPS and StatusBurst bound the status client's, which writes
+	// the PodScheduled=False conditions of pods that wait or are refused
+	// and every Event (as kube-scheduler gives Events a client of their
+	// own): a flood of bad pods spends its budget, not the bindings'. The
+	// API server sees at most QPS plus StatusQPS from a replica.
+	StatusQPS   float32 `json:"statusQPS"`
+	StatusBurst int     `json:"statusBurst"`
 	// Binders is how many API writes (bindings, deletions, status) run at
 	// once.
 	Binders int `json:"binders"`
@@ -75,12 +85,30 @@ func DefaultConfig() Config {
 		Listen:        ":8080",
 		QPS:           200,
 		Burst:         400,
+		StatusQPS:     100,
+		StatusBurst:   200,
 		Binders:       16,
 		Period:        metav1.Duration{Duration: 5 * time.Second},
 		LeaseDuration: metav1.Duration{Duration: 15 * time.Second},
 		RenewDeadline: metav1.Duration{Duration: 10 * time.Second},
 		RetryPeriod:   metav1.Duration{Duration: 2 * time.Second},
 	}
+}
+
+// NewClients makes the controller's two clientsets from rc: the main one
+// with cfg's QPS and Burst, the status one with its StatusQPS and
+// StatusBurst (Options.Client and Options.StatusClient).
+func NewClients(rc *rest.Config, cfg Config) (client, status kubernetes.Interface, err error) {
+	main, st := rest.CopyConfig(rc), rest.CopyConfig(rc)
+	main.QPS, main.Burst = cfg.QPS, cfg.Burst
+	st.QPS, st.Burst = cfg.StatusQPS, cfg.StatusBurst
+	if client, err = kubernetes.NewForConfig(main); err != nil {
+		return nil, nil, err
+	}
+	if status, err = kubernetes.NewForConfig(st); err != nil {
+		return nil, nil, err
+	}
+	return client, status, nil
 }
 
 // ErrConfig is wrapped by every configuration error.
@@ -101,12 +129,14 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	fs.StringVar(&fromFlags.Listen, "listen", "", "address of /metrics, /healthz and /readyz (:8080)")
 	qps := fs.Float64("qps", 0, "client requests per second to the API server (200)")
 	fs.IntVar(&fromFlags.Burst, "burst", 0, "client burst (400)")
+	statusQPS := fs.Float64("status-qps", 0, "requests per second for conditions and Events (100)")
+	fs.IntVar(&fromFlags.StatusBurst, "status-burst", 0, "burst for conditions and Events (200)")
 	fs.IntVar(&fromFlags.Binders, "binders", 0, "API writes in flight at once (16)")
 	fs.DurationVar(&fromFlags.Period.Duration, "period", 0, "longest time between two cycles (5s)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	fromFlags.QPS = float32(*qps)
+	fromFlags.QPS, fromFlags.StatusQPS = float32(*qps), float32(*statusQPS)
 	if *file != "" {
 		data, err := os.ReadFile(*file)
 		if err != nil {
@@ -134,6 +164,12 @@ func ParseFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	if fromFlags.Burst > 0 {
 		cfg.Burst = fromFlags.Burst
 	}
+	if fromFlags.StatusQPS > 0 {
+		cfg.StatusQPS = fromFlags.StatusQPS
+	}
+	if fromFlags.StatusBurst > 0 {
+		cfg.StatusBurst = fromFlags.StatusBurst
+	}
 	if fromFlags.Binders > 0 {
 		cfg.Binders = fromFlags.Binders
 	}
@@ -157,6 +193,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: give quotaFile or quotaConfigMap (Kueue YAML of the queues)", ErrConfig)
 	case c.QuotaFile != "" && c.QuotaConfigMap != "":
 		return fmt.Errorf("%w: give quotaFile or quotaConfigMap, not both", ErrConfig)
+	case c.QPS <= 0 || c.Burst < 1:
+		return fmt.Errorf("%w: qps %g and burst %d, want more than 0 and at least 1", ErrConfig, c.QPS, c.Burst)
+	case c.StatusQPS <= 0 || c.StatusBurst < 1:
+		return fmt.Errorf("%w: statusQPS %g and statusBurst %d, want more than 0 and at least 1", ErrConfig, c.StatusQPS, c.StatusBurst)
 	case c.Binders < 1:
 		return fmt.Errorf("%w: binders %d, want at least 1", ErrConfig, c.Binders)
 	case c.Period.Duration <= 0:

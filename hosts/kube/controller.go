@@ -54,6 +54,10 @@ const (
 type Options struct {
 	// Client is the API server's clientset the controller reads and writes.
 	Client kubernetes.Interface
+	// StatusClient writes PodScheduled=False conditions and Events, under
+	// a rate limit of its own (Config.StatusQPS; NewClients makes both).
+	// Nil: Client.
+	StatusClient kubernetes.Interface
 	// Quota is the Kueue file's parsed objects.
 	Quota *kueue.Result
 	// Clock defaults to WallClock.
@@ -102,15 +106,17 @@ type tracked struct {
 // one: informers fill listers, handlers enqueue keys, and one worker
 // reconciles them with the Scheduler and writes the API.
 type Controller struct {
-	cfg     Config
-	client  kubernetes.Interface
-	clock   Clock
-	log     *slog.Logger
-	metrics *prom.Exporter
-	tr      *Translator
-	policy  fleet.Policy
-	quota   quota.Spec
-	classes []fleet.PriorityClass
+	cfg    Config
+	client kubernetes.Interface
+	// statusClient writes conditions and Events (Options.StatusClient).
+	statusClient kubernetes.Interface
+	clock        Clock
+	log          *slog.Logger
+	metrics      *prom.Exporter
+	tr           *Translator
+	policy       fleet.Policy
+	quota        quota.Spec
+	classes      []fleet.PriorityClass
 
 	factory informers.SharedInformerFactory
 	podInf  cache.SharedIndexInformer
@@ -172,10 +178,13 @@ func New(cfg Config, o Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		cfg: cfg, client: o.Client, clock: o.Clock, log: o.Logger, metrics: o.Metrics, tr: tr,
+		cfg: cfg, client: o.Client, statusClient: o.StatusClient, clock: o.Clock, log: o.Logger, metrics: o.Metrics, tr: tr,
 		policy: o.Policy, quota: o.Quota.Spec,
 		health: map[string]topology.Health{}, work: map[string]*tracked{},
 		ended: map[string]bool{}, bad: map[string]string{}, status: newStatusLane(),
+	}
+	if c.statusClient == nil {
+		c.statusClient = o.Client
 	}
 	if c.clock == nil {
 		c.clock = WallClock{}

@@ -448,15 +448,13 @@ func startScheduler(t testing.TB, cl *cluster, clock *testClock, identity string
 	require.NoError(t, err)
 	q, err := kueue.Parse(data, kueue.Options{})
 	require.NoError(t, err)
-	rc := rest.CopyConfig(cl.cfg)
-	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
-	client, err := kubernetes.NewForConfig(rc)
+	client, status, err := NewClients(cl.cfg, cfg)
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("replica", identity)
 	reg := prometheus.NewRegistry()
 	exp, err := prom.New(reg)
 	require.NoError(t, err)
-	c, err := New(cfg, Options{Client: client, Quota: q, Clock: clock, Logger: log, Metrics: exp})
+	c, err := New(cfg, Options{Client: client, StatusClient: status, Quota: q, Clock: clock, Logger: log, Metrics: exp})
 	require.NoError(t, err)
 	c.observe = observe
 	ctx, cancel := context.WithCancel(context.Background())

@@ -283,7 +283,7 @@ func (c *Controller) recordEvent(ctx context.Context, ref corev1.ObjectReference
 		Action:              reason,
 		EventTime:           metav1.NewMicroTime(now.Time.Truncate(time.Microsecond)),
 	}
-	if _, err := c.client.CoreV1().Events(ref.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+	if _, err := c.statusClient.CoreV1().Events(ref.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
 		c.log.Debug("event", "object", ref.Name, "err", err)
 	}
 }

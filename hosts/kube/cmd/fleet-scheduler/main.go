@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -43,9 +42,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
 	rc.UserAgent = "fleet-scheduler"
-	client, err := kubernetes.NewForConfig(rc)
+	client, status, err := kube.NewClients(rc, cfg)
 	if err != nil {
 		return err
 	}
@@ -64,7 +62,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	err = kube.Run(ctx, cfg, kube.Options{Client: client, Quota: q, Logger: log, Metrics: exp}, reg)
+	err = kube.Run(ctx, cfg, kube.Options{Client: client, StatusClient: status, Quota: q, Logger: log, Metrics: exp}, reg)
 	if ctx.Err() != nil {
 		return nil
 	}
