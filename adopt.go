@@ -76,6 +76,10 @@ type Adoption struct {
 	// held for it. They must be free or held by victims that list it in
 	// Drain.Live. Empty: no nomination.
 	Nominated []PodAssignment
+	// Reserved is, for a pending gang, the domain Snapshot's
+	// PendingView.Reserved named: the hold the last cycle kept for it.
+	// Empty: the next cycle chooses afresh, which may move the hold.
+	Reserved string
 	// NominatedReadyBy is the nomination's ReadyBy as Decisions.Nominate
 	// gave it. Zero: the latest deadline of the drains it waits on, or
 	// now; a host that does not keep it may see an inference queue's
@@ -322,6 +326,12 @@ func (s *Scheduler) adoptPending(now time.Time, a Adoption) error {
 			return err
 		}
 	}
+	var held *reservation
+	if a.Reserved != "" {
+		if held, err = s.reservationAt(e, a.Reserved); err != nil {
+			return refuse("adopt", id, ErrInvalid, "Reserved %q: %v", a.Reserved, err)
+		}
+	}
 	seq := s.seq
 	s.trackAs(e, submitted, a.Seq)
 	if len(target.Pods) > 0 {
@@ -332,6 +342,9 @@ func (s *Scheduler) adoptPending(now time.Time, a Adoption) error {
 			s.seq = seq
 			return &Error{Op: "adopt", Workload: id, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
+	}
+	if held != nil {
+		s.lastReserve = held
 	}
 	s.books.AdoptServed(id)
 	e.reclaiming = len(s.books.ReclaimingFor(id)) > 0

@@ -53,7 +53,7 @@ func hostAdoptions(snap fleet.Snapshot, specs map[string]gang.Workload, pods fun
 	pending := slices.Clone(snap.Pending)
 	slices.SortFunc(pending, func(a, b fleet.PendingView) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, p := range pending {
-		a := fleet.Adoption{Workload: specs[p.ID], Submitted: p.Submitted, Seq: p.Seq}
+		a := fleet.Adoption{Workload: specs[p.ID], Submitted: p.Submitted, Seq: p.Seq, Reserved: p.Reserved}
 		if p.Nomination != nil {
 			a.Nominated, a.NominatedReadyBy = p.Nomination.Pods, p.Nomination.ReadyBy
 		}

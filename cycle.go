@@ -18,8 +18,14 @@ import (
 type reservation struct {
 	id       string
 	priority int32
+	level    topology.Level
 	group    topology.GroupID
 	domain   topology.DomainID
+	// carried marks the last cycle's reservation, in force from the start
+	// of this one until its gang is visited: it steers higher-priority
+	// work visited first around the domain when it fits elsewhere, and
+	// bars nobody.
+	carried bool
 	// start is when the domain's running work is expected to end; zero
 	// when open-ended work there makes it unknown.
 	start time.Time
@@ -59,7 +65,12 @@ type reservation struct {
 //     held by open-ended work it cannot evict, then the earliest expected
 //     end of the rest, then the most free nodes, is held for it, and
 //     lower-priority work may use it only if the gang can evict it or it
-//     is expected to end before the planned start (backfill).
+//     is expected to end before the planned start (backfill). The hold
+//     is carried into the next cycle while the gang waits: from the
+//     cycle's start higher-priority work goes around it when the rest of
+//     the fleet has room, and the gang keeps its domain unless another
+//     holds less work it cannot evict (a hold that moved with every
+//     change of expected ends would never empty).
 func (s *Scheduler) Schedule(now time.Time) Decisions {
 	if inRFC3339(now) {
 		s.advance(now)
@@ -81,7 +92,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 
 	pending := s.pending()
 	s.order(pending)
-	s.reserve = nil
+	s.reserve = s.carryReservation(now)
 	blocked := map[quota.NodeID]string{} // StrictFIFO queue -> its blocked head
 	taken := map[string]bool{}
 	failed := &s.failed
@@ -104,6 +115,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 		}
 		switch s.tryAdmit(now, e, &d) {
 		case admitted:
+			s.dropReservationOf(e)
 			continue
 		case reserved:
 			// It fits, but only in the held domain: it waits, and does not
@@ -128,10 +140,11 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 				joint = false
 			}
 			if ok || s.defragFor(now, e, &d) {
+				s.dropReservationOf(e)
 				continue
 			}
 		}
-		if s.reserve == nil && !s.cfg.Policy.NoReservation {
+		if (s.reserve == nil || s.reserve.carried) && !s.cfg.Policy.NoReservation {
 			s.reserveFor(e)
 		}
 		if s.tree.Strategy(e.queue) == quota.StrictFIFO {
@@ -154,6 +167,10 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 		s.grow(now, top, waiting, &d)
 	}
 	clear(pending) // the buffer must not keep ended workloads alive
+	s.lastReserve = nil
+	if s.reserve != nil && !s.reserve.carried {
+		s.lastReserve = s.reserve
+	}
 	s.overflow(now, &d)
 	d.Broken = s.cal.Offers(now)
 	s.lastEvents = len(s.events)
@@ -445,14 +462,7 @@ func (s *Scheduler) admitted(now time.Time, e *entry, d *Decisions) {
 // While held, lower-priority work that cannot be evicted enters the
 // domain only if it is expected to end before the planned start.
 func (s *Scheduler) reserveFor(e *entry) {
-	if e.w.Topology.Required == "" || e.w.Pods() < 2 || e.sharing() {
-		return
-	}
-	l, ok := s.fleet.Level(e.w.Topology.Required)
-	if !ok || l == 0 {
-		return
-	}
-	g, ok := s.groupOf(e)
+	l, g, ok := s.reservable(e)
 	if !ok {
 		return
 	}
@@ -484,11 +494,83 @@ func (s *Scheduler) reserveFor(e *entry) {
 	if best < 0 {
 		return
 	}
-	r := &reservation{id: e.w.ID, priority: e.priority, group: g, domain: best}
+	if c := s.reserve; c != nil && c.id == e.w.ID && c.level == l && c.group == g && c.domain != best &&
+		s.fleet.Stats(c.domain, g).HealthyGPUs >= e.gpus() && view[c.domain-lo].blocked <= view[best-lo].blocked {
+		// The domain held last cycle stays held unless another is held
+		// by less work the gang cannot evict: a hold that moves with
+		// every change of expected ends never empties.
+		best = c.domain
+	}
+	r := &reservation{id: e.w.ID, priority: e.priority, level: l, group: g, domain: best}
 	if view[best-lo].blocked == 0 {
 		r.start = view[best-lo].end
 	}
 	s.reserve = r
+}
+
+// reservable reports whether e is a gang a domain can be held for (a
+// multi-node gang with a required level, of whole GPUs), with the level
+// and the fleet group it would be held at.
+func (s *Scheduler) reservable(e *entry) (topology.Level, topology.GroupID, bool) {
+	if e.w.Topology.Required == "" || e.w.Pods() < 2 || e.sharing() {
+		return 0, 0, false
+	}
+	l, ok := s.fleet.Level(e.w.Topology.Required)
+	if !ok || l == 0 {
+		return 0, 0, false
+	}
+	g, ok := s.groupOf(e)
+	return l, g, ok
+}
+
+// reservationAt is the reservation of the domain named, held for pending e at
+// the end of the last cycle (PendingView.Reserved, Adoption.Reserved):
+// carried into the next cycle as if the scheduler had not stopped.
+func (s *Scheduler) reservationAt(e *entry, domain string) (*reservation, error) {
+	l, g, ok := s.reservable(e)
+	if !ok {
+		return nil, errors.New("only a multi-node gang with a required level of whole GPUs holds a domain")
+	}
+	d, ok := s.fleet.Domain(l, domain)
+	if !ok {
+		return nil, fmt.Errorf("%q is no %s of the fleet", domain, e.w.Topology.Required)
+	}
+	if r := s.lastReserve; r != nil && r.id != e.w.ID {
+		return nil, fmt.Errorf("a domain is held for %q already; one gang holds one at a time", r.id)
+	}
+	return &reservation{id: e.w.ID, priority: e.priority, level: l, group: g, domain: d}, nil
+}
+
+// carryReservation is the last cycle's reservation, carried, while its
+// gang still waits unnominated and its domain still has the healthy GPUs
+// for it; its planned start is found afresh.
+func (s *Scheduler) carryReservation(now time.Time) *reservation {
+	r := s.lastReserve
+	s.lastReserve = nil
+	if r == nil {
+		return nil
+	}
+	e := s.queued[r.id]
+	if e == nil || s.fleet.Stats(r.domain, r.group).HealthyGPUs < e.gpus() {
+		return nil
+	}
+	if _, nominated := s.books.Nomination(r.id); nominated {
+		return nil
+	}
+	c := &reservation{id: r.id, priority: r.priority, level: r.level, group: r.group, domain: r.domain, carried: true}
+	lo, _ := s.fleet.DomainsAt(r.level)
+	if o := s.outlook(r.level, r.priority)[r.domain-lo]; o.blocked == 0 {
+		c.start = o.end
+	}
+	return c
+}
+
+// dropReservationOf ends the reservation held for e, which was just
+// admitted or got a plan.
+func (s *Scheduler) dropReservationOf(e *entry) {
+	if s.reserve != nil && s.reserve.id == e.w.ID {
+		s.reserve = nil
+	}
 }
 
 // outlook is what work held in each domain of level l means for a
@@ -576,7 +658,7 @@ func (s *Scheduler) intoHold(now time.Time, e *entry, a placement.Assignment) bo
 // lower priority) that is not expected to end before the planned start.
 func (s *Scheduler) barredFromReservation(now time.Time, e *entry) bool {
 	r := s.reserve
-	if r == nil || e.w.ID == r.id || e.w.Drain.Preemptible && e.priority < r.priority {
+	if r == nil || e.w.ID == r.id || e.w.Drain.Preemptible && e.priority < r.priority || r.carried && e.priority <= r.priority {
 		return false
 	}
 	return r.start.IsZero() || e.w.ExpectedRuntime <= 0 || now.Add(e.w.ExpectedRuntime).After(r.start)

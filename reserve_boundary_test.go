@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -108,4 +109,95 @@ func TestHeldDomainCountsOnlyWorkTheGangCanEvict(t *testing.T) {
 	d = s.Schedule(t0.Add(time.Second))
 	require.Len(t, d.Admit, 1)
 	assert.Equal(t, "node-1-0-0", d.Admit[0].Pods[0].Node, "not node-0-0-0, in the held leaf-0-0")
+}
+
+// The domain held for a blocked gang is carried into the next cycle, so
+// higher-priority work visited before the gang is placed around it too
+// when the rest of the fleet has room; the hold survives a restart from
+// a JSON snapshot and one by Adopt (PendingView.Reserved,
+// Adoption.Reserved). In priority order, a 7-GPU inference replica whose
+// tightest fit is in the leaf held for a research pair starts on the
+// next node outside it.
+func TestAHoldIsCarriedIntoTheNextCycle(t *testing.T) {
+	setup := func(t *testing.T) (*fleet.Scheduler, []fleet.Adoption) {
+		s, err := fleet.New(smallConfig())
+		require.NoError(t, err)
+		var adopted []fleet.Adoption
+		for i, node := range []string{"node-0-0-0", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
+			w := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
+				Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
+			a := fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}}
+			require.NoError(t, s.Adopt(t0, a))
+			adopted = append(adopted, a)
+		}
+		pair := gang.Workload{ID: "pair", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+			PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "leaf"}}
+		require.NoError(t, s.Submit(t0, pair))
+		require.Empty(t, s.Schedule(t0).Admit)
+		p := s.Snapshot().Pending
+		require.Len(t, p, 1)
+		require.Equal(t, "leaf-0-0", p[0].Reserved, "the leaf with the fewest GPUs of work the pair cannot evict")
+		return s, append(adopted, fleet.Adoption{Workload: pair, Submitted: t0, Seq: p[0].Seq, Reserved: p[0].Reserved})
+	}
+	for _, restart := range []string{"none", "json", "adopt"} {
+		t.Run(restart, func(t *testing.T) {
+			s, adoptions := setup(t)
+			switch restart {
+			case "json":
+				b, err := json.Marshal(s.Snapshot())
+				require.NoError(t, err)
+				var snap fleet.Snapshot
+				require.NoError(t, json.Unmarshal(b, &snap))
+				s, err = fleet.Restore(smallConfig(), snap)
+				require.NoError(t, err)
+			case "adopt":
+				var err error
+				s, err = fleet.New(smallConfig())
+				require.NoError(t, err)
+				for _, a := range adoptions {
+					require.NoError(t, s.Adopt(t0, a))
+				}
+			}
+			require.NoError(t, s.Submit(t0.Add(time.Second), replica("rep", 7)))
+			d := s.Schedule(t0.Add(time.Second))
+			require.Len(t, d.Admit, 1)
+			assert.Equal(t, "node-0-1-0", d.Admit[0].Pods[0].Node, "not node-0-0-0, in the held leaf")
+			assert.Equal(t, "leaf-0-0", s.Snapshot().Pending[0].Reserved, "the pair still holds it")
+		})
+	}
+}
+
+// What a host hands back as a hold must be one: a domain of the gang's
+// required level, for a gang that can hold one, one gang at a time.
+func TestAdoptRefusesAHoldThatCannotBe(t *testing.T) {
+	pair := func(id string) gang.Workload {
+		return gang.Workload{ID: id, Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+			PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "leaf"}}
+	}
+	single := pair("single")
+	single.PodSets[0].Count, single.Topology = 1, gang.TopologyRequest{}
+	for _, tc := range []struct {
+		name  string
+		first *fleet.Adoption
+		a     fleet.Adoption
+		want  string
+	}{
+		{"a domain of another level", nil, fleet.Adoption{Workload: pair("p"), Reserved: "spine-0"}, `"spine-0" is no leaf`},
+		{"a gang with no required level", nil, fleet.Adoption{Workload: single, Reserved: "leaf-0-0"}, "only a multi-node gang"},
+		{"a second hold", &fleet.Adoption{Workload: pair("p"), Reserved: "leaf-0-0"},
+			fleet.Adoption{Workload: pair("q"), Reserved: "leaf-0-1"}, `held for "p" already`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := fleet.New(smallConfig())
+			require.NoError(t, err)
+			if tc.first != nil {
+				require.NoError(t, s.Adopt(t0, *tc.first))
+			}
+			before := s.Snapshot()
+			err = s.Adopt(t0, tc.a)
+			require.ErrorIs(t, err, fleet.ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Equal(t, before, s.Snapshot(), "nothing adopted")
+		})
+	}
 }

@@ -170,8 +170,16 @@ func (s *Scheduler) restore(snap Snapshot) error {
 			}
 		}
 	}
-	for _, v := range snap.Pending {
+	for i, v := range snap.Pending {
 		entries[v.ID].reclaiming = len(v.Reclaiming) > 0
+		if v.Reserved == "" {
+			continue
+		}
+		r, err := s.reservationAt(entries[v.ID], v.Reserved)
+		if err != nil {
+			return &SnapshotError{Field: fmt.Sprintf("Pending[%d].Reserved", i), Workload: v.ID, Detail: err.Error()}
+		}
+		s.lastReserve = r
 	}
 	noms := slices.Clone(snap.Pending)
 	slices.SortFunc(noms, func(a, b PendingView) int { return cmp.Compare(seqOf(a.Nomination), seqOf(b.Nomination)) })

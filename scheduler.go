@@ -57,6 +57,9 @@ type Scheduler struct {
 	cycles  uint64 // Schedule calls so far
 	events  []Event
 	reserve *reservation
+	// lastReserve is the reservation the last cycle ended with, carried
+	// into the next (carryReservation).
+	lastReserve *reservation
 	// refused remembers, for one cycle, the plans found but refused
 	// (preemption.go): an identical request would find them again.
 	refused map[failKey]refusal

@@ -183,12 +183,21 @@ func (s *Scheduler) tryAdmitShared(now time.Time, e *entry, d *Decisions) admitR
 		return notAdmitted
 	}
 	a = a.Clone()
-	held := s.holdsAgainst(now, e)
+	booked := s.holdsAgainst(now, e)
+	held := booked
 	if s.barredFromReservation(now, e) {
-		held = s.withReserve(held)
+		held = s.withReserve(booked)
 	}
 	if s.touches(a, held) {
 		b, err := s.placer.PlaceAvoiding(s.fleet, w, held...)
+		if err != nil && len(held) > len(booked) && e.priority > s.reserve.priority {
+			// A domain reserved for a blocked gang admits work of higher
+			// priority than the gang when it fits nowhere else.
+			b, err = a, nil
+			if s.touches(a, booked) {
+				b, err = s.placer.PlaceAvoiding(s.fleet, w, booked...)
+			}
+		}
 		if err != nil {
 			e.wait.reason = WaitBooking
 			if s.reserve != nil && s.touches(a, []topology.DomainID{s.reserve.domain}) {

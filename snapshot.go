@@ -51,6 +51,9 @@ func (s *Scheduler) Snapshot() Snapshot {
 			for _, v := range s.books.ReclaimingFor(id) {
 				p.Reclaiming = append(p.Reclaiming, v.W.ID)
 			}
+			if r := s.lastReserve; r != nil && r.id == id {
+				p.Reserved = f.DomainName(r.domain)
+			}
 			snap.Pending = append(snap.Pending, p)
 		case r.State.HoldsGPUs():
 			runningBy[e.queue]++

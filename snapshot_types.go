@@ -222,6 +222,12 @@ type PendingView struct {
 	// reclaimed so): it is admitted once they have exited, if the room
 	// they free is still there.
 	Reclaiming []string
-	Seq        uint64
-	Spec       gang.Workload
+	// Reserved names the domain of its required level the last cycle
+	// held for it (the reservation of Schedule's step 5: lower-priority
+	// work it cannot evict stays out, higher-priority work goes around it
+	// when it fits elsewhere). Restore carries it into the next cycle;
+	// a host that restarts by Adopt passes it in Adoption.Reserved.
+	Reserved string `json:",omitempty"`
+	Seq      uint64
+	Spec     gang.Workload
 }
