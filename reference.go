@@ -22,7 +22,10 @@ const (
 // borrows what is left. Priority: prod-inference > reserved-research >
 // preemptible-batch, with the 120 s drain contract. Research may also
 // evict batch while it borrows (Kueue's borrowWithinCohort with a
-// threshold at batch's priority).
+// threshold at batch's priority), and a research gang may evict research
+// runs of its priority queued after it (Kueue's withinClusterQueue:
+// LowerOrNewerEqualPriority): small runs that passed a large gang in the
+// BestEffortFIFO queue cannot keep it waiting for days.
 func ReferenceConfig() Config {
 	batchPriority := int32(100)
 	return Config{
@@ -36,7 +39,7 @@ func ReferenceConfig() Config {
 					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimAny}},
 				{Name: "research", Parent: "fleet", Kind: quota.Queue,
 					Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 848}},
-					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
+					Preemption: quota.Rules{WithinQueue: quota.WithinQueueLowerOrNewerEqualPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
 						// A large gang that must borrow to start may still
 						// evict preemptible batch filler (priority 100 or
 						// less), so borrowed filler cannot starve it.
