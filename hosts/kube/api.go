@@ -191,7 +191,7 @@ func (c *Controller) write(ctx context.Context, a action) error {
 			Target: corev1.ObjectReference{Kind: "Node", Name: a.node},
 		}, metav1.CreateOptions{})
 		if err != nil && !isGone(err) {
-			c.event(ctx, a.pod, corev1.EventTypeWarning, "FailedBinding", fmt.Sprintf("binding to %s: %v", a.node, err))
+			c.event(a.pod, corev1.EventTypeWarning, "FailedBinding", fmt.Sprintf("binding to %s: %v", a.node, err))
 		}
 		return err
 	case "annotate":
@@ -211,10 +211,10 @@ func (c *Controller) write(ctx context.Context, a action) error {
 			}
 			return err
 		}
-		c.event(ctx, a.pod, corev1.EventTypeNormal, a.reason, a.message)
+		c.event(a.pod, corev1.EventTypeNormal, a.reason, a.message)
 		return c.delete(ctx, a.pod, a.grace)
 	case "delete":
-		c.event(ctx, a.pod, corev1.EventTypeNormal, a.reason, a.message)
+		c.event(a.pod, corev1.EventTypeNormal, a.reason, a.message)
 		return c.delete(ctx, a.pod, a.grace)
 	case "nominate":
 		var v any = a.node
@@ -239,7 +239,7 @@ func (c *Controller) write(ctx context.Context, a action) error {
 		if err != nil {
 			return err
 		}
-		c.event(ctx, a.pod, corev1.EventTypeWarning, a.reason, a.message)
+		c.event(a.pod, corev1.EventTypeWarning, a.reason, a.message)
 		return nil
 	}
 	return fmt.Errorf("kube: unknown action %q", a.kind)
@@ -254,6 +254,6 @@ func (c *Controller) delete(ctx context.Context, p podRef, grace int64) error {
 }
 
 // event records an Event on the pod, as kube-scheduler does.
-func (c *Controller) event(ctx context.Context, p podRef, typ, reason, msg string) {
-	c.recordEvent(ctx, corev1.ObjectReference{Kind: "Pod", Namespace: p.namespace(), Name: p.name, APIVersion: "v1"}, typ, reason, msg)
+func (c *Controller) event(p podRef, typ, reason, msg string) {
+	c.recordEvent(corev1.ObjectReference{Kind: "Pod", Namespace: p.namespace(), Name: p.name, APIVersion: "v1"}, typ, reason, msg)
 }

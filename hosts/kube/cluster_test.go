@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -504,14 +505,26 @@ func TestClusterLeaderFailoverMidDrain(t *testing.T) {
 		}
 		return victims, nominated
 	}
+	// The pass is over when every replica is bound or nominated and two
+	// reads a second apart agree: replica-a is killed after its last
+	// write, so that what replica-b finds is all replica-a decided.
 	var before map[string]drained
 	var nomBefore map[string]string
-	eventually(t, 60*time.Second, "victims terminating and replicas nominated", func() bool {
-		before, nomBefore = snapshot()
-		return len(before) > 0 && len(nomBefore) > 0
+	eventually(t, 60*time.Second, "every replica bound or nominated, victims terminating", func() bool {
+		v, nom := snapshot()
+		bound := 0
+		for _, p := range cl.listPods(t) {
+			if strings.HasPrefix(p.Name, "serve-") && p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		settled := bound+len(nom) == 150 && len(v) > 0 && maps.Equal(v, before) && maps.Equal(nom, nomBefore)
+		before, nomBefore = v, nom
+		if !settled {
+			time.Sleep(900 * time.Millisecond)
+		}
+		return settled
 	})
-	time.Sleep(time.Second) // the last writes of the pass land
-	before, nomBefore = snapshot()
 	for _, p := range cl.listPods(t) {
 		if p.DeletionTimestamp != nil {
 			t.Logf("victim %s on %s: %s", p.Name, p.Spec.NodeName, p.Annotations[AnnotationDrain])

@@ -126,6 +126,8 @@ type Controller struct {
 	// status writes conditions off the worker once statusRuns (Lead).
 	status     *statusLane
 	statusRuns atomic.Bool
+	// events holds the Events recorded and not yet written (writeEvents).
+	events chan *corev1.Event
 
 	mu sync.Mutex // guards what follows; never held across an API call
 	s  *fleet.Scheduler
@@ -182,6 +184,7 @@ func New(cfg Config, o Options) (*Controller, error) {
 		policy: o.Policy, quota: o.Quota.Spec,
 		health: map[string]topology.Health{}, work: map[string]*tracked{},
 		ended: map[string]bool{}, bad: map[string]string{}, status: newStatusLane(),
+		events: make(chan *corev1.Event, eventBuffer),
 	}
 	if c.statusClient == nil {
 		c.statusClient = o.Client
@@ -287,6 +290,7 @@ func (c *Controller) StartInformers(ctx context.Context) error {
 // Lead runs the scheduling loop until ctx ends: it rebuilds the state
 // from the cluster, then reconciles keys. The informers must be started.
 func (c *Controller) Lead(ctx context.Context) error {
+	go c.writeEvents(ctx)
 	// The quota as its source says it now; a fleet the quotas do not fit
 	// (nodes not registered yet) is retried every period until it does.
 	c.syncQuota(ctx)

@@ -22,7 +22,11 @@
 // are refused go to a lane of their own (8 writers, the latest message per
 // pod), which writes only while no binding or deletion is in flight: a
 // flood of bad pods delays its own answers, not the good pods' bindings
-// (BenchmarkClusterBadPodFlood). A workload key is synced (submit,
+// (BenchmarkClusterBadPodFlood). Every Event (a drain's Preempted, a
+// FailedBinding, QuotaApplied) is queued to one writer on the status
+// client and never waited for: a drain's deletion does not queue behind
+// the status budget. Past 4,096 queued Events new ones are dropped, as
+// client-go's recorder drops them. A workload key is synced (submit,
 // cancel, exit, checkpoint, refusal) and then asks for a cycle; the queue
 // folds a burst of keys into few cycles. A cycle also runs every
 // Config.Period. The clock is injectable (Options.Clock): the wall clock

@@ -159,7 +159,7 @@ func (c *Controller) syncQuota(ctx context.Context) {
 		c.queue.Add(keyNodes)
 	}
 	c.log.Info(msg, "from", ref.Kind+" "+ref.Namespace+"/"+ref.Name)
-	c.recordEvent(ctx, ref, corev1.EventTypeNormal, ReasonQuotaApplied, msg)
+	c.recordEvent(ref, corev1.EventTypeNormal, ReasonQuotaApplied, msg)
 	c.queue.Add(keyCycle)
 }
 
@@ -169,7 +169,7 @@ func (c *Controller) refuseQuota(ctx context.Context, ref corev1.ObjectReference
 	msg := "quota not applied, the quota in force stays: " + err.Error()
 	c.quotaErr = err.Error()
 	c.log.Error(msg, "from", ref.Kind+" "+ref.Namespace+"/"+ref.Name)
-	c.recordEvent(ctx, ref, corev1.EventTypeWarning, ReasonQuotaRefused, msg)
+	c.recordEvent(ref, corev1.EventTypeWarning, ReasonQuotaRefused, msg)
 }
 
 // applyQuota makes the scheduler's quota spec, by SetQueue on every
@@ -265,8 +265,12 @@ func diffShape(a, b []string) string {
 	return strings.Join(out, ", ")
 }
 
-// recordEvent records an Event about any object.
-func (c *Controller) recordEvent(ctx context.Context, ref corev1.ObjectReference, typ, reason, msg string) {
+// recordEvent records an Event about any object. It does not wait for
+// the write: the Event is queued for writeEvents, so that a drain's
+// deletion or a binding never waits behind the status client's rate limit.
+// When eventBuffer Events are queued already, the new one is dropped (and
+// logged at debug level), as client-go's broadcaster drops under load.
+func (c *Controller) recordEvent(ref corev1.ObjectReference, typ, reason, msg string) {
 	now := metav1.NewTime(c.clock.Now())
 	ev := &corev1.Event{
 		ObjectMeta:          metav1.ObjectMeta{GenerateName: strings.ToLower(ref.Name) + ".", Namespace: ref.Namespace},
@@ -283,7 +287,27 @@ func (c *Controller) recordEvent(ctx context.Context, ref corev1.ObjectReference
 		Action:              reason,
 		EventTime:           metav1.NewMicroTime(now.Time.Truncate(time.Microsecond)),
 	}
-	if _, err := c.statusClient.CoreV1().Events(ref.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
-		c.log.Debug("event", "object", ref.Name, "err", err)
+	select {
+	case c.events <- ev:
+	default:
+		c.log.Debug("event dropped: too many queued", "object", ref.Name, "reason", reason)
+	}
+}
+
+// eventBuffer is how many Events may wait for writeEvents.
+const eventBuffer = 4096
+
+// writeEvents writes the queued Events through the status client until
+// ctx ends.
+func (c *Controller) writeEvents(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-c.events:
+			if _, err := c.statusClient.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+				c.log.Debug("event", "object", ev.InvolvedObject.Name, "err", err)
+			}
+		}
 	}
 }
