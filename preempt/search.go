@@ -47,6 +47,7 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 	}{at: -1}
 	wb := int64(s.wholeBound())
 	bounded := !s.unbounded && !s.noBounds
+	skipShort := s.skipsShortCells()
 	s.cellBounds()
 	// evaluated: the simulation holds the last cell's set, not the quota
 	// victims alone; current: that set is the best one.
@@ -84,6 +85,12 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			s.takeAll(s.quotaPicks)
 		}
 		evaluated, current = true, false
+		if skipShort && s.roomShort(b) {
+			// Filled, it would fail: the same as a failed fill.
+			s.attempt = a
+			s.roomSkips++
+			continue
+		}
 		s.slotParts = false
 		ok := s.fillCellAll(b, a)
 		if !ok && s.slotParts {
