@@ -7,9 +7,9 @@ import "github.com/fleetsched/fleet/topology"
 // Kueue's walk, the warm retry) prices its nodes only to fail. Skipping it
 // changes nothing else, which is what makes the skip safe:
 //
-//   - a failed fill leaves the simulation as it found it: the next cell
-//     (or the end of the search) takes back every victim and takes the
-//     quota victims again, as after a skip, and the cell still counts as
+//   - a failed fill leaves nothing behind: the next cell (or the end of
+//     the search) takes back every victim and takes the quota victims
+//     again, the state a skip leaves as it is; the cell still counts as
 //     evaluated (the search is not hopeless);
 //   - the candidates it would have classified are classified later, or
 //     never, with the same result: the rules are fixed for the call, and
