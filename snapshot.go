@@ -102,20 +102,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 	snap.ConfigQuota = s.configQuota.Spec()
 	t := s.tree
 	for n := range quota.NodeID(t.NumNodes()) {
-		qv := QueueView{Name: t.Name(n), IsQueue: t.IsQueue(n), Weight: t.Weight(n),
-			DominantShare: t.DominantShare(n).Value(), Pending: pendingBy[n], Running: runningBy[n]}
-		if p, ok := t.Parent(n); ok {
-			qv.Parent = t.Name(p)
-		}
-		for fl := range quota.FlavorID(t.NumFlavors()) {
-			if !t.Serves(n, fl) && t.InUse(n, fl) == 0 {
-				continue
-			}
-			nom, use := t.Nominal(n, fl), t.InUse(n, fl)
-			qv.Flavors = append(qv.Flavors, FlavorView{Flavor: t.FlavorName(fl), Nominal: nom, InUse: use,
-				Borrowed: t.Borrowed(n, fl), Lendable: max(0, nom-use)})
-		}
-		snap.Queues = append(snap.Queues, qv)
+		snap.Queues = append(snap.Queues, s.queueView(n, pendingBy[n], runningBy[n]))
 	}
 	slices.SortStableFunc(snap.Queues, func(a, b QueueView) int { return strings.Compare(a.Name, b.Name) })
 	snap.Warm = s.warmViews()

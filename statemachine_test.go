@@ -379,6 +379,7 @@ func (m *machine) Check(t *rapid.T) {
 	require.NoError(t, m.s.CheckInvariants(), "ledger")
 	require.NoError(t, m.twin.CheckInvariants(), "twin's ledger")
 	snap := m.s.Snapshot()
+	require.Equal(t, snap.Figures(), m.s.Figures(), "Figures are the Snapshot's figures")
 	cap := map[string]int{}
 	for _, n := range smallConfig().Topology.Nodes {
 		cap[n.Name] = n.GPUs

@@ -10,8 +10,9 @@
 //   - Events (fleet.Decisions.Events) through Record or RecordAll: who was
 //     admitted (with its wait, span and borrowed GPUs), drained, killed,
 //     checkpointed, and when it exited.
-//   - Snapshots (fleet.Scheduler.Snapshot) through ObserveSnapshot, taken
-//     periodically: healthy, free and stranded GPUs, the largest free
+//   - Snapshots (fleet.Scheduler.Snapshot) through ObserveSnapshot, or
+//     the cheaper figures (fleet.Scheduler.Figures) through ObserveFigures,
+//     taken periodically: healthy, free and stranded GPUs, the largest free
 //     block per level, and each queue's lendable and borrowed quota. Each
 //     holds until the next, so the figures are time-weighted.
 //   - Usage samples through Observe: per running workload, SM activity and
@@ -92,7 +93,7 @@
 //	r, err := metrics.New(metrics.Config{IdleLimits: map[string]time.Duration{"notebook": 2 * time.Hour}})
 //	d := s.Schedule(now)
 //	err = r.RecordAll(d.Events)
-//	err = r.ObserveSnapshot(s.Snapshot())         // every minute
+//	err = r.ObserveFigures(s.Figures())           // every minute
 //	err = r.Observe(now, id, metrics.Sample{SMActivity: 0.7, MFU: 0.38})
 //	for _, c := range r.IdleCandidates(now) { ... } // or let fleet.Policy.IdleReclaim act, fed by ReportUsage
 //	err = metrics.WriteMarkdown(w, r.Report(monthStart, monthEnd))

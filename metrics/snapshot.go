@@ -37,8 +37,24 @@ type quotaValue struct {
 // The Snapshot says how much each queue lends (Lendable) and how much
 // each borrows, not who lends to whom; a tree's borrowed GPUs of a flavor
 // are shared among its queues in proportion to what they could lend.
+//
+// It reads s.Figures() only: ObserveFigures records the same from
+// Scheduler.Figures, without the cost of a Snapshot.
 func (r *Recorder) ObserveSnapshot(s fleet.Snapshot) error {
-	if err := r.checkTime("snapshot", s.Time, r.clock, r.began); err != nil {
+	return r.observeFigures("snapshot", s.Figures())
+}
+
+// ObserveFigures records the scheduler's Figures (fleet.Scheduler.Figures)
+// as ObserveSnapshot records a Snapshot: the same gauges, held from f.Time
+// until the next figures or snapshot. Figures older than the latest input
+// are refused with ErrOutOfOrder.
+func (r *Recorder) ObserveFigures(f fleet.Figures) error {
+	return r.observeFigures("figures", f)
+}
+
+// observeFigures records f; what names the input in an error.
+func (r *Recorder) observeFigures(what string, s fleet.Figures) error {
+	if err := r.checkTime(what, s.Time, r.clock, r.began); err != nil {
 		return err
 	}
 	r.tick(s.Time)
@@ -55,7 +71,7 @@ func (r *Recorder) ObserveSnapshot(s fleet.Snapshot) error {
 		r.snap.levels = append(r.snap.levels, levelValue{r.levels.id(b.Level), float64(b.Nodes)})
 	}
 	r.snap.quota = r.quotaValues(s.Queues, r.snap.quota[:0])
-	r.observeUplinks(&s)
+	r.observeUplinks(s.Fleet.Crossings)
 	if r.parent == nil {
 		r.parent = map[string]string{}
 	}

@@ -26,9 +26,9 @@ type uplinkSums struct {
 }
 
 // observeUplinks keeps a snapshot's crossings until the next snapshot.
-func (r *Recorder) observeUplinks(s *fleet.Snapshot) {
+func (r *Recorder) observeUplinks(crossings []fleet.LeafCrossings) {
 	r.snap.uplinks = r.snap.uplinks[:0]
-	for _, c := range s.Fleet.Crossings {
+	for _, c := range crossings {
 		r.snap.uplinks = append(r.snap.uplinks, uplinkValue{r.leaves.id(c.Leaf), float64(c.Gangs)})
 	}
 }

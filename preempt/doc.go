@@ -87,7 +87,9 @@
 //
 // Victims are picked in eviction order until quota fits; then, for each
 // domain of the gang's required level (the whole fleet without one),
-// lowest bound first, room is freed node by node, cheapest node first
+// lowest bound first, leaving out a domain whose room cannot reach the
+// gang even with every candidate in it evicted (under DefaultCost), room
+// is freed node by node, cheapest node first
 // (found best-first down the topology), until the domain holds the gang;
 // each domain's set is filled back to 1-minimal and scored (highest victim
 // rank, work already draining ranking below every priority, then cost,

@@ -24,6 +24,14 @@ func Looked(s *Searcher) int {
 	return n
 }
 
+// SetNoRoomSkip makes s fill every cell, even one whose room cannot reach
+// the gang: the reference the skip must agree with.
+func SetNoRoomSkip(s *Searcher, v bool) { s.noRoomSkip = v }
+
+// RoomSkips counts the cells s left out because their room could not
+// reach the gang.
+func RoomSkips(s *Searcher) int { return s.roomSkips }
+
 // SetNoBounds makes s try every cell without pruning by lower bounds,
 // the reference the pruned search must agree with.
 func SetNoBounds(s *Searcher, v bool) { s.noBounds = v }

@@ -47,10 +47,12 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 	}{at: -1}
 	wb := int64(s.wholeBound())
 	bounded := !s.unbounded && !s.noBounds
+	skipShort := s.skipsShortCells()
 	s.cellBounds()
-	// evaluated: the simulation holds the last cell's set, not the quota
+	// evaluated: some cell was tried (filled, or left out as roomShort);
+	// filled: the simulation may hold the last cell's set, not the quota
 	// victims alone; current: that set is the best one.
-	evaluated, current := false, false
+	evaluated, filled, current := false, false, false
 	for j := 0; ; j++ {
 		b, more := s.nextCell()
 		if !more {
@@ -79,11 +81,21 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 			}
 			continue
 		}
-		if evaluated {
+		if filled {
 			s.untakeAll()
 			s.takeAll(s.quotaPicks)
+			filled = false
 		}
 		evaluated, current = true, false
+		if skipShort && s.roomShort(b) {
+			// Filled, it would fail: the same as a failed fill, which
+			// ends with the quota victims alone taken again. The
+			// simulation holds them alone still.
+			s.attempt = a
+			s.roomSkips++
+			continue
+		}
+		filled = true
 		s.slotParts = false
 		ok := s.fillCellAll(b, a)
 		if !ok && s.slotParts {

@@ -21,6 +21,10 @@ type Searcher struct {
 	lazyCost  bool // the cost model is DefaultCost: bands are priced as reached
 	wholeBand int  // bands up to this size are priced whole anyway
 	noBounds  bool // tests: try every cell, as the reference
+	// noRoomSkip (tests) fills every cell, even one whose room cannot
+	// reach the gang (see roomShort).
+	noRoomSkip bool
+	roomSkips  int // cells left out so, over the Searcher's life (tests)
 	// explainAs, when set (tests), counts a NoPlan's candidates instead
 	// of explain: the reference it must agree with.
 	explainAs func(*Searcher, *NoPlan)

@@ -55,7 +55,9 @@
 // deadline passed or work has waited a minute, and carries out the
 // Decisions in the order the scheduler demands: Kill, Drain, Admit. Its
 // own bookkeeping of GPUs per node catches a GPU booked twice, and with
-// Config.Check every cycle compares the scheduler's Snapshot with it.
+// Config.Check every cycle compares the scheduler's Snapshot with it (and
+// its Figures with the Snapshot's). An Observer receives a Snapshot every
+// sample period; a FiguresObserver, the cheaper Figures instead.
 //
 //	r, err := sim.Run(sim.Config{Policy: sim.Borrow, Seed: 1})
 //	// r.BorrowedGPUh, r.ReservedIdleGPUh, r.ReclaimWaits, r.Waits, r.Series ...

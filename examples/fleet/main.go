@@ -255,12 +255,18 @@ func simulate(o options, p sim.Policy, seed uint64, trace []sim.TraceJob, progre
 
 func end(r *sim.Result) time.Time { return r.Start.Add(time.Duration(r.Hours * float64(time.Hour))) }
 
-// recorder feeds a metrics.Recorder from the simulator.
+// recorder feeds a metrics.Recorder from the simulator. It is a
+// sim.FiguresObserver: the recorder reads the scheduler's figures, not
+// its workloads, so the simulator need not take a Snapshot.
 type recorder struct{ r *metrics.Recorder }
+
+var _ sim.FiguresObserver = recorder{}
 
 func (x recorder) Events(events []fleet.Event) error { return x.r.RecordAll(events) }
 
 func (x recorder) Snapshot(s fleet.Snapshot) error { return x.r.ObserveSnapshot(s) }
+
+func (x recorder) Figures(f fleet.Figures) error { return x.r.ObserveFigures(f) }
 
 func (x recorder) Usage(now time.Time, us []sim.Usage) error {
 	for _, u := range us {

@@ -1,0 +1,80 @@
+package preempt
+
+import "github.com/fleetsched/fleet/topology"
+
+// A cell whose room cannot reach the gang even if every candidate in it
+// were evicted is left out before it is filled: filling it (fillCellAll,
+// Kueue's walk, the warm retry) prices its nodes only to fail. Skipping it
+// changes nothing else, which is what makes the skip safe:
+//
+//   - a failed fill leaves nothing behind: the next cell (or the end of
+//     the search) takes back every victim and takes the quota victims
+//     again, the state a skip leaves as it is; the cell still counts as
+//     evaluated (the search is not hopeless);
+//   - the candidates it would have classified are classified later, or
+//     never, with the same result: the rules are fixed for the call, and
+//     no order or tie-break depends on the order of classification;
+//   - classifying asks the cost model, and a negative cost would make the
+//     search unbounded mid-way; so the skip is taken only under
+//     DefaultCost with a restart overhead of 0 or more, whose prices are
+//     never negative and whose calls no host observes.
+//
+// The bound: a fill frees, on each node of the cell, at most the GPUs
+// there of work the rules let go (taken or not) beyond what is freed now,
+// and the cell's pod count rises by what those GPUs add node by node,
+// exactly as free counts it. TestRoomShortSkipKeepsPlans compares plans
+// with and without the skip.
+
+// roomShort reports whether cell b cannot hold the gang whatever the
+// search takes in it.
+func (s *Searcher) roomShort(b cellBound) bool {
+	f, x, sh := s.fleet, s.index, &s.shape
+	if s.cellFits(b.cell, b.groupSlot) {
+		return false
+	}
+	k := sh.podGPUs
+	reach := int(s.cellSlots[b.cell*sh.numGroupSlots+int(b.groupSlot)])
+	lo, hi := f.Nodes(sh.firstCell + topology.DomainID(b.cell))
+	for n := lo; n < hi; n++ {
+		if d, gi := s.cell(n); d != b.cell || gi != b.groupSlot {
+			continue
+		}
+		more := 0
+		for _, pos := range x.onNode[n] {
+			if !s.mayTake(pos) {
+				continue
+			}
+			for _, ng := range x.entries[pos].run.Nodes {
+				if ng.Node == n {
+					more += ng.GPUs
+				}
+			}
+		}
+		if more == 0 {
+			continue
+		}
+		have := f.Free(n) + int(s.freed[n])
+		if reach += (have+more)/k - have/k; reach >= sh.pods {
+			return false
+		}
+	}
+	return true
+}
+
+// mayTake reports whether the rules let the search take the Index entry
+// at pos, as classify decides it, without classifying it.
+func (s *Searcher) mayTake(pos int32) bool {
+	if s.seenAt[pos] == s.epoch {
+		return s.candAt[pos] >= 0
+	}
+	return s.ruleOut(pos) == 0
+}
+
+// skipsShortCells reports whether the search may leave out cells whose
+// room cannot reach the gang (see roomShort).
+func (s *Searcher) skipsShortCells() bool {
+	if s.noBounds || s.noRoomSkip || s.unbounded || !s.lazyCost {
+		return false
+	}
+	return s.cost.(DefaultCost).RestartOverhead >= 0
+}

@@ -1,0 +1,107 @@
+package preempt_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// wideInstance draws a fleet of 2 spines x 3 leaves x 2 nodes x 4 GPUs
+// (cells at every level), queues a, b and x under one cohort, running
+// work of one node or of whole nodes anywhere (across leaves and spines
+// too), some of it draining or unhealthy-noded, and a request.
+func wideInstance(t *rapid.T) (*env, preempt.Request, map[string]bool) {
+	rules := quota.Rules{
+		WithinQueue:         quota.WithinQueue(rapid.IntRange(0, 2).Draw(t, "within")),
+		ReclaimWithinCohort: quota.ReclaimWithinCohort(rapid.IntRange(0, 2).Draw(t, "reclaim")),
+	}
+	e := newEnv(t, 2, 3, 2, 4,
+		cohort("c", "", int64(rapid.IntRange(0, 24).Draw(t, "nomC"))),
+		queue("a", "c", int64(rapid.IntRange(0, 24).Draw(t, "nomA")), rules),
+		queue("b", "c", int64(rapid.IntRange(0, 16).Draw(t, "nomB")), lower),
+		queue("x", "c", int64(rapid.IntRange(0, 16).Draw(t, "nomX")), lower))
+	queues := []string{"a", "b", "x"}
+	nodes := e.f.NumNodes()
+	for i := range rapid.IntRange(2, 20).Draw(t, "running") {
+		var ns, gs []int
+		if rapid.IntRange(0, 3).Draw(t, "multi") == 0 {
+			// Whole nodes, anywhere: a gang may cross leaves and spines.
+			for _, n := range rapid.SliceOfNDistinct(rapid.IntRange(0, nodes-1), 2, 3, rapid.ID[int]).Draw(t, "nodes") {
+				if e.f.Free(topology.NodeID(n)) == 4 {
+					ns, gs = append(ns, n), append(gs, 4)
+				}
+			}
+		} else {
+			n := rapid.IntRange(0, nodes-1).Draw(t, "node")
+			if free := e.f.Free(topology.NodeID(n)); free > 0 {
+				ns, gs = []int{n}, []int{rapid.IntRange(1, free).Draw(t, "gpus")}
+			}
+		}
+		if len(ns) == 0 {
+			continue
+		}
+		q := queues[rapid.IntRange(0, len(queues)-1).Draw(t, "queue")]
+		age := time.Duration(rapid.IntRange(1, 90).Draw(t, "age")) * time.Minute
+		r := e.run(fmt.Sprintf("w%d", i), q, int32(rapid.IntRange(0, 4).Draw(t, "prio")), age, ns, gs)
+		r.Preemptible = rapid.IntRange(0, 4).Draw(t, "preemptible") > 0
+		r.MinRuntime = time.Duration(rapid.IntRange(0, 3).Draw(t, "minRuntime")) * 10 * time.Minute
+		r.Draining = rapid.IntRange(0, 9).Draw(t, "draining") == 0
+	}
+	if rapid.IntRange(0, 4).Draw(t, "unhealthy") == 0 {
+		n := topology.NodeID(rapid.IntRange(0, nodes-1).Draw(t, "sick"))
+		require.NoError(t, e.f.SetHealth(n, topology.Cordoned))
+	}
+	req := e.req("new", "a", int32(rapid.IntRange(1, 6).Draw(t, "reqPrio")),
+		rapid.IntRange(1, 6).Draw(t, "pods"), rapid.SampledFrom([]int{1, 2, 3, 4}).Draw(t, "perPod"),
+		rapid.SampledFrom([]string{"", "spine", "leaf", "node"}).Draw(t, "required"))
+	req.FairSharing = rapid.IntRange(0, 3).Draw(t, "fair") == 0
+	exclude := map[string]bool{}
+	for i := range e.running {
+		if rapid.IntRange(0, 8).Draw(t, "exclude") == 0 {
+			exclude[e.running[i].W.ID] = true
+		}
+	}
+	return e, req, exclude
+}
+
+// Leaving out the cells whose room cannot reach the gang changes no plan
+// and no refusal: two Searchers, one filling every cell, answer the same
+// requests alike, call after call (a Searcher keeps state between
+// calls). The skip is exercised: some cells are left out.
+func TestRoomShortSkipKeepsPlans(t *testing.T) {
+	skipped := 0
+	check := func(t *rapid.T, draw func(*rapid.T) (*env, preempt.Request, map[string]bool)) {
+		with, without := preempt.NewSearcher(preempt.Options{}), preempt.NewSearcher(preempt.Options{})
+		preempt.SetNoRoomSkip(without, true)
+		for range rapid.IntRange(1, 3).Draw(t, "calls") {
+			e, req, exclude := draw(t)
+			v := e.view()
+			p, err := with.Victims(v, req, exclude)
+			q, err2 := without.Victims(e.view(), req, exclude)
+			require.Equal(t, fmt.Sprint(err), fmt.Sprint(err2), "refusals")
+			require.Equal(t, err2, err)
+			require.Equal(t, q, p, "plans")
+			require.Equal(t, preempt.Hopeless(without), preempt.Hopeless(with), "hopeless")
+			skipped += preempt.RoomSkips(with)
+			require.Zero(t, preempt.RoomSkips(without))
+		}
+	}
+	t.Run("wide", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) { check(t, wideInstance) })
+	})
+	t.Run("small", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			single := rapid.Bool().Draw(t, "single")
+			check(t, func(t *rapid.T) (*env, preempt.Request, map[string]bool) { return instance(t, single) })
+		})
+	})
+	require.Positive(t, skipped, "no search left a cell out")
+	t.Logf("%d cells left out", skipped)
+}
