@@ -34,22 +34,7 @@ type Figures struct {
 // scheduler. A host that feeds gauges every few minutes and keeps
 // snapshots only to restart calls this instead of Snapshot.
 func (s *Scheduler) Figures() Figures {
-	f := s.fleet
-	st := f.Stats(topology.Root, topology.AllGroups)
-	out := Figures{Time: s.now, Fleet: FleetView{
-		GPUs: st.GPUs, HealthyGPUs: st.HealthyGPUs, FreeGPUs: st.FreeGPUs, AllocatedGPUs: st.Allocated,
-		Nodes: st.Nodes, HealthyNodes: st.HealthyNodes, FreeNodes: st.FreeNodes, StrandedGPUs: st.Stranded,
-	}}
-	for n := range topology.NodeID(f.NumNodes()) {
-		if h := f.Health(n); h != topology.Healthy {
-			out.Fleet.Unhealthy = append(out.Fleet.Unhealthy, NodeHealth{Node: f.NodeName(n), Health: h})
-		}
-	}
-	for l := topology.Level(1); l < topology.Level(f.Depth()); l++ {
-		n, d := f.LargestFreeBlock(l, topology.AllGroups)
-		out.Fleet.LargestFreeBlock = append(out.Fleet.LargestFreeBlock, LevelBlock{Level: f.LevelName(l), Domain: f.DomainName(d), Nodes: n})
-	}
-	out.Fleet.Crossings = s.crossingViews()
+	out := Figures{Time: s.now, Fleet: s.fleetView()}
 	t := s.tree
 	// Workloads per quota node, counted as Snapshot counts them.
 	counts := make([]struct{ pending, running int }, t.NumNodes())
@@ -72,6 +57,28 @@ func (s *Scheduler) Figures() Figures {
 	}
 	slices.SortStableFunc(out.Queues, func(a, b QueueView) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// fleetView is the fleet's view without Occupancy, which only Snapshot
+// renders.
+func (s *Scheduler) fleetView() FleetView {
+	f := s.fleet
+	st := f.Stats(topology.Root, topology.AllGroups)
+	v := FleetView{
+		GPUs: st.GPUs, HealthyGPUs: st.HealthyGPUs, FreeGPUs: st.FreeGPUs, AllocatedGPUs: st.Allocated,
+		Nodes: st.Nodes, HealthyNodes: st.HealthyNodes, FreeNodes: st.FreeNodes, StrandedGPUs: st.Stranded,
+	}
+	for n := range topology.NodeID(f.NumNodes()) {
+		if h := f.Health(n); h != topology.Healthy {
+			v.Unhealthy = append(v.Unhealthy, NodeHealth{Node: f.NodeName(n), Health: h})
+		}
+	}
+	for l := topology.Level(1); l < topology.Level(f.Depth()); l++ {
+		n, d := f.LargestFreeBlock(l, topology.AllGroups)
+		v.LargestFreeBlock = append(v.LargestFreeBlock, LevelBlock{Level: f.LevelName(l), Domain: f.DomainName(d), Nodes: n})
+	}
+	v.Crossings = s.crossingViews()
+	return v
 }
 
 // queueView is quota node n's view with its pending and running counts.

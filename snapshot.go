@@ -7,7 +7,6 @@ import (
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/quota"
-	"github.com/fleetsched/fleet/topology"
 )
 
 // Snapshot returns a deep copy of the scheduler's state: the host may keep
@@ -18,21 +17,8 @@ import (
 // promised) and nominations.
 func (s *Scheduler) Snapshot() Snapshot {
 	f := s.fleet
-	st := f.Stats(topology.Root, topology.AllGroups)
-	snap := Snapshot{Time: s.now, Fleet: FleetView{
-		GPUs: st.GPUs, HealthyGPUs: st.HealthyGPUs, FreeGPUs: st.FreeGPUs, AllocatedGPUs: st.Allocated,
-		Nodes: st.Nodes, HealthyNodes: st.HealthyNodes, FreeNodes: st.FreeNodes, StrandedGPUs: st.Stranded,
-		Occupancy: f.String(),
-	}}
-	for n := range topology.NodeID(f.NumNodes()) {
-		if h := f.Health(n); h != topology.Healthy {
-			snap.Fleet.Unhealthy = append(snap.Fleet.Unhealthy, NodeHealth{Node: f.NodeName(n), Health: h})
-		}
-	}
-	for l := topology.Level(1); l < topology.Level(f.Depth()); l++ {
-		n, d := f.LargestFreeBlock(l, topology.AllGroups)
-		snap.Fleet.LargestFreeBlock = append(snap.Fleet.LargestFreeBlock, LevelBlock{Level: f.LevelName(l), Domain: f.DomainName(d), Nodes: n})
-	}
+	snap := Snapshot{Time: s.now, Fleet: s.fleetView()}
+	snap.Fleet.Occupancy = f.String()
 	pendingBy, runningBy := map[quota.NodeID]int{}, map[quota.NodeID]int{}
 	moving := 0
 	for _, id := range s.sortedIDs() {
@@ -106,7 +92,6 @@ func (s *Scheduler) Snapshot() Snapshot {
 	}
 	slices.SortStableFunc(snap.Queues, func(a, b QueueView) int { return strings.Compare(a.Name, b.Name) })
 	snap.Warm = s.warmViews()
-	snap.Fleet.Crossings = s.crossingViews()
 	return snap
 }
 
