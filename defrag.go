@@ -635,7 +635,7 @@ func (s *Scheduler) defragFor(now time.Time, e *entry, d *Decisions) bool {
 	}
 	// The budget: GPU-hours lost to moves over the last hour.
 	spent := 0.0
-	s.defragSpent = slices.DeleteFunc(s.defragSpent, func(x defragCost) bool { return now.Sub(x.at) >= time.Hour })
+	s.pruneDefragSpent(now)
 	for _, x := range s.defragSpent {
 		spent += x.gpuSeconds
 	}
@@ -693,4 +693,63 @@ func (s *Scheduler) defragFor(now time.Time, e *entry, d *Decisions) bool {
 type defragCost struct {
 	at         time.Time
 	gpuSeconds float64
+}
+
+// pruneDefragSpent forgets the plans an hour or more before now.
+func (s *Scheduler) pruneDefragSpent(now time.Time) {
+	s.defragSpent = slices.DeleteFunc(s.defragSpent, func(x defragCost) bool { return now.Sub(x.at) >= time.Hour })
+}
+
+// defragSpends is the budget's record as Snapshot shows it: the plans
+// within the hour before the latest call, or nil.
+func (s *Scheduler) defragSpends() []DefragSpend {
+	var out []DefragSpend
+	for _, x := range s.defragSpent {
+		if s.now.Sub(x.at) < time.Hour {
+			out = append(out, DefragSpend{At: x.at, LostGPUSeconds: x.gpuSeconds})
+		}
+	}
+	return out
+}
+
+// setDefragSpent replaces the budget's record with spent, once checked:
+// each plan within the hour before now, oldest first, its cost finite and
+// not negative. Otherwise it changes nothing and says which entry is wrong
+// (its index, the field, what is wrong with it).
+func (s *Scheduler) setDefragSpent(now time.Time, spent []DefragSpend) (i int, field, detail string) {
+	rec := make([]defragCost, 0, len(spent))
+	for i, x := range spent {
+		switch {
+		case x.At.After(now):
+			return i, "At", fmt.Sprintf("%s is after %s, the time of the record", x.At.Format(time.RFC3339), now.Format(time.RFC3339))
+		case now.Sub(x.At) >= time.Hour:
+			return i, "At", fmt.Sprintf("%s is an hour or more before %s: the budget no longer counts it, leave it out",
+				x.At.Format(time.RFC3339), now.Format(time.RFC3339))
+		case i > 0 && x.At.Before(spent[i-1].At):
+			return i, "At", "before the plan listed ahead of it: list them oldest first"
+		case math.IsNaN(x.LostGPUSeconds) || math.IsInf(x.LostGPUSeconds, 0) || x.LostGPUSeconds < 0:
+			return i, "LostGPUSeconds", fmt.Sprintf("%v: want a finite number of GPU-seconds, 0 or more", x.LostGPUSeconds)
+		}
+		rec = append(rec, defragCost{at: x.At, gpuSeconds: x.LostGPUSeconds})
+	}
+	s.defragSpent = rec
+	return 0, "", ""
+}
+
+// AdoptDefragSpent puts back, on a scheduler a host rebuilds by adoption,
+// what automatic defragmentation spent within the last hour
+// (Snapshot().DefragSpent, or the LostGPUSeconds of the defrag drains of
+// each cycle, summed per cycle), so that the rebuilt scheduler does not
+// give Policy.DefragBudget a fresh hour. spent is oldest first, each entry
+// within the hour before now; otherwise the call is refused (ErrInvalid)
+// and changes nothing. It replaces what the scheduler had recorded.
+func (s *Scheduler) AdoptDefragSpent(now time.Time, spent []DefragSpend) error {
+	if err := s.tick("adopt-defrag", now); err != nil {
+		return err
+	}
+	if i, field, detail := s.setDefragSpent(now, spent); field != "" {
+		return refuse("adopt-defrag", "", ErrInvalid, "spent[%d].%s: %s", i, field, detail)
+	}
+	s.advance(now)
+	return nil
 }

@@ -87,8 +87,11 @@
 //     errors.As work), and the scheduler's state is unchanged.
 //   - Restart loses nothing: Snapshot and Restore keep running work,
 //     drains (deadlines, every beneficiary, kill requests), nominations
-//     and last checkpoints, so a restart never drains again, never extends
-//     a deadline and never picks an extra victim.
+//     and last checkpoints, the domain held for a blocked gang and the
+//     hour's defragmentation spending, so a restart never drains again,
+//     never extends a deadline and never picks an extra victim. A host
+//     that rebuilds by adoption instead passes the same through Adopt,
+//     AdoptCalendar and AdoptDefragSpent.
 //
 // # Packages
 //

@@ -437,6 +437,7 @@ func (h *faultHost) adoptRestart() {
 	h.cfg = cfg
 	h.setScheduler(s, true)
 	require.NoError(h.t, h.j.AdoptCalendar(h.now, snap.Calendar), "op %d: the calendar", h.ops)
+	require.NoError(h.t, h.j.AdoptDefragSpent(h.now, snap.DefragSpent), "op %d: the defragmentation budget", h.ops)
 	for _, a := range hostAdoptions(snap, h.specs, func(id string) []fleet.PodAssignment { return h.pods[id] }) {
 		require.NoError(h.t, h.j.Adopt(h.now, a), "op %d: adopting %s", h.ops, a.Workload.ID)
 	}

@@ -53,6 +53,8 @@ type Call struct {
 	Adoption *Adoption `json:"adoption,omitempty"`
 	// Calendar is adopt-calendar's calendar.
 	Calendar *calendar.State `json:"calendar,omitempty"`
+	// DefragSpent is the record of an adopt-defrag call.
+	DefragSpent []DefragSpend `json:"defragSpent,omitempty"`
 }
 
 // Journal wraps a Scheduler and records every call, before making it, as a
@@ -178,6 +180,11 @@ func (j *Journal) AdoptCalendar(now time.Time, st calendar.State) error {
 	return j.call(Call{Op: "adopt-calendar", Time: now, Calendar: &st})
 }
 
+// AdoptDefragSpent records and forwards Scheduler.AdoptDefragSpent.
+func (j *Journal) AdoptDefragSpent(now time.Time, spent []DefragSpend) error {
+	return j.call(Call{Op: "adopt-defrag", Time: now, DefragSpent: slices.Clone(spent)})
+}
+
 // Schedule records and forwards Scheduler.Schedule.
 func (j *Journal) Schedule(now time.Time) Decisions {
 	if err := j.enc.Encode(Call{Op: "schedule", Time: now}); err != nil && j.err == nil {
@@ -224,6 +231,8 @@ func apply(s *Scheduler, c Call) (*Decisions, error) {
 			return nil, fmt.Errorf("%w: adopt-calendar without calendar", ErrInvalid)
 		}
 		return nil, s.AdoptCalendar(c.Time, *c.Calendar)
+	case "adopt-defrag":
+		return nil, s.AdoptDefragSpent(c.Time, c.DefragSpent)
 	case "cancel":
 		return nil, s.Cancel(c.Time, c.ID)
 	case "exited":
@@ -285,7 +294,8 @@ func knownOp(op string) bool {
 	switch op {
 	case "submit", "adopt", "cancel", "exited", "checkpointed", "drain", "health", "schedule",
 		"propose", "approve", "reject", "cancel-booking", "shorten-booking", "relocate-booking",
-		"set-queue", "remove-node", "add-node", "usage", "quota-schedule", "warm", "defragment", "adopt-calendar":
+		"set-queue", "remove-node", "add-node", "usage", "quota-schedule", "warm", "defragment", "adopt-calendar",
+		"adopt-defrag":
 		return true
 	}
 	return false

@@ -74,6 +74,9 @@ func (s *Scheduler) restore(snap Snapshot) error {
 	}
 	s.cal = cal
 	s.sched, s.nextQuota = snap.QuotaSchedule, snap.NextQuotaChange
+	if i, field, detail := s.setDefragSpent(snap.Time, snap.DefragSpent); field != "" {
+		return &SnapshotError{Field: fmt.Sprintf("DefragSpent[%d].%s", i, field), Detail: detail}
+	}
 	for _, name := range snap.Overflowing {
 		q, ok := s.tree.Node(name)
 		if !ok || !s.tree.IsQueue(q) {

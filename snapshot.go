@@ -17,7 +17,7 @@ import (
 // promised) and nominations.
 func (s *Scheduler) Snapshot() Snapshot {
 	f := s.fleet
-	snap := Snapshot{Time: s.now, Fleet: s.fleetView()}
+	snap := Snapshot{Time: s.now, Fleet: s.fleetView(), DefragSpent: s.defragSpends()}
 	snap.Fleet.Occupancy = f.String()
 	pendingBy, runningBy := map[quota.NodeID]int{}, map[quota.NodeID]int{}
 	moving := 0

@@ -50,6 +50,19 @@ type Snapshot struct {
 	// Decisions.Overflow: Restore keeps them, so the cycle after a
 	// restart still records when each stops overflowing.
 	Overflowing []string
+	// DefragSpent is the work automatic defragmentation moves cost within
+	// the hour before Time, oldest first: Restore keeps it, so a restart
+	// does not give Policy.DefragBudget a fresh hour.
+	DefragSpent []DefragSpend `json:",omitempty"`
+}
+
+// DefragSpend is what one automatic defragmentation plan cost, counted
+// against Policy.DefragBudget for an hour after it.
+type DefragSpend struct {
+	// At is when the plan was carried out.
+	At time.Time
+	// LostGPUSeconds is the work its moves lose (DefragPlan.LostGPUSeconds).
+	LostGPUSeconds float64
 }
 
 // FleetView sums up the physical fleet.

@@ -356,6 +356,7 @@ func (m *machine) Restart(t *rapid.T) {
 	for _, w := range snap.Warm {
 		require.NoError(t, s.SetWarm(m.now, w.Node, w.Models))
 	}
+	require.NoError(t, s.AdoptDefragSpent(m.now, snap.DefragSpent), "the hour's defragmentation budget")
 	for _, a := range m.adoptions(snap) {
 		require.NoError(t, s.Adopt(m.now, a), "adopting %s: %+v", a.Workload.ID, a)
 	}

@@ -147,6 +147,9 @@ type Controller struct {
 	// State the next rebuild reads.
 	seq  uint64
 	kept State
+	// defragSpent is State.DefragSpent: what automatic defragmentation
+	// spent within the last hour, from each cycle's defrag drains.
+	defragSpent []fleet.DefragSpend
 	// stateSum and stateRV are the last state written and its
 	// ConfigMap's resourceVersion; only the worker touches them.
 	stateSum [32]byte
@@ -518,6 +521,14 @@ func (c *Controller) rebuild(now time.Time) ([]action, error) {
 		return nil, err
 	}
 	c.seq = max(c.seq, c.kept.Seq)
+	c.defragSpent = nil
+	if spent := recentSpend(c.kept.DefragSpent, now); len(spent) > 0 {
+		if err := s.AdoptDefragSpent(now, spent); err != nil {
+			c.log.Warn("the defragmentation budget's spending is not adopted: the hour starts afresh", "err", err)
+		} else {
+			c.defragSpent = spent
+		}
+	}
 	downSince := map[string]time.Time{}
 	for _, n := range nodes {
 		if Health(n) != topology.Down {
@@ -1077,6 +1088,35 @@ func (c *Controller) fillSlots(t *tracked, live []*corev1.Pod) []action {
 	return acts
 }
 
+// noteDefragSpend records what the cycle's defragmentation moves cost
+// (the policy's automatic moves: this host asks for no other) and forgets
+// what is an hour old, for the state.
+func (c *Controller) noteDefragSpend(now time.Time, drains []fleet.Drain) {
+	cost := 0.0
+	for _, x := range drains {
+		if x.Reason == gang.DrainDefrag {
+			cost += x.LostGPUSeconds
+		}
+	}
+	spent := recentSpend(c.defragSpent, now)
+	if cost > 0 {
+		spent = append(spent, fleet.DefragSpend{At: now, LostGPUSeconds: cost})
+	}
+	if !slices.EqualFunc(spent, c.defragSpent, func(a, b fleet.DefragSpend) bool {
+		return a.At.Equal(b.At) && a.LostGPUSeconds == b.LostGPUSeconds
+	}) {
+		c.stateForce = true
+	}
+	c.defragSpent = spent
+}
+
+// recentSpend is the part of spent within the hour before now.
+func recentSpend(spent []fleet.DefragSpend, now time.Time) []fleet.DefragSpend {
+	return slices.DeleteFunc(slices.Clone(spent), func(x fleet.DefragSpend) bool {
+		return x.At.After(now) || now.Sub(x.At) >= time.Hour
+	})
+}
+
 // cycle runs one scheduling cycle and turns its decisions into API
 // writes, carried out after the lock is released.
 func (c *Controller) cycle() []action {
@@ -1088,6 +1128,7 @@ func (c *Controller) cycle() []action {
 	now := c.clock.Now()
 	d := c.s.Schedule(now)
 	c.cycles++
+	c.noteDefragSpend(now, d.Drain)
 	c.log.Debug("cycle", "admit", len(d.Admit), "drain", len(d.Drain), "kill", len(d.Kill), "work", len(c.work))
 	if c.observe != nil {
 		c.observe(d)

@@ -197,13 +197,13 @@
 // as when a rank fails, and its owner's new pods queue it again
 // (TestClusterFailoverGangMissingPod).
 //
-// Not rebuilt: bookings (this host offers no booking API), quota
-// schedules (none is set), idle reports (ReportUsage is not called), and
-// the spending of the automatic defragmentation budget, which neither
-// Snapshot nor Adoption carries: fleet-scheduler runs with it off, and a
-// program passing Options.Policy.DefragBudget gets a fresh hour's budget
-// after a failover (the moves in progress are kept, with their new
-// places).
+// The state also keeps what automatic defragmentation spent within the
+// last hour (State.DefragSpent, from each cycle's defrag drains), and the
+// new leader adopts it (fleet.Scheduler.AdoptDefragSpent): a program
+// passing Options.Policy.DefragBudget does not get a fresh hour's budget
+// from a failover (fleet-scheduler runs with it off). Not rebuilt:
+// bookings (this host offers no booking API), quota schedules (none is
+// set) and idle reports (ReportUsage is not called).
 //
 // # Quota edits
 //

@@ -46,6 +46,9 @@ const MaxStateBytes = 1<<20 - 16<<10
 type State struct {
 	// Seq is the last submission number the controller gave.
 	Seq uint64 `json:"seq"`
+	// DefragSpent is what automatic defragmentation spent within the
+	// last hour (fleet.Scheduler.AdoptDefragSpent), oldest first.
+	DefragSpent []fleet.DefragSpend `json:"defragSpent,omitempty"`
 	// Work is, per workload key, what its pods do not show.
 	Work map[string]WorkState `json:"work,omitempty"`
 }
@@ -140,7 +143,7 @@ func workState(t *tracked) WorkState {
 
 // stateOf is the state of the work tracked now. c.mu is held.
 func (c *Controller) stateOf() State {
-	st := State{Seq: c.seq, Work: make(map[string]WorkState, len(c.work))}
+	st := State{Seq: c.seq, DefragSpent: c.defragSpent, Work: make(map[string]WorkState, len(c.work))}
 	for id, t := range c.work {
 		st.Work[id] = workState(t)
 	}
@@ -218,6 +221,14 @@ func (c *Controller) encodeState() (raw []byte, seq uint64, works int, changed b
 	var b bytes.Buffer
 	b.WriteString(`{"seq":`)
 	b.WriteString(strconv.FormatUint(c.seq, 10))
+	if len(c.defragSpent) > 0 {
+		spent, err := json.Marshal(c.defragSpent)
+		if err != nil {
+			panic("kube: encoding the defragmentation budget: " + err.Error())
+		}
+		b.WriteString(`,"defragSpent":`)
+		b.Write(spent)
+	}
 	if len(c.work) > 0 {
 		b.WriteString(`,"work":{`)
 		for i, id := range slices.Sorted(maps.Keys(c.work)) {

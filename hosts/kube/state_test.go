@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsched/fleet"
+	"github.com/fleetsched/fleet/gang"
 )
 
 // stateShape is a worst case of the state at 2,048 GPUs (256 nodes of 8)
@@ -198,6 +199,18 @@ func TestEncodeState(t *testing.T) {
 	same()
 	c.work[pending] = &tracked{seq: 999}
 	c.seq = 999
+	same()
+	// A cycle's defragmentation moves are counted against the hour's
+	// budget, and forgotten an hour later.
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	c.noteDefragSpend(at, []fleet.Drain{{ID: "m", Reason: gang.DrainDefrag, LostGPUSeconds: 120}, {ID: "v", LostGPUSeconds: 50}})
+	assert.Equal(t, []fleet.DefragSpend{{At: at, LostGPUSeconds: 120}}, c.defragSpent)
+	same()
+	c.noteDefragSpend(at.Add(time.Minute), nil)
+	_, _, _, changed := c.encodeState()
+	assert.False(t, changed, "a cycle without moves changes nothing")
+	c.noteDefragSpend(at.Add(time.Hour), nil)
+	assert.Empty(t, c.defragSpent, "an hour after the move")
 	same()
 }
 
