@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -201,19 +200,7 @@ func BenchmarkClusterBind(b *testing.B) {
 						time.Sleep(time.Second)
 					}
 					bc.mu.Lock()
-					var first, last time.Time
-					var lat []time.Duration
-					for p, c := range bc.created {
-						if first.IsZero() || c.Before(first) {
-							first = c
-						}
-						if at, ok := bc.bound[p]; ok {
-							lat = append(lat, max(at.Sub(c), 0))
-							if at.After(last) {
-								last = at
-							}
-						}
-					}
+					first, last, lat := latencies(bc.created, bc.bound)
 					bound := len(bc.bound)
 					perGang := map[string]int{}
 					for p := range bc.bound {
@@ -233,11 +220,9 @@ func BenchmarkClusterBind(b *testing.B) {
 						require.Zero(b, partial, "gangs part bound")
 					}
 					require.NotZero(b, bound, "%s bound no pod", who)
-					slices.Sort(lat)
-					q := func(f float64) float64 { return lat[int(f*float64(len(lat)-1))].Seconds() * 1000 }
 					b.ReportMetric(float64(bound)/last.Sub(first).Seconds(), "pods/s")
-					b.ReportMetric(q(0.5), "p50-ms")
-					b.ReportMetric(q(0.99), "p99-ms")
+					b.ReportMetric(quantileMs(lat, 0.5), "p50-ms")
+					b.ReportMetric(quantileMs(lat, 0.99), "p99-ms")
 					b.ReportMetric(float64(bound), "bound")
 					b.ReportMetric(float64(partial), "part-bound-gangs")
 				}

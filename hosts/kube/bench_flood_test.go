@@ -87,6 +87,24 @@ func flood(t testing.TB, client kubernetes.Interface, rate int, schedulerName st
 	return created, func() { wg.Wait(); mu.Lock(); mu.Unlock() }
 }
 
+// latencies is, of the pods created (by name, when), the first creation,
+// the last binding, and each bound pod's creation-to-binding time.
+func latencies(created, bound map[string]time.Time) (first, last time.Time, lat []time.Duration) {
+	for p, c := range created {
+		if first.IsZero() || c.Before(first) {
+			first = c
+		}
+		if at, ok := bound[p]; ok {
+			lat = append(lat, max(at.Sub(c), 0))
+			if at.After(last) {
+				last = at
+			}
+		}
+	}
+	return first, last, lat
+}
+
+// quantileMs is the f quantile of lat in milliseconds (0 without any).
 func quantileMs(lat []time.Duration, f float64) float64 {
 	if len(lat) == 0 {
 		return 0
@@ -162,18 +180,7 @@ func BenchmarkClusterBadPodFlood(b *testing.B) {
 				// Answers to the last bad pods land before they are counted.
 				time.Sleep(time.Second)
 				bc.mu.Lock()
-				var first, last time.Time
-				var lat []time.Duration
-				for p, c := range bc.created {
-					if first.IsZero() || c.Before(first) {
-						first = c
-					}
-					at := bc.bound[p]
-					lat = append(lat, max(at.Sub(c), 0))
-					if at.After(last) {
-						last = at
-					}
-				}
+				first, last, lat := latencies(bc.created, bc.bound)
 				window := last.Sub(first)
 				inWindow := func(at time.Time) bool { return !at.Before(first) && !at.After(last) }
 				made, answered := 0, 0
