@@ -171,8 +171,8 @@ func (s *Scheduler) Adopt(now time.Time, a Adoption) error {
 		return err
 	}
 	switch {
-	case len(a.Shrinking) > 0 && (len(a.Lost) > 0 || !ledger.Elastic(&e.w)):
-		return refuse("adopt", id, ErrInvalid, "only an elastic workload without lost pods gives up pods")
+	case len(a.Shrinking) > 0 && !ledger.Elastic(&e.w):
+		return refuse("adopt", id, ErrInvalid, "only an elastic workload gives up pods")
 	case a.SplitOf != "" && (a.Drain == nil || len(a.Pods) != 1):
 		return refuse("adopt", id, ErrInvalid, "a pod split off %q is one pod, draining", a.SplitOf)
 	case a.SplitOf != "" && s.work[a.SplitOf] != nil:

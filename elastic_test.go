@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/topology"
 )
 
 func elasticBatch(id string, pods, minPods int) gang.Workload {
@@ -233,4 +234,68 @@ func TestElasticJournalReplays(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, recorded.String(), replayed.String())
+}
+
+// An elastic job that gives up pods and then loses a node under a pod it
+// keeps is rebuilt by adoption as it was: its lost pod keeps its quota,
+// its pods given up drain on, and the next cycles decide as the scheduler
+// that never stopped does.
+func TestAdoptAnElasticJobThatLostANodeWhileShrinking(t *testing.T) {
+	s := newRef(t)
+	for i := range 62 {
+		require.NoError(t, s.Submit(t0, replica(fmt.Sprintf("inf-%02d", i), 8)))
+	}
+	own := training("own", 106, fleet.ClassReservedResearch, "research")
+	own.Drain.Preemptible = false
+	own.Topology = gang.TopologyRequest{}
+	require.NoError(t, s.Submit(t0, own))
+	e := elasticBatch("e", 100, 10)
+	e.Drain.SurvivesNodeLoss = true
+	require.NoError(t, s.Submit(t0, e))
+	require.Len(t, s.Schedule(t0).Admit, 64)
+	now := t0.Add(time.Hour)
+	for i := range 4 {
+		require.NoError(t, s.Submit(now, replica(fmt.Sprintf("spike-%d", i), 8)))
+	}
+	require.Len(t, s.Schedule(now).Drain, 3, "three pods of e given up")
+	kept, ok := runningOf(s, "e")
+	require.True(t, ok)
+	lost := kept.Pods[0].Node
+	_, err := s.SetNodeHealth(now.Add(10*time.Second), lost, topology.Down)
+	require.NoError(t, err)
+	snap := s.Snapshot()
+	view, _ := runningOf(s, "e")
+	require.Len(t, view.Lost, 1, "e waits for a replacement of its pod on %s", lost)
+
+	specs, pods := map[string]gang.Workload{}, map[string][]fleet.PodAssignment{}
+	for _, r := range snap.Running {
+		specs[r.ID], pods[r.ID] = r.Spec, r.Pods
+		for _, lp := range r.Lost {
+			pods[r.ID] = append(pods[r.ID], lp.Pod)
+		}
+	}
+	for _, p := range snap.Pending {
+		specs[p.ID] = p.Spec
+	}
+	specs["e"] = e
+	r, err := fleet.New(fleet.ReferenceConfig())
+	require.NoError(t, err)
+	at := now.Add(10 * time.Second)
+	for _, a := range hostAdoptions(snap, specs, func(id string) []fleet.PodAssignment { return pods[id] }) {
+		require.NoError(t, r.Adopt(at, a), "adopting %s", a.Workload.ID)
+	}
+	_, err = r.SetNodeHealth(at, lost, topology.Down)
+	require.NoError(t, err)
+	require.NoError(t, r.CheckInvariants())
+	adopted, _ := runningOf(r, "e")
+	assert.Equal(t, view.GPUs, adopted.GPUs, "e is charged as before")
+	assert.Equal(t, view.Lost, adopted.Lost)
+	assert.Equal(t, s.Snapshot().Queues, r.Snapshot().Queues, "every queue's usage as before")
+	for _, later := range []time.Duration{20 * time.Second, 3 * time.Minute, 10 * time.Minute} {
+		a, b := s.Schedule(now.Add(later)), r.Schedule(now.Add(later))
+		assert.Equal(t, a.Admit, b.Admit, "at +%s", later)
+		assert.Equal(t, a.Drain, b.Drain, "at +%s", later)
+		assert.Equal(t, a.Kill, b.Kill, "at +%s", later)
+		require.NoError(t, r.CheckInvariants())
+	}
 }

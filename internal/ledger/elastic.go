@@ -158,16 +158,16 @@ func (r *Record) Shrinkable() ([]placement.Pod, []int) {
 // child, the spec the caller built for it (one pod set of one pod, as
 // SplitID names it): the child holds that pod's GPUs and is charged its
 // quota, the parent runs one pod smaller. The child is Admitted, ready
-// to be drained as a victim. Split is refused, changing nothing, when the
-// parent is not admitted, does not run p, or would go below its pod
-// set's minimum.
+// to be drained as a victim. A parent waiting for a lost pod may be split
+// too (an adoption rebuilds a workload that lost a node while giving up
+// pods); its lost pods count toward its size and quota. Split is refused,
+// changing nothing, when the parent is not admitted, does not run p, or
+// would go below its pod set's minimum.
 func (l *Ledger) Split(parent string, p placement.Pod, child *gang.Workload) (*Record, error) {
 	r, ok := l.recs[parent]
 	switch {
 	case !ok || r.State != gang.Admitted:
 		return nil, fmt.Errorf("ledger: shrink %q: not an admitted workload", parent)
-	case len(r.Lost) > 0:
-		return nil, fmt.Errorf("ledger: shrink %q: it waits for a lost pod", parent)
 	case r.HasClaims():
 		return nil, fmt.Errorf("ledger: shrink %q: pods with GPU shares, MIG slices or named resources do not shrink", parent)
 	case l.recs[child.ID] != nil:
@@ -180,7 +180,7 @@ func (l *Ledger) Split(parent string, p placement.Pod, child *gang.Workload) (*R
 		return nil, fmt.Errorf("ledger: shrink %q: it runs no pod %d/%d on node %d", parent, p.PodSet, p.Index, p.Node)
 	}
 	left := slices.Delete(slices.Clone(r.Assign.Pods), i, i+1)
-	size, ok := SizeOf(r.W, left)
+	size, ok := SizeOf(r.W, withLost(left, r.Lost))
 	if !ok {
 		return nil, fmt.Errorf("ledger: shrink %q: below the minimum of pod set %d", parent, p.PodSet)
 	}
@@ -200,6 +200,19 @@ func (l *Ledger) Split(parent string, p placement.Pod, child *gang.Workload) (*R
 	c.Borrowing = r.Borrowing
 	c.splitOf = parent
 	return c, nil
+}
+
+// withLost is pods and the lost pods, which count in a holder's size and
+// quota though they hold no GPUs.
+func withLost(pods []placement.Pod, lost []LostPod) []placement.Pod {
+	if len(lost) == 0 {
+		return pods
+	}
+	all := slices.Clone(pods)
+	for _, x := range lost {
+		all = append(all, x.Pod)
+	}
+	return all
 }
 
 // Unsplit folds a split that was never drained back into its parent, the
@@ -223,7 +236,7 @@ func (l *Ledger) Unsplit(child string, p placement.Pod) error {
 
 	pods := append(slices.Clone(r.Assign.Pods), p)
 	sortPods(pods)
-	size, _ := SizeOf(r.W, pods)
+	size, _ := SizeOf(r.W, withLost(pods, r.Lost))
 	l.resize(r, pods, size)
 	return nil
 }
@@ -385,7 +398,9 @@ func (l *Ledger) resize(r *Record, pods []placement.Pod, size []int) {
 	r.Nodes = r.Assign.NodeGPUs()
 	r.Assign.Span = l.span(r.Assign)
 	l.setSize(r, size)
-	r.charged = l.requestOf(r.Assign)
+	charged := r.Assign
+	charged.Pods = withLost(pods, r.Lost) // lost pods keep their quota
+	r.charged = l.requestOf(charged)
 	l.listNodes(r, 1)
 	l.listPromised(r)
 	l.indexUpdate(r)
