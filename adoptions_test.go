@@ -61,3 +61,20 @@ func hostAdoptions(snap fleet.Snapshot, specs map[string]gang.Workload, pods fun
 	}
 	return out
 }
+
+// snapshotAdoptions is hostAdoptions for a host that keeps no specs or
+// pods of its own: the snapshot's specs, and each running workload's pods
+// with its lost ones.
+func snapshotAdoptions(snap fleet.Snapshot) []fleet.Adoption {
+	specs, pods := map[string]gang.Workload{}, map[string][]fleet.PodAssignment{}
+	for _, r := range snap.Running {
+		specs[r.ID], pods[r.ID] = r.Spec, slices.Clone(r.Pods)
+		for _, lp := range r.Lost {
+			pods[r.ID] = append(pods[r.ID], lp.Pod)
+		}
+	}
+	for _, p := range snap.Pending {
+		specs[p.ID] = p.Spec
+	}
+	return hostAdoptions(snap, specs, func(id string) []fleet.PodAssignment { return pods[id] })
+}

@@ -55,15 +55,7 @@ func TestARestartKeepsTheHoursDefragBudget(t *testing.T) {
 			cfg.Policy.DefragBudget = 3
 			r, err := fleet.New(cfg)
 			require.NoError(t, err)
-			snap := s.Snapshot()
-			specs, pods := map[string]gang.Workload{}, map[string][]fleet.PodAssignment{}
-			for _, r := range snap.Running {
-				specs[r.ID], pods[r.ID] = r.Spec, r.Pods
-			}
-			for _, p := range snap.Pending {
-				specs[p.ID] = p.Spec
-			}
-			for _, a := range hostAdoptions(snap, specs, func(id string) []fleet.PodAssignment { return pods[id] }) {
+			for _, a := range snapshotAdoptions(s.Snapshot()) {
 				require.NoError(t, r.Adopt(now, a))
 			}
 			require.NoError(t, r.AdoptDefragSpent(now, s.Snapshot().DefragSpent))

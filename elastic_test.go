@@ -36,6 +36,12 @@ func runningOf(s *fleet.Scheduler, id string) (fleet.RunningView, bool) {
 // quota allows.
 func elasticFleet(t *testing.T) (*fleet.Scheduler, time.Time) {
 	t.Helper()
+	return elasticFleetOf(t, elasticBatch("e", 100, 10))
+}
+
+// elasticFleetOf is elasticFleet with e as its elastic batch job.
+func elasticFleetOf(t *testing.T, e gang.Workload) (*fleet.Scheduler, time.Time) {
+	t.Helper()
 	s := newRef(t)
 	for i := range 62 {
 		require.NoError(t, s.Submit(t0, replica(fmt.Sprintf("inf-%02d", i), 8)))
@@ -44,7 +50,7 @@ func elasticFleet(t *testing.T) (*fleet.Scheduler, time.Time) {
 	own.Drain.Preemptible = false
 	own.Topology = gang.TopologyRequest{}
 	require.NoError(t, s.Submit(t0, own))
-	require.NoError(t, s.Submit(t0, elasticBatch("e", 100, 10)))
+	require.NoError(t, s.Submit(t0, e))
 	d := s.Schedule(t0)
 	require.Len(t, d.Admit, 64)
 	for _, a := range d.Admit {
@@ -241,19 +247,9 @@ func TestElasticJournalReplays(t *testing.T) {
 // its pods given up drain on, and the next cycles decide as the scheduler
 // that never stopped does.
 func TestAdoptAnElasticJobThatLostANodeWhileShrinking(t *testing.T) {
-	s := newRef(t)
-	for i := range 62 {
-		require.NoError(t, s.Submit(t0, replica(fmt.Sprintf("inf-%02d", i), 8)))
-	}
-	own := training("own", 106, fleet.ClassReservedResearch, "research")
-	own.Drain.Preemptible = false
-	own.Topology = gang.TopologyRequest{}
-	require.NoError(t, s.Submit(t0, own))
 	e := elasticBatch("e", 100, 10)
 	e.Drain.SurvivesNodeLoss = true
-	require.NoError(t, s.Submit(t0, e))
-	require.Len(t, s.Schedule(t0).Admit, 64)
-	now := t0.Add(time.Hour)
+	s, now := elasticFleetOf(t, e)
 	for i := range 4 {
 		require.NoError(t, s.Submit(now, replica(fmt.Sprintf("spike-%d", i), 8)))
 	}
@@ -267,21 +263,10 @@ func TestAdoptAnElasticJobThatLostANodeWhileShrinking(t *testing.T) {
 	view, _ := runningOf(s, "e")
 	require.Len(t, view.Lost, 1, "e waits for a replacement of its pod on %s", lost)
 
-	specs, pods := map[string]gang.Workload{}, map[string][]fleet.PodAssignment{}
-	for _, r := range snap.Running {
-		specs[r.ID], pods[r.ID] = r.Spec, r.Pods
-		for _, lp := range r.Lost {
-			pods[r.ID] = append(pods[r.ID], lp.Pod)
-		}
-	}
-	for _, p := range snap.Pending {
-		specs[p.ID] = p.Spec
-	}
-	specs["e"] = e
 	r, err := fleet.New(fleet.ReferenceConfig())
 	require.NoError(t, err)
 	at := now.Add(10 * time.Second)
-	for _, a := range hostAdoptions(snap, specs, func(id string) []fleet.PodAssignment { return pods[id] }) {
+	for _, a := range snapshotAdoptions(snap) {
 		require.NoError(t, r.Adopt(at, a), "adopting %s", a.Workload.ID)
 	}
 	_, err = r.SetNodeHealth(at, lost, topology.Down)
