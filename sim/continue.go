@@ -46,6 +46,15 @@ func (sm *sim) carryOn() {
 		i := sm.newJob(v.Spec, work, -1)
 		j := sm.jobs[i]
 		j.service = join(i, v.ID)
+		// An elastic job runs at the size it has (its pods and those lost
+		// with a node), not its full size: a Grow takes it back up.
+		j.gpus = 0
+		for _, p := range v.Pods {
+			j.gpus += p.GPUs
+		}
+		for _, lp := range v.Lost {
+			j.gpus += lp.Pod.GPUs
+		}
 		sm.place(i, v.Pods)
 		if v.Drain == nil {
 			continue
