@@ -315,6 +315,8 @@ func TestSpecErrorsNameANodeOnlyForANode(t *testing.T) {
 		{"fanout without the node level", Uniform(UniformSpec{Levels: []string{"spine", "leaf", "node"}, Fanout: []int{4, 8},
 			GPUsPerNode: 8, Flavor: "H100"}), -1, "topology: empty fleet: Spec.Nodes is empty: declare at least one node " +
 			"(Uniform builds none unless Fanout has one positive entry per level, the node level included)"},
+		{"a level named twice", Spec{Levels: []string{"leaf", "leaf", "node"}, Nodes: []NodeSpec{{Name: "a", GPUs: 8, Path: []string{"s", "l"}}}}, -1,
+			`topology: invalid spec: level "leaf": level names must be unique and non-empty`},
 		{"bad node", Spec{Levels: levels, Nodes: []NodeSpec{{Name: "a", GPUs: 8, Path: []string{"l"}}, {Name: "b", Path: []string{"l"}}}}, 1,
 			`topology: GPU count must be positive: node "b" (nodes[1]): gpus=0`},
 	} {
