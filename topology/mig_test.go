@@ -119,3 +119,33 @@ func TestSevenOneGSlicesChargeOneGPU(t *testing.T) {
 	used, _ = f.GPUUsed(h, 3)
 	assert.Zero(t, used)
 }
+
+// AscendMIGGPUs lists the partly carved GPUs fewest free memory slices
+// first (the best-fit order for a slice), with their free slices, and
+// leaves out GPUs with none free or none carved.
+func TestAscendMIGGPUsIsFewestFreeSlicesFirst(t *testing.T) {
+	f := sharedFleet(t)
+	h, _ := f.Node("h")
+	g, ok := f.Group("H100", "")
+	require.True(t, ok)
+	for s := range 7 {
+		require.NoError(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 0, MIG: "1g.10gb", Slice: s}))
+	}
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 1, MIG: "1g.10gb", Slice: 0}))
+	require.NoError(t, f.AllocateClaim(topology.Claim{Node: h, GPU: 2, MIG: "3g.40gb", Slice: 0}))
+	type seen struct{ gpu, free int }
+	var got []seen
+	f.AscendMIGGPUs(g, 1, func(n topology.NodeID, gpu, free int) bool {
+		require.Equal(t, h, n)
+		got = append(got, seen{gpu, free})
+		return true
+	})
+	assert.Equal(t, []seen{{0, 1}, {2, 4}, {1, 7}}, got)
+
+	got = got[:0]
+	f.AscendMIGGPUs(g, 5, func(_ topology.NodeID, gpu, free int) bool {
+		got = append(got, seen{gpu, free})
+		return true
+	})
+	assert.Equal(t, []seen{{1, 7}}, got, "at least 5 free slices")
+}
