@@ -105,6 +105,14 @@ type Explanation struct {
 	// Behind names the queue head it waits for, or the gang whose held
 	// domain it may not use.
 	Behind string
+	// Reserved names the domain the last cycle held for it, a blocked
+	// gang (the reservation of Schedule's step 5), as PendingView.Reserved
+	// does; ReservedStart is when the work there it cannot evict is
+	// expected to have ended, zero while work without an expected end
+	// that it cannot evict runs there (ReservedBlocked GPUs of it).
+	Reserved        string
+	ReservedStart   time.Time
+	ReservedBlocked int
 	// A nominated workload: the victims it still waits for and the time
 	// by which their deadlines are all past.
 	VictimsLeft int
@@ -194,6 +202,34 @@ func (s *Scheduler) Explain(id string) (Explanation, error) {
 	return x, nil
 }
 
+// holdNote describes the domain held for e, when the last cycle held one
+// for it: what keeps it from starting there, read from the work running
+// there now.
+func (s *Scheduler) holdNote(e *entry, x *Explanation) string {
+	r := s.lastReserve
+	if r == nil || r.id != e.w.ID {
+		return ""
+	}
+	lo, _ := s.fleet.DomainsAt(r.level)
+	o := s.outlook(r.level, r.priority)[r.domain-lo]
+	x.Reserved, x.ReservedBlocked = s.fleet.DomainName(r.domain), o.blocked
+	msg := "holds " + x.Reserved + ": work of its priority or lower that it cannot evict stays out"
+	switch {
+	case o.blocked > 0:
+		gpus := "GPUs run"
+		if o.blocked == 1 {
+			gpus = "GPU runs"
+		}
+		msg += fmt.Sprintf("; %d %s work there that it cannot evict and that has no expected end, so no start can be planned", o.blocked, gpus)
+	case o.end.After(s.now):
+		x.ReservedStart = o.end
+		msg += "; the work there it cannot evict is expected to end by " + o.end.Format(time.DateTime)
+	default:
+		msg += "; nothing there it cannot evict is expected to run past now"
+	}
+	return msg
+}
+
 // ruleHint names the preemption rule of e's queue that keeps it waiting,
 // with the setting that would let preemption help: reclaimWithinCohort
 // when the queue is below its nominal quota and may not take back what it
@@ -272,6 +308,9 @@ func (s *Scheduler) explainWait(e *entry, x *Explanation) []string {
 		msg = append(msg, "preemption is off")
 	case x.Preemption != nil:
 		msg = append(msg, "preemption cannot help: "+x.Preemption.Error())
+	}
+	if hold := s.holdNote(e, x); hold != "" {
+		msg = append(msg, hold)
 	}
 	if hint := s.ruleHint(e, x); hint != "" {
 		msg = append(msg, hint)

@@ -201,3 +201,43 @@ func TestAdoptRefusesAHoldThatCannotBe(t *testing.T) {
 		})
 	}
 }
+
+// Explain tells a blocked gang which domain is held for it and what keeps
+// it from starting there: work it cannot evict that is expected to end
+// at a known time (the planned start), or work with no expected end.
+func TestExplainNamesTheDomainHeldForAGang(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		runtime time.Duration
+		start   time.Time
+		blocked int
+		text    string
+	}{
+		{"expected ends", 2 * time.Hour, t0.Add(2 * time.Hour), 0,
+			"holds leaf-0-0: work of its priority or lower that it cannot evict stays out; " +
+				"the work there it cannot evict is expected to end by " + t0.Add(2*time.Hour).Format(time.DateTime)},
+		{"no expected end", 0, time.Time{}, 1,
+			"holds leaf-0-0: work of its priority or lower that it cannot evict stays out; " +
+				"1 GPU runs work there that it cannot evict and that has no expected end, so no start can be planned"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := fleet.New(smallConfig())
+			require.NoError(t, err)
+			for i, node := range []string{"node-0-0-0", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
+				w := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
+					Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}, ExpectedRuntime: tc.runtime}
+				require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}}))
+			}
+			pair := gang.Workload{ID: "pair", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
+				PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "leaf"}}
+			require.NoError(t, s.Submit(t0, pair))
+			require.Empty(t, s.Schedule(t0).Admit)
+			x, err := s.Explain("pair")
+			require.NoError(t, err)
+			assert.Equal(t, "leaf-0-0", x.Reserved)
+			assert.Equal(t, tc.start, x.ReservedStart)
+			assert.Equal(t, tc.blocked, x.ReservedBlocked)
+			assert.Contains(t, x.Message, tc.text)
+		})
+	}
+}
