@@ -1,0 +1,78 @@
+package placement_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
+	"github.com/fleetsched/fleet/topology"
+)
+
+// twoModelFleet has an A100 node with 2 cores and an H100 node with 64.
+func twoModelFleet(t *testing.T) *topology.Fleet {
+	f, err := topology.New(topology.Spec{Levels: []string{"rack", "node"}, Nodes: []topology.NodeSpec{
+		{Name: "a", Path: []string{"r"}, GPUs: 8, Flavor: "A100", Resources: map[string]int64{"cpu": 2000}},
+		{Name: "h", Path: []string{"r"}, GPUs: 8, Flavor: "H100", Resources: map[string]int64{"cpu": 64000}},
+	}})
+	require.NoError(t, err)
+	return f
+}
+
+// A pod that asks for no GPU still runs only on the models it accepts:
+// when none of them has its cores, it does not fit, though another
+// model's node has them.
+func TestGPUlessPodStaysOnTheModelsItAccepts(t *testing.T) {
+	f := twoModelFleet(t)
+	for _, tc := range []struct {
+		name  string
+		cores int64
+		node  string
+	}{
+		{"fits on its model", 1, "a"},
+		{"its model is short", 4, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &gang.Workload{ID: "w", Queue: "q", Shape: gang.Batch, Flavor: "A100",
+				PodSets: []gang.PodSet{{Name: "p", Count: 1, Resources: cores(tc.cores)}}}
+			a, err := placement.Place(f, w, placement.Options{})
+			if tc.node == "" {
+				var nf *placement.NoFit
+				require.ErrorAs(t, err, &nf)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.node, f.NodeName(a.Pods[0].Node))
+		})
+	}
+}
+
+// Whole GPUs are named on nodes of up to 64 GPUs (a claim's mask holds
+// 64): a 64-GPU node's pod names its GPUs, a 65-GPU node's does not.
+func TestWholeGPUsAreNamedOnNodesOfUpTo64GPUs(t *testing.T) {
+	for _, tc := range []struct {
+		gpus int
+		mask uint64
+	}{{8, 0b11}, {64, 0b11}, {65, 0}} {
+		f, err := topology.New(topology.Spec{Levels: []string{"rack", "node"}, Nodes: []topology.NodeSpec{
+			{Name: "n", Path: []string{"r"}, GPUs: tc.gpus, Flavor: "H100"}}})
+		require.NoError(t, err)
+		a, err := placement.Place(f, onePod("w", gang.PodSet{GPUsPerPod: 2}), placement.Options{})
+		require.NoError(t, err)
+		assert.Equal(t, tc.mask, a.Pods[0].GPUMask, "%d GPUs", tc.gpus)
+	}
+}
+
+// Crossing counts leaves only: any other domain, the first one after the
+// leaves included, has none.
+func TestCrossingIsZeroOutsideTheLeaves(t *testing.T) {
+	f := twoModelFleet(t)
+	c := placement.NewCrossings(f)
+	lo, hi := c.Leaves()
+	require.Equal(t, topology.DomainID(1), hi-lo)
+	for d := topology.DomainID(0); d < topology.DomainID(f.NumDomains()); d++ {
+		assert.Zero(t, c.Crossing(d), "domain %d", d)
+	}
+}
