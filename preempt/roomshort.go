@@ -19,11 +19,16 @@ import "github.com/fleetsched/fleet/topology"
 //     DefaultCost with a restart overhead of 0 or more, whose prices are
 //     never negative and whose calls no host observes.
 //
-// The bound: a fill frees, on each node of the cell, at most the GPUs
-// there of work the rules let go (taken or not) beyond what is freed now,
-// and the cell's pod count rises by what those GPUs add node by node,
-// exactly as free counts it. TestRoomShortSkipKeepsPlans compares plans
-// with and without the skip.
+// The bound: a node's GPUs free now (taken victims and gone work
+// included) plus those of the work there the rules let go that is not
+// taken yet are the most any set of victims can free on it, whichever of
+// that work is taken when the fill starts (a fill may give the victims
+// picked for quota back and take them again: what it gives back it
+// counts again); the cell's pod count rises by what those GPUs add node
+// by node, exactly as free counts it. Work already taken whole is in
+// what is free now and is not counted twice; an elastic workload taken
+// in part counts whole, which only loosens the bound.
+// TestRoomShortSkipKeepsPlans compares plans with and without the skip.
 
 // roomShort reports whether cell b cannot hold the gang whatever the
 // search takes in it.
@@ -41,7 +46,7 @@ func (s *Searcher) roomShort(b cellBound) bool {
 		}
 		more := 0
 		for _, pos := range x.onNode[n] {
-			if !s.mayTake(pos) {
+			if !s.mayTake(pos) || s.takenWhole(pos) {
 				continue
 			}
 			for _, ng := range x.entries[pos].run.Nodes {
@@ -77,4 +82,18 @@ func (s *Searcher) skipsShortCells() bool {
 		return false
 	}
 	return s.cost.(DefaultCost).RestartOverhead >= 0
+}
+
+// takenWhole reports whether the Index entry at pos is taken in the
+// simulation with all it frees (a whole candidate, or both parts of an
+// elastic one): its GPUs are in freed already.
+func (s *Searcher) takenWhole(pos int32) bool {
+	if s.seenAt[pos] != s.epoch {
+		return false
+	}
+	ci := s.candAt[pos]
+	if ci < 0 || !s.cands[ci].taken {
+		return false
+	}
+	return s.cands[ci].part != surplusPart || s.cands[ci+1].taken
 }
