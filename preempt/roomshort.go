@@ -97,3 +97,32 @@ func (s *Searcher) takenWhole(pos int32) bool {
 	}
 	return s.cands[ci].part != surplusPart || s.cands[ci+1].taken
 }
+
+// roomOutOfReach reports, with the skip allowed (skipsShortCells),
+// whether a search's walk over the cells (cellBounds, nextCell) leaves
+// every one out, for its priority bound or as roomShort, and whether it
+// tries one (leaves it out as roomShort rather than for its bound). The
+// walk depends on no attempt, and roomShort does not depend on which
+// victims are taken, so it holds before the victims for quota are picked
+// as after: with short, no attempt then finds a plan, each failing for
+// topology once its victims fit quota (hopeless when none is tried), for
+// quota otherwise.
+func (s *Searcher) roomOutOfReach() (short, tried bool) {
+	if !s.skipsShortCells() {
+		return false, false
+	}
+	s.cellBounds()
+	for {
+		b, more := s.nextCell()
+		if !more {
+			return true, tried
+		}
+		if b.prio != freePrice && int64(b.prio) > s.maxVictim {
+			continue
+		}
+		tried = true
+		if !s.roomShort(b) {
+			return false, true
+		}
+	}
+}

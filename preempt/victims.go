@@ -196,13 +196,24 @@ func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, 
 	why := WhyNoCandidates
 	if other, _ := s.hasOtherCandidates(); other || s.hasOwnCandidates() {
 		why = WhyQuota
-		if !s.req.FairSharing && s.shape.fast && s.outOfReach() && s.orderFree() {
-			// No attempt can find a plan: only why is left to learn (see
-			// reach.go). The sums answer when some attempt's victims fit
-			// quota; otherwise the attempts below say why.
-			for _, a := range s.attempts() {
-				if s.quotaReachable(a) && s.quotaFitsAll(a) {
-					return Plan{}, s.noPlan(WhyTopology)
+		if !s.req.FairSharing && s.shape.fast {
+			reach := s.outOfReach()
+			room, tried := false, false
+			if !reach {
+				room, tried = s.roomOutOfReach()
+			}
+			if (reach || room) && s.orderFree() {
+				// No attempt can find a plan: only why is left to learn
+				// (see reach.go and roomshort.go). The sums answer when
+				// some attempt's victims fit quota; otherwise the
+				// attempts below say why.
+				for _, a := range s.attempts() {
+					if s.quotaReachable(a) && s.quotaFitsAll(a) {
+						if room {
+							s.hopeless = !tried
+						}
+						return Plan{}, s.noPlan(WhyTopology)
+					}
 				}
 			}
 		}
