@@ -45,6 +45,7 @@ type Searcher struct {
 	quotaBuffers // usage changes in flight (usage.go)
 	fairWalk     // fair sharing's walk (fair.go)
 	shrinkWalk   // the taken victims that shrink instead (shrink.go)
+	roomMarks    // roomShort's scratch (roomshort.go)
 
 	partRun Running // partCost's copy of a workload priced by part of its GPUs
 }
