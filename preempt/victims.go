@@ -25,6 +25,9 @@ type Searcher struct {
 	// reach the gang (see roomShort).
 	noRoomSkip bool
 	roomSkips  int // cells left out so, over the Searcher's life (tests)
+	// roomAnswers counts the requests answered without a search because
+	// every cell was roomShort (roomOutOfReach), over its life (tests).
+	roomAnswers int
 	// explainAs, when set (tests), counts a NoPlan's candidates instead
 	// of explain: the reference it must agree with.
 	explainAs func(*Searcher, *NoPlan)
@@ -212,6 +215,7 @@ func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, 
 					if s.quotaReachable(a) && s.quotaFitsAll(a) {
 						if room {
 							s.hopeless = !tried
+							s.roomAnswers++
 						}
 						return Plan{}, s.noPlan(WhyTopology)
 					}
