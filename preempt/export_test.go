@@ -32,6 +32,10 @@ func SetNoRoomSkip(s *Searcher, v bool) { s.noRoomSkip = v }
 // reach the gang.
 func RoomSkips(s *Searcher) int { return s.roomSkips }
 
+// RoomAnswers counts the requests s answered without a search because
+// no cell's room could reach the gang.
+func RoomAnswers(s *Searcher) int { return s.roomAnswers }
+
 // SetNoBounds makes s try every cell without pruning by lower bounds,
 // the reference the pruned search must agree with.
 func SetNoBounds(s *Searcher, v bool) { s.noBounds = v }

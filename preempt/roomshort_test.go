@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -74,9 +75,10 @@ func wideInstance(t *rapid.T) (*env, preempt.Request, map[string]bool) {
 // Leaving out the cells whose room cannot reach the gang changes no plan
 // and no refusal: two Searchers, one filling every cell, answer the same
 // requests alike, call after call (a Searcher keeps state between
-// calls). The skip is exercised: some cells are left out.
+// calls). The skip is exercised: some cells are left out, and some
+// requests, every cell of which is short, are answered without a search.
 func TestRoomShortSkipKeepsPlans(t *testing.T) {
-	skipped := 0
+	skipped, answered := 0, 0
 	check := func(t *rapid.T, draw func(*rapid.T) (*env, preempt.Request, map[string]bool)) {
 		with, without := preempt.NewSearcher(preempt.Options{}), preempt.NewSearcher(preempt.Options{})
 		preempt.SetNoRoomSkip(without, true)
@@ -90,7 +92,9 @@ func TestRoomShortSkipKeepsPlans(t *testing.T) {
 			require.Equal(t, q, p, "plans")
 			require.Equal(t, preempt.Hopeless(without), preempt.Hopeless(with), "hopeless")
 			skipped += preempt.RoomSkips(with)
+			answered += preempt.RoomAnswers(with)
 			require.Zero(t, preempt.RoomSkips(without))
+			require.Zero(t, preempt.RoomAnswers(without))
 		}
 	}
 	t.Run("wide", func(t *testing.T) {
@@ -103,5 +107,33 @@ func TestRoomShortSkipKeepsPlans(t *testing.T) {
 		})
 	})
 	require.Positive(t, skipped, "no search left a cell out")
-	t.Logf("%d cells left out", skipped)
+	t.Logf("%d cells left out, %d requests answered without a search", skipped, answered)
+}
+
+// TestEveryCellShortIsAnsweredWithoutSearch: each 8-GPU node of both
+// leaves holds 3 GPUs of work the preemptor may evict and 5 above its
+// priority, so every leaf's priority bound lets a search in (6 GPUs it
+// may free, for a pod of 4), yet no node can be freed for the pod. The request is refused for topology before
+// any victim is picked, as a Searcher that fills every cell refuses it.
+func TestEveryCellShortIsAnsweredWithoutSearch(t *testing.T) {
+	e := newEnv(t, 1, 2, 2, 8, queue("a", "", 64, lower))
+	for n := range 4 {
+		e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{3})
+		e.run(fmt.Sprintf("high%d", n), "a", 50, time.Hour, []int{n}, []int{5})
+	}
+	r := e.req("new", "a", 10, 1, 4, "leaf")
+	s := preempt.NewSearcher(preempt.Options{})
+	_, err := s.Victims(e.view(), r, nil)
+	var np *preempt.NoPlan
+	require.ErrorAs(t, err, &np)
+	assert.Equal(t, preempt.WhyTopology, np.Why)
+	assert.Equal(t, 1, preempt.RoomAnswers(s), "answered without a search")
+	assert.False(t, preempt.Hopeless(s), "the leaves were tried")
+
+	ref := preempt.NewSearcher(preempt.Options{})
+	preempt.SetNoRoomSkip(ref, true)
+	_, err2 := ref.Victims(e.view(), r, nil)
+	require.Equal(t, err2, err)
+	assert.Zero(t, preempt.RoomAnswers(ref))
+	assert.False(t, preempt.Hopeless(ref))
 }

@@ -25,6 +25,9 @@ type Searcher struct {
 	// reach the gang (see roomShort).
 	noRoomSkip bool
 	roomSkips  int // cells left out so, over the Searcher's life (tests)
+	// roomAnswers counts the requests answered without a search because
+	// every cell was roomShort (roomOutOfReach), over its life (tests).
+	roomAnswers int
 	// explainAs, when set (tests), counts a NoPlan's candidates instead
 	// of explain: the reference it must agree with.
 	explainAs func(*Searcher, *NoPlan)
@@ -45,6 +48,7 @@ type Searcher struct {
 	quotaBuffers // usage changes in flight (usage.go)
 	fairWalk     // fair sharing's walk (fair.go)
 	shrinkWalk   // the taken victims that shrink instead (shrink.go)
+	roomMarks    // roomShort's scratch (roomshort.go)
 
 	partRun Running // partCost's copy of a workload priced by part of its GPUs
 }
@@ -196,13 +200,25 @@ func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, 
 	why := WhyNoCandidates
 	if other, _ := s.hasOtherCandidates(); other || s.hasOwnCandidates() {
 		why = WhyQuota
-		if !s.req.FairSharing && s.shape.fast && s.outOfReach() && s.orderFree() {
-			// No attempt can find a plan: only why is left to learn (see
-			// reach.go). The sums answer when some attempt's victims fit
-			// quota; otherwise the attempts below say why.
-			for _, a := range s.attempts() {
-				if s.quotaReachable(a) && s.quotaFitsAll(a) {
-					return Plan{}, s.noPlan(WhyTopology)
+		if !s.req.FairSharing && s.shape.fast {
+			reach := s.outOfReach()
+			room, tried := false, false
+			if !reach {
+				room, tried = s.roomOutOfReach()
+			}
+			if (reach || room) && s.orderFree() {
+				// No attempt can find a plan: only why is left to learn
+				// (see reach.go and roomshort.go). The sums answer when
+				// some attempt's victims fit quota; otherwise the
+				// attempts below say why.
+				for _, a := range s.attempts() {
+					if s.quotaReachable(a) && s.quotaFitsAll(a) {
+						if room {
+							s.hopeless = !tried
+							s.roomAnswers++
+						}
+						return Plan{}, s.noPlan(WhyTopology)
+					}
 				}
 			}
 		}
