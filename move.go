@@ -29,6 +29,9 @@ func (s *Scheduler) requeueMover(now time.Time, e *entry, how gang.ExitReason) b
 		panic("fleet: requeueing a checked mover: " + err.Error())
 	}
 	s.enqueue(e)
+	// What the host reported of the run that stopped says nothing of the
+	// one that starts at the new place.
+	s.idle.forget(e.w.ID)
 	// A restart is not a wait in the queue: it counts from its exit.
 	e.submitted, e.rec.Submitted = now, now
 	e.wait = waitVerdict{}

@@ -123,3 +123,32 @@ func TestJournalReplaysADefragmentation(t *testing.T) {
 	assert.Equal(t, want, got[0])
 	assert.Equal(t, s.Snapshot(), r.Snapshot())
 }
+
+// What the host reported of a mover's use was about the run that
+// stopped: once it restarts at its new place it is not idle until the
+// host reports it so again, and an idle rule counts from that report.
+func TestAMoverRestartsWithoutItsIdleReport(t *testing.T) {
+	s := scattered(t, 0)
+	now := t0.Add(time.Hour)
+	plan, err := s.PlanDefrag(now, "spine", "H100", 0, 1000)
+	require.NoError(t, err)
+	mover := plan.Moves[0].ID
+	require.NoError(t, s.ReportUsage(now, mover, false))
+	since, idle := s.IdleSince(mover)
+	require.True(t, idle)
+	require.Equal(t, now, since)
+	drains, err := s.Defragment(now, plan)
+	require.NoError(t, err)
+	require.Equal(t, mover, drains[0].ID)
+	later := now.Add(time.Minute)
+	require.NoError(t, s.Exited(later, mover, gang.ExitDrained))
+	d := s.Schedule(later)
+	require.NotEmpty(t, d.Admit)
+	require.Equal(t, mover, d.Admit[0].ID, "the mover restarts at its new place")
+	_, idle = s.IdleSince(mover)
+	assert.False(t, idle, "the new run has no report yet")
+	r, err := fleet.Restore(fleet.ReferenceConfig(), s.Snapshot())
+	require.NoError(t, err)
+	_, idle = r.IdleSince(mover)
+	assert.False(t, idle, "nor after a restore")
+}
