@@ -3,6 +3,7 @@ package placement
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/fleetsched/fleet/gang"
@@ -135,6 +136,10 @@ type Placer struct {
 	// n, so that loadNode looks for the trial's pods only on such nodes.
 	touched []uint32
 	trialID uint32
+
+	// node is emitOn's view of the node it places on (see loadNode),
+	// kept here so that no call clears it anew.
+	node nodeState
 }
 
 type candidate struct {
@@ -1086,17 +1091,25 @@ func (p *Placer) emit(n topology.NodeID, count int) {
 // emitOn places count pods of the current pod set on node n, choosing
 // their GPUs (gpu >= 0 names the GPU of a one-pod share or slice).
 func (p *Placer) emitOn(n topology.NodeID, count, gpu int) {
-	var st nodeState
-	p.loadNode(&st, n)
-	set := &p.w.PodSets[p.ps]
-	for range count {
-		pod := Pod{PodSet: p.ps, Index: p.idx, Node: n, GPUs: p.k, Resources: set.Resources}
-		if !st.take(&pod, p, gpu) {
-			panic("placement: GPU accounting broken on node " + p.f.NodeName(n))
+	res := p.w.PodSets[p.ps].Resources
+	// Each pod is written once, in place and field by field: a Pod built
+	// aside (a composite literal) is copied in wide loads that wait on
+	// its narrow stores, and the copy cost as much as all the rest.
+	p.pods = slices.Grow(p.pods, count)
+	if p.k > 0 {
+		p.emitWhole(n, count, res)
+	} else {
+		st := &p.node
+		p.loadNode(st, n)
+		for range count {
+			pod := p.newPod(n, res)
+			if !st.take(pod, p, gpu) {
+				panic("placement: GPU accounting broken on node " + p.f.NodeName(n))
+			}
 		}
-		p.pods = append(p.pods, pod)
+	}
+	if count > 0 {
 		p.touched[n] = p.trialID
-		p.idx++
 	}
 	if p.used != nil {
 		p.used[n] += count
@@ -1104,6 +1117,70 @@ func (p *Placer) emitOn(n topology.NodeID, count, gpu int) {
 			p.usedDom[p.f.DomainOf(n, p.spreadLevel)] += count
 		}
 	}
+}
+
+// emitWhole is emitOn for pods of p.k whole GPUs each: each takes the
+// lowest-numbered whole-free GPUs left. It reads the fleet's whole-free
+// mask of the node, never its per-GPU state: whole-GPU work pays nothing
+// for shares and slices.
+func (p *Placer) emitWhole(n topology.NodeID, count int, res []gang.Resource) {
+	free, named := p.wholeFree(n)
+	for range count {
+		pod := p.newPod(n, res)
+		if !named {
+			continue // GPUs beyond 64 a node: counted, not named
+		}
+		switch c := bits.OnesCount64(free); {
+		case c < p.k:
+			panic("placement: GPU accounting broken on node " + p.f.NodeName(n))
+		case c == p.k:
+			pod.GPUMask, free = free, 0 // every one left: a whole node, often
+		default:
+			rest := free
+			for range p.k {
+				rest &= rest - 1 // drop the lowest whole-free GPU
+			}
+			pod.GPUMask, free = free&^rest, rest
+		}
+	}
+}
+
+// wholeFree is node n's whole-free GPUs as this placement sees them: the
+// fleet's less those of this trial's pods there not yet on the fleet
+// (as loadNode counts them). named is false on a node of more than 64
+// GPUs, whose pods count whole GPUs without naming them.
+func (p *Placer) wholeFree(n topology.NodeID) (free uint64, named bool) {
+	f := p.f
+	if f.Capacity(n) > 64 {
+		return 0, false
+	}
+	free = f.FreeMask(n)
+	if p.touched[n] != p.trialID {
+		return free, true
+	}
+	for i := p.mark; i < len(p.pods); i++ {
+		q := &p.pods[i]
+		if q.Node != n || p.mutating && q.PodSet != p.ps {
+			continue
+		}
+		free &^= q.GPUMask
+		if q.MIG != "" || q.Share > 0 {
+			free &^= 1 << q.GPU
+		}
+	}
+	return free, true
+}
+
+// newPod appends the next pod of the current pod set, on node n with no
+// GPU named yet, and returns it. The caller has grown p.pods for it.
+func (p *Placer) newPod(n topology.NodeID, res []gang.Resource) *Pod {
+	p.pods = p.pods[:len(p.pods)+1]
+	pod := &p.pods[len(p.pods)-1]
+	pod.PodSet, pod.Index, pod.Node, pod.GPUs = p.ps, p.idx, n, p.k
+	pod.GPUMask, pod.GPU, pod.Share, pod.MIG, pod.Slice = 0, 0, 0, "", 0
+	pod.Resources = res
+	p.idx++
+	return pod
 }
 
 // capacity is how many pods of the current pod set d can still take,

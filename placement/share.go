@@ -92,7 +92,9 @@ func (p *Placer) sharedCap(n topology.NodeID) int {
 }
 
 // nodeState is one node's GPUs as this placement sees them: the fleet's
-// state less the pods already chosen there and not yet on the fleet.
+// state less the pods already chosen there and not yet on the fleet. It
+// serves pods of a share, a MIG slice or no GPU; whole-GPU pods read the
+// node's whole-free GPUs alone (see Placer.wholeFree).
 type nodeState struct {
 	n     topology.NodeID
 	gpus  int
@@ -151,26 +153,15 @@ func span(prof topology.MIGProfile, start int) uint8 {
 	return uint8(1<<prof.Slices-1) << start
 }
 
-// take chooses the GPUs of one pod on the node and records them: the
-// lowest-numbered whole-free GPUs for whole-GPU pods; for a share or a
-// slice, gpu when it is >= 0, else the GPU left tightest by it (the
-// fewest thousandths or free slices that still hold it), lowest index on
-// ties.
+// take chooses the GPU of one pod that takes no whole GPU and records it:
+// for a share or a slice, gpu when it is >= 0, else the GPU left tightest
+// by it (the fewest thousandths or free slices that still hold it),
+// lowest index on ties. Whole-GPU pods go by Placer.emitWhole.
 func (st *nodeState) take(pod *Pod, p *Placer, gpu int) bool {
 	if !st.named {
-		return p.k > 0 // counted whole GPUs only
+		return false // only whole GPUs are counted there
 	}
 	switch {
-	case p.k > 0:
-		if bits.OnesCount64(st.free) < p.k {
-			return false
-		}
-		for range p.k {
-			i := bits.TrailingZeros64(st.free)
-			st.free &^= 1 << i
-			st.left[i] = -1
-			pod.GPUMask |= 1 << i
-		}
 	case p.mig != "":
 		prof, ok := p.f.NodeMIGProfile(st.n, p.mig)
 		if !ok {

@@ -107,12 +107,14 @@ func (f *Fleet) setWhole(n NodeID, g int, held bool) {
 			f.gmig[g] = migFull
 		}
 	}
-	switch now := !f.gpuFree(g); {
+	now := !f.gpuFree(g)
+	switch {
 	case now && !was:
 		f.nalloc[n]++
 	case was && !now:
 		f.nalloc[n]--
 	}
+	f.noteFree(n, g, !now)
 }
 
 // SetHealth changes node n's health. Allocations stay recorded whatever

@@ -134,6 +134,7 @@ type Fleet struct {
 	gused     []uint16 // thousandths held: shares, slices, or 1000 when whole
 	gmig      []uint8  // occupied memory slices of a MIG GPU
 	gwhole    []bool   // held whole by one pod
+	nfree     []uint64 // per node: its whole-free GPUs among the first 64, bit i for GPU i
 	nmig      []int8   // index into migModels, -1 when the node has no MIG
 	migModels []migModel
 	// Per group: partly shared GPUs by thousandths left, partly carved MIG
@@ -468,6 +469,7 @@ func (f *Fleet) Clone() *Fleet {
 	c.gused = slices.Clone(f.gused)
 	c.gmig = slices.Clone(f.gmig)
 	c.gwhole = slices.Clone(f.gwhole)
+	c.nfree = slices.Clone(f.nfree)
 	c.ralloc = slices.Clone(f.ralloc)
 	c.rfree = slices.Clone(f.rfree)
 	return &c

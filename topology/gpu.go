@@ -69,16 +69,29 @@ func (f *Fleet) GPUUsed(n NodeID, i int) (milli int, slices uint8) {
 func (f *Fleet) GPUWhole(n NodeID, i int) bool { return f.gwhole[int(f.gbase[n])+i] }
 
 // FreeMask returns the whole-free GPUs of node n among its first 64, bit
-// i for GPU i, in O(GPUs of the node).
-func (f *Fleet) FreeMask(n NodeID) uint64 {
-	var m uint64
-	base := int(f.gbase[n])
-	for i := range min(int(f.ncap[n]), 64) {
-		if f.gpuFree(base + i) {
-			m |= 1 << i
-		}
+// i for GPU i, in O(1): the mask is kept with every change of a GPU.
+func (f *Fleet) FreeMask(n NodeID) uint64 { return f.nfree[n] }
+
+// lowBits is the mask of GPUs 0..k-1, at most the first 64.
+func lowBits(k int) uint64 {
+	if k >= 64 {
+		return ^uint64(0)
 	}
-	return m
+	return 1<<k - 1
+}
+
+// noteFree keeps node n's free mask in step with GPU g, whether or not
+// it is whole-free now.
+func (f *Fleet) noteFree(n NodeID, g int, free bool) {
+	i := g - int(f.gbase[n])
+	if i >= 64 {
+		return
+	}
+	if free {
+		f.nfree[n] |= 1 << i
+	} else {
+		f.nfree[n] &^= 1 << i
+	}
 }
 
 // AllocateClaim takes what c holds on its node, all or nothing. It
@@ -248,12 +261,14 @@ func (f *Fleet) setGPU(n NodeID, g int, fn func()) {
 	f.indexGPU(n, g, false)
 	fn()
 	f.indexGPU(n, g, true)
-	switch now := !f.gpuFree(g); {
+	now := !f.gpuFree(g)
+	switch {
 	case now && !was:
 		f.nalloc[n]++
 	case was && !now:
 		f.nalloc[n]--
 	}
+	f.noteFree(n, g, !now)
 }
 
 // sharedKey is the key of GPU g in its group's index of partly used GPUs:

@@ -18,6 +18,7 @@ func checkAggregates(t require.TestingT, f *Fleet) {
 	R := len(f.rnames)
 	for n := range f.NumNodes() {
 		inUse := int32(0)
+		var freeMask uint64
 		for g := f.gbase[n]; g < f.gbase[n+1]; g++ {
 			require.LessOrEqual(t, f.gused[g], uint16(MilliGPU), "GPU %d over-shared", g)
 			if f.gwhole[g] {
@@ -25,9 +26,12 @@ func checkAggregates(t require.TestingT, f *Fleet) {
 			}
 			if !f.gpuFree(int(g)) {
 				inUse++
+			} else if i := g - f.gbase[n]; i < 64 {
+				freeMask |= 1 << i
 			}
 		}
 		require.Equal(t, inUse, f.nalloc[n], "node %d GPUs in use", n)
+		require.Equal(t, freeMask, f.FreeMask(NodeID(n)), "node %d whole-free GPUs", n)
 		for r := range R {
 			require.True(t, f.ralloc[n*R+r] >= 0 && f.ralloc[n*R+r] <= f.rcap[n*R+r], "node %d resource %d", n, r)
 		}

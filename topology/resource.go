@@ -45,6 +45,10 @@ func (f *Fleet) buildGPUs(nn int) {
 	f.gused = make([]uint16, total)
 	f.gmig = make([]uint8, total)
 	f.gwhole = make([]bool, total)
+	f.nfree = make([]uint64, nn)
+	for n := range nn {
+		f.nfree[n] = lowBits(int(f.ncap[n]))
+	}
 	f.rnames = slices.Sorted(maps.Keys(names))
 	f.rindex = make(map[string]ResourceID, len(f.rnames))
 	for i, r := range f.rnames {
