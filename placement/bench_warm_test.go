@@ -3,9 +3,7 @@ package placement_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/fleetsched/fleet/internal/benchlat"
 	"github.com/fleetsched/fleet/internal/shapes"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/topology"
@@ -34,24 +32,7 @@ func BenchmarkPlaceWarm(b *testing.B) {
 			b.Run(fmt.Sprintf("gpus=%d/%s", gpus, name), func(b *testing.B) {
 				w := work("r", 1, 1, "", "")
 				w.Model = model
-				p := placement.NewPlacer(placement.Options{Warm: warm})
-				if _, err := p.Place(f, w); err != nil {
-					b.Fatal(err)
-				}
-				lat := make([]time.Duration, 0, min(b.N, 1<<20))
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					t0 := time.Now()
-					if _, err := p.Place(f, w); err != nil {
-						b.Fatal(err)
-					}
-					if len(lat) < cap(lat) {
-						lat = append(lat, time.Since(t0))
-					}
-				}
-				b.StopTimer()
-				benchlat.ReportP99(b, lat)
+				timePlace(b, placement.NewPlacer(placement.Options{Warm: warm}), f, w)
 			})
 		}
 	}
