@@ -103,6 +103,22 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 			return false, len(run) > 1
 		}
 	}
+	// A lone request on a state no cycle's plan has changed since its
+	// last search found nothing finds nothing again (noplan.go).
+	alone := len(run) == 1 && !reclaimTried && len(taken) == 0
+	var kept *waitVerdict
+	if alone && s.noPlanStands(now, run[0], avoid) {
+		if !verifyNoPlans {
+			s.replayNoPlan(run[0])
+			if keyed {
+				failed.fail(key, searchPods(run[0]))
+			}
+			return false, false
+		}
+		w := run[0].noPlan.wait
+		kept = &w
+	}
+	at := s.stamp()
 	if len(run) > 1 {
 		if ok, _ := s.preemptFor(now, run, avoid, taken, d); ok {
 			return true, false
@@ -110,6 +126,9 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 		jointFailed = true
 	}
 	ok, found := s.preemptFor(now, run[:1], avoid, taken, d)
+	if kept != nil {
+		checkNoPlan(run[0].w.ID, *kept, run[0].wait, ok || found)
+	}
 	if ok {
 		return true, jointFailed
 	}
@@ -117,6 +136,9 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	// index search: they are reclaimed without a nomination.
 	if !found && !reclaimTried && s.reclaimFor(now, run[0], taken, d) {
 		return true, jointFailed
+	}
+	if alone && !found {
+		s.keepNoPlan(now, run[0], avoid, at)
 	}
 	if keyed && found && run[0].wait.refusedPlan {
 		if s.refused == nil {
@@ -128,9 +150,7 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 	// the class: a plan refused for a reservation, or one that needs no
 	// victim, does not.
 	if keyed && !found {
-		if pods, ok := failed.get(key); !ok || searchPods(run[0]) < pods {
-			failed.put(key, searchPods(run[0]))
-		}
+		failed.fail(key, searchPods(run[0]))
 	}
 	return false, jointFailed
 }
@@ -260,6 +280,13 @@ func (m *failMemo) put(k failKey, pods int) {
 		m.rows[k.class-1] = r
 	}
 	r[k.avoid] = pods + 1
+}
+
+// fail records that a search of k for pods found no plan.
+func (m *failMemo) fail(k failKey, pods int) {
+	if p, ok := m.get(k); !ok || pods < p {
+		m.put(k, pods)
+	}
 }
 
 // reset forgets every failure, keeping the memory.

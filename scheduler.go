@@ -125,6 +125,8 @@ type entry struct {
 	failClass int32
 	// unfit is tryAdmit's last verdict that it does not fit.
 	unfit unfit
+	// noPlan is tryPreempt's last answer that no plan makes room for it.
+	noPlan noPlanMemo
 }
 
 func (e *entry) state() gang.State { return e.rec.State }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/fleetsched/fleet/internal/benchlat"
 )
 
 // BenchmarkMonth simulates 30 days of the reference fleet under each
@@ -18,6 +20,7 @@ func BenchmarkMonth(b *testing.B) {
 			b.ResetTimer()
 			var took []time.Duration
 			events := 0
+			cpu := benchlat.CPUTime()
 			for b.Loop() {
 				t0 := time.Now()
 				r, err := Run(c)
@@ -27,6 +30,7 @@ func BenchmarkMonth(b *testing.B) {
 				took = append(took, time.Since(t0))
 				events += r.Events
 			}
+			benchlat.ReportCPU(b, cpu)
 			total := time.Duration(0)
 			for _, d := range took {
 				total += d

@@ -278,6 +278,7 @@ func wholeRequest(gpus int) quota.Request { return quota.Request{MilliGPUs: int6
 // is charged for: a workload that accepts several GPU models is charged
 // for the one it lands on.
 func (l *Ledger) SetFlavor(id string, f quota.FlavorID) error {
+	l.version++
 	r, ok := l.recs[id]
 	switch {
 	case !ok || r.State != gang.Pending || l.noms[id] != nil:

@@ -50,6 +50,7 @@ type Nominated struct {
 // pending or already nominated, a victim holds no GPUs or is already
 // promised, a name repeats, or the target GPUs cannot be covered.
 func (l *Ledger) Nominate(now time.Time, plan Plan) (Nominated, error) {
+	l.version++
 	if err := l.checkPlan(plan); err != nil {
 		return Nominated{}, err
 	}
@@ -253,6 +254,7 @@ func (r *Record) unclaimedOn(n topology.NodeID) int {
 // listPromised lists a promised victim under its nodes (once each), so later
 // plans can claim what it frees; an unpromised one is removed.
 func (l *Ledger) listPromised(r *Record) {
+	l.version++
 	l.unlistPromised(r)
 	if r.Drain == nil || !r.Drain.Promised() {
 		return
@@ -269,6 +271,7 @@ func (l *Ledger) listPromised(r *Record) {
 }
 
 func (l *Ledger) unlistPromised(r *Record) {
+	l.version++
 	l.promised.remove(r.W.ID)
 	for _, x := range r.Nodes {
 		list := l.onNode[x.Node]
@@ -328,6 +331,7 @@ func (l *Ledger) Ready() []string {
 // Start runs a ready beneficiary on its target, whose GPUs and quota are
 // already its own.
 func (l *Ledger) Start(b string, now time.Time) (*Record, error) {
+	l.version++
 	n, ok := l.noms[b]
 	if !ok || len(n.WaitOn) > 0 {
 		return nil, fmt.Errorf("ledger: start %q: not nominated or not ready", b)
@@ -347,6 +351,7 @@ func (l *Ledger) Start(b string, now time.Time) (*Record, error) {
 // when they exit, and a victim no beneficiary counts on any more becomes
 // an ordinary draining candidate. It returns the GPUs freed.
 func (l *Ledger) Dissolve(b string) int {
+	l.version++
 	n, ok := l.noms[b]
 	if !ok {
 		return 0
@@ -382,6 +387,7 @@ func (l *Ledger) Dissolve(b string) int {
 // it runs it no longer needs the ones that free quota only. Victims nobody
 // counts on become ordinary draining candidates.
 func (l *Ledger) Unserve(b string) {
+	l.version++
 	for _, v := range l.draining {
 		d := v.Drain
 		if slices.Contains(d.Live, b) {
@@ -395,6 +401,7 @@ func (l *Ledger) Unserve(b string) {
 }
 
 func (l *Ledger) dec(n topology.NodeID, g int) {
+	l.version++
 	l.reserved[n] -= g
 	switch {
 	case l.reserved[n] == 0:
@@ -481,6 +488,7 @@ func (l *Ledger) Claimed(n topology.NodeID) int {
 // beneficiary waits for it, so what it frees goes back to the pool. A
 // workload already draining keeps its drain.
 func (l *Ledger) DrainFor(id string, now, deadline time.Time, reason gang.DrainReason) (*Record, error) {
+	l.version++
 	r, ok := l.recs[id]
 	switch {
 	case !ok || !r.State.HoldsGPUs():

@@ -164,6 +164,7 @@ func (r *Record) Shrinkable() ([]placement.Pod, []int) {
 // changing nothing, when the parent is not admitted, does not run p, or
 // would go below its pod set's minimum.
 func (l *Ledger) Split(parent string, p placement.Pod, child *gang.Workload) (*Record, error) {
+	l.version++
 	r, ok := l.recs[parent]
 	switch {
 	case !ok || r.State != gang.Admitted:
@@ -218,6 +219,7 @@ func withLost(pods []placement.Pod, lost []LostPod) []placement.Pod {
 // Unsplit folds a split that was never drained back into its parent, the
 // undo of Split.
 func (l *Ledger) Unsplit(child string, p placement.Pod) error {
+	l.version++
 	c, ok := l.recs[child]
 	if !ok || c.State != gang.Admitted || c.splitOf == "" {
 		return fmt.Errorf("ledger: unsplit %q: not an admitted split", child)
@@ -247,6 +249,7 @@ func (r *Record) SplitOf() string { return r.splitOf }
 
 // RestoreSplit marks a restored holder as split off parent.
 func (l *Ledger) RestoreSplit(id, parent string) {
+	l.version++
 	if r, ok := l.recs[id]; ok {
 		r.splitOf = parent
 	}
@@ -257,6 +260,7 @@ func (l *Ledger) RestoreSplit(id, parent string) {
 // pod set, a free index (one the workload and its splits do not run) and
 // a healthy node with the GPUs free.
 func (l *Ledger) Grow(id string, pods []placement.Pod) error {
+	l.version++
 	r, ok := l.recs[id]
 	if !ok || r.State != gang.Admitted || len(r.Lost) > 0 {
 		return fmt.Errorf("ledger: grow %q: not an admitted workload", id)

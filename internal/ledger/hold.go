@@ -18,6 +18,7 @@ import (
 // admission (the GPUs are not free, the quota tree refuses the usage)
 // changes nothing.
 func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) error {
+	l.version++
 	return l.admit(id, a, nil, started)
 }
 
@@ -26,6 +27,7 @@ func (l *Ledger) Admit(id string, a placement.Assignment, started time.Time) err
 // now; the lost ones count in its size and quota but hold no GPUs (their
 // node may be down, or back and given to other work).
 func (l *Ledger) AdmitDegraded(id string, a placement.Assignment, lost []LostPod, started time.Time) error {
+	l.version++
 	return l.admit(id, a, lost, started)
 }
 
@@ -82,6 +84,7 @@ func (l *Ledger) hold(r *Record, a placement.Assignment, nodes []placement.NodeG
 	l.move(r, gang.Admitted)
 	r.Assign, r.Nodes, r.Started = a, nodes, started
 	r.Borrowing = l.tree.Borrowed(r.Queue, r.Flavor) > 0
+	l.fileRecent(r)
 	if _, dup := l.holders.ReplaceOrInsert(r); dup {
 		panic("ledger: workload started twice: " + r.W.ID)
 	}
@@ -100,6 +103,7 @@ func (l *Ledger) hold(r *Record, a placement.Assignment, nodes []placement.NodeG
 // reserved GPUs and quota return). The record is forgotten. It returns the
 // record as it was, and the nomination that dissolved, if any.
 func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, error) {
+	l.version++
 	r, ok := l.recs[id]
 	if !ok {
 		return nil, nil, fmt.Errorf("ledger: exit %q: unknown", id)
@@ -218,6 +222,7 @@ func (l *Ledger) OnNodes(lo, hi topology.NodeID) []string {
 // off them (sign -1): every pod counts, one holding only a share, a slice
 // or named resources included.
 func (l *Ledger) listNodes(r *Record, sign int) {
+	l.version++
 	l.placed++
 	l.countCrossing(r, sign)
 	for j := range r.Assign.Pods {

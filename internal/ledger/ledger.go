@@ -64,6 +64,12 @@ type Ledger struct {
 	// (listNodes), so that views derived from them can tell they are
 	// still current.
 	placed uint64
+	// version counts every change to the books but a checkpoint (Version).
+	version uint64
+	// recent lists holders that may still be within their MinRuntime, in
+	// start order as filed (ProtectionEnds).
+	recent     []string
+	recentKept int // len(recent) after fileRecent last pruned it
 	// crossings counts the holders spanning leaves, per leaf (crossings.go).
 	crossings *placement.Crossings
 }
@@ -215,6 +221,7 @@ func (l *Ledger) Index() *preempt.Index { return l.index }
 func (l *Ledger) RunningOf(r *Record) preempt.Running { return l.running(r) }
 
 func (l *Ledger) indexAdd(r *Record) {
+	l.version++
 	if err := l.index.Add(l.running(r)); err != nil {
 		panic("ledger: the index refused a holder: " + err.Error())
 	}
@@ -224,6 +231,7 @@ func (l *Ledger) indexAdd(r *Record) {
 // with its node holds no GPU, so it leaves the index until a replacement
 // brings it back.
 func (l *Ledger) indexUpdate(r *Record) {
+	l.version++
 	_, in := l.index.Get(r.W.ID)
 	var err error
 	switch {
@@ -241,6 +249,7 @@ func (l *Ledger) indexUpdate(r *Record) {
 }
 
 func (l *Ledger) indexRemove(r *Record) {
+	l.version++
 	if _, in := l.index.Get(r.W.ID); !in && len(r.Nodes) == 0 {
 		return
 	}
@@ -251,6 +260,7 @@ func (l *Ledger) indexRemove(r *Record) {
 
 // SetHealth changes a node's health on the fleet and its mirror.
 func (l *Ledger) SetHealth(n topology.NodeID, h topology.Health) error {
+	l.version++
 	if err := l.fleet.SetHealth(n, h); err != nil {
 		return err
 	}
@@ -337,6 +347,59 @@ func (l *Ledger) Holders(fn func(*Record) bool) { l.holders.Ascend(fn) }
 // while it does not.
 func (l *Ledger) Placed() uint64 { return l.placed }
 
+// Version counts the changes to the books: every start, stop, drain,
+// nomination, claim, move, resize, health or quota change, and any
+// restore or adoption, but not a checkpoint. A victim search reads the
+// books through the index, the claims and the promised victims, all of
+// which a change moves; a checkpoint changes only what a victim costs,
+// which orders plans but never decides whether one exists. Callers keep
+// an answer with the Version it was found at, and it stands while the
+// Version does, up to the first MinRuntime protection ending
+// (ProtectionEnds).
+func (l *Ledger) Version() uint64 { return l.version }
+
+// ProtectionEnds is the earliest time after now at which a holder's
+// MinRuntime protection ends (Started plus Policy.MinRuntime), and false
+// when no holder is protected at now: a victim search's candidates
+// change with time only then. O(the holders started within their
+// MinRuntime of now, and of those whose protection ended since the last
+// call).
+func (l *Ledger) ProtectionEnds(now time.Time) (time.Time, bool) {
+	var first time.Time
+	found := false
+	keep := l.recent[:0]
+	for _, id := range l.recent {
+		r, ok := l.recs[id]
+		if !ok || !r.State.HoldsGPUs() {
+			continue
+		}
+		end := r.Started.Add(r.Policy.MinRuntime)
+		if !end.After(now) {
+			continue
+		}
+		keep = append(keep, id)
+		if !found || end.Before(first) {
+			first, found = end, true
+		}
+	}
+	clear(l.recent[len(keep):])
+	l.recent = keep
+	return first, found
+}
+
+// fileRecent lists r, just started, among the holders that may be
+// protected, dropping those whose protection ended by its start.
+func (l *Ledger) fileRecent(r *Record) {
+	if r.Policy.MinRuntime <= 0 {
+		return
+	}
+	if len(l.recent) >= max(64, 2*l.recentKept) {
+		l.ProtectionEnds(r.Started)
+		l.recentKept = len(l.recent)
+	}
+	l.recent = append(l.recent, r.W.ID)
+}
+
 // ReservedGPUs is the number of GPUs allocated on behalf of nominations.
 func (l *Ledger) ReservedGPUs() int {
 	t := 0
@@ -349,6 +412,7 @@ func (l *Ledger) ReservedGPUs() int {
 // Track records a new pending workload. The spec is the scheduler's copy;
 // the ledger keeps the pointer.
 func (l *Ledger) Track(w *gang.Workload, q quota.NodeID, f quota.FlavorID, p Policy) (*Record, error) {
+	l.version++
 	if _, dup := l.recs[w.ID]; dup {
 		return nil, fmt.Errorf("ledger: %q already tracked", w.ID)
 	}
@@ -360,6 +424,7 @@ func (l *Ledger) Track(w *gang.Workload, q quota.NodeID, f quota.FlavorID, p Pol
 // Forget drops a pending workload that never held anything (an adoption
 // refused after tracking it).
 func (l *Ledger) Forget(id string) {
+	l.version++
 	if r, ok := l.recs[id]; ok && r.State == gang.Pending && l.noms[id] == nil {
 		delete(l.recs, id)
 	}
@@ -368,6 +433,7 @@ func (l *Ledger) Forget(id string) {
 // move changes a record's state, checked against gang's transition table:
 // a move the table refuses is a broken invariant of the caller.
 func (l *Ledger) move(r *Record, to gang.State) {
+	l.version++
 	if !gang.CanTransition(r.State, to) {
 		panic(fmt.Sprintf("ledger: %s cannot move from %s to %s", r.W.ID, r.State, to))
 	}

@@ -23,6 +23,7 @@ import (
 // holds no GPUs or already moves, a target of the wrong size, or one
 // whose GPUs are not free on healthy nodes.
 func (l *Ledger) ReserveMove(id string, target placement.Assignment) error {
+	l.version++
 	r, ok := l.recs[id]
 	switch {
 	case !ok || !r.State.HoldsGPUs():
@@ -50,6 +51,7 @@ func (l *Ledger) ReserveMove(id string, target placement.Assignment) error {
 // DropMove gives back the GPUs reserved for id's move, if it has one,
 // and reports whether it had.
 func (l *Ledger) DropMove(id string) bool {
+	l.version++
 	r, ok := l.recs[id]
 	if !ok || len(r.MoveTo.Pods) == 0 {
 		return false
@@ -95,6 +97,7 @@ func (l *Ledger) Moving(id string) bool {
 // cycle places it wherever it fits. It is refused, changing nothing, for
 // work that is not Moving.
 func (l *Ledger) Requeue(id string, now time.Time) error {
+	l.version++
 	r := l.recs[id]
 	if !l.Moving(id) {
 		return fmt.Errorf("ledger: requeue %q: not a moving holder", id)

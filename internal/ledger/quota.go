@@ -8,6 +8,7 @@ import "github.com/fleetsched/fleet/quota"
 // unchanged. Usage stays charged as it is: a queue left above its new
 // quota borrows, and its excess is reclaimable like any borrowed quota.
 func (l *Ledger) SetQuotaNode(spec quota.NodeSpec, check func(*quota.Tree) error) error {
+	l.version++
 	c := l.tree.Clone()
 	if err := c.SetNode(spec); err != nil {
 		return err

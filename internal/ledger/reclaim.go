@@ -27,6 +27,7 @@ import (
 // draining one already has its drain), a beneficiary that is not pending
 // or is nominated, an unknown reason or a deadline before now.
 func (l *Ledger) DrainServing(id, b string, now, deadline time.Time, reason gang.DrainReason) (*Record, error) {
+	l.version++
 	r, ok := l.recs[id]
 	br, bok := l.recs[b]
 	switch {

@@ -31,6 +31,7 @@ func (d *Drain) Claims() []Claim {
 // are restored after it (RestoreNomination), and CheckInvariants then
 // confirms the books add up.
 func (l *Ledger) RestoreDrain(id string, d Drain, claims []Claim) error {
+	l.version++
 	r, ok := l.recs[id]
 	if !ok || r.State != gang.Admitted {
 		return fmt.Errorf("ledger: restore drain of %q: not running", id)
@@ -69,6 +70,7 @@ func (l *Ledger) RestoreDrain(id string, d Drain, claims []Claim) error {
 // its quota is charged and its reserved GPUs allocated again; the victims
 // it waits on must have been restored with their claims.
 func (l *Ledger) RestoreNomination(b string, target placement.Assignment, reserved []placement.NodeGPUs, waitOn []string, readyBy time.Time, seq uint64) error {
+	l.version++
 	r, ok := l.recs[b]
 	if !ok || r.State != gang.Pending || l.noms[b] != nil {
 		return fmt.Errorf("ledger: restore nomination of %q: not a pending workload without one", b)
@@ -111,6 +113,7 @@ func (l *Ledger) RestoreNomination(b string, target placement.Assignment, reserv
 // RestoreBorrowing sets whether a restored holder borrowed when it was
 // admitted: a fact of its admission, not of the restored tree.
 func (l *Ledger) RestoreBorrowing(id string, borrowing bool) {
+	l.version++
 	if r, ok := l.recs[id]; ok && r.State.HoldsGPUs() {
 		r.Borrowing = borrowing
 	}
@@ -129,6 +132,7 @@ func (l *Ledger) RestoreBorrowing(id string, borrowing bool) {
 // nothing, when b is not pending without a nomination, the target is not
 // a size its pod sets allow, or its GPUs cannot be covered.
 func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now, readyBy time.Time) error {
+	l.version++
 	r, ok := l.recs[b]
 	if !ok || r.State != gang.Pending || l.noms[b] != nil {
 		return fmt.Errorf("ledger: adopt nomination of %q: not a pending workload without one", b)
@@ -216,6 +220,7 @@ func (l *Ledger) AdoptNomination(b string, target placement.Assignment, now, rea
 // as served when a draining victim lists it among its live beneficiaries,
 // as a nomination or reclaim would have: its end then releases them.
 func (l *Ledger) AdoptServed(b string) {
+	l.version++
 	r, ok := l.recs[b]
 	if !ok {
 		return
@@ -234,6 +239,7 @@ func (l *Ledger) AdoptServed(b string) {
 // ordinary draining candidates. A beneficiary that runs still counts on
 // the victims that free its quota, until it ends.
 func (l *Ledger) DropUnknownLive() {
+	l.version++
 	var gone []string
 	for _, v := range l.draining {
 		for _, b := range v.Drain.Live {

@@ -24,6 +24,7 @@ type LostPod struct {
 // nothing, for a holder that did not declare it survives the loss of a
 // node.
 func (l *Ledger) LosePods(id string, n topology.NodeID, now time.Time) ([]LostPod, error) {
+	l.version++
 	r, ok := l.recs[id]
 	if !ok || !r.State.HoldsGPUs() || !r.OnNode(n) {
 		return nil, fmt.Errorf("ledger: %q has no pod on node %d", id, n)
@@ -68,6 +69,7 @@ func (l *Ledger) LosePods(id string, n topology.NodeID, now time.Time) ([]LostPo
 // allocated now. It is refused when the pod is not lost or the GPUs are
 // not free.
 func (l *Ledger) Replace(id string, pod placement.Pod, n topology.NodeID) (placement.Pod, error) {
+	l.version++
 	r, ok := l.recs[id]
 	if !ok || !r.State.HoldsGPUs() {
 		return placement.Pod{}, fmt.Errorf("ledger: replace a pod of %q: not running", id)
@@ -147,6 +149,7 @@ func (r *Record) lostGPUs() int {
 // victim stays visible to searches as draining work. A holder already
 // draining keeps its drain.
 func (l *Ledger) DrainForSwap(id, b string, now, deadline time.Time) (*Record, error) {
+	l.version++
 	g, ok := l.recs[b]
 	if !ok || len(g.Lost) == 0 || id == b {
 		return nil, fmt.Errorf("ledger: drain %q for %q: no pod of it waits for a replacement", id, b)

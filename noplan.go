@@ -1,0 +1,63 @@
+package fleet
+
+import (
+	"slices"
+	"time"
+
+	"github.com/fleetsched/fleet/topology"
+)
+
+// noPlanMemo is a victim search's answer that no plan makes room for a
+// workload (and that the reclaim of shares, slices and named resources
+// after it found none either), kept with what both read: the counts of
+// changes of the fleet, the quota tree and the books, and the domains
+// the search kept out of. The only other input is time, through
+// MinRuntime: a holder protected when the answer was found may be a
+// candidate later, so the answer stands until the first protection
+// ends (ledger.ProtectionEnds). Prices move with time too, but a price
+// orders plans; it never decides whether one exists. While all of that
+// holds a search would answer the same: a cycle in which nothing
+// changed repeats the verdict without searching.
+type noPlanMemo struct {
+	valid              bool
+	fleet, tree, books uint64
+	expires            bool      // false: nothing was protected
+	until              time.Time // when the first protection ends
+	avoid              []topology.DomainID
+	wait               waitVerdict // the verdict the search left
+}
+
+// stamp is the count of changes of everything a victim search reads.
+type stamp struct{ fleet, tree, books uint64 }
+
+func (s *Scheduler) stamp() stamp {
+	return stamp{s.fleet.Changes(), s.tree.Changes(), s.books.Version()}
+}
+
+// noPlanStands reports whether e's kept answer that no plan exists holds
+// at now for a search kept out of avoid.
+func (s *Scheduler) noPlanStands(now time.Time, e *entry, avoid []topology.DomainID) bool {
+	m := &e.noPlan
+	return m.valid && (stamp{m.fleet, m.tree, m.books}) == s.stamp() &&
+		(!m.expires || now.Before(m.until)) && slices.Equal(m.avoid, avoid)
+}
+
+// keepNoPlan keeps e's verdict after a search and a reclaim that found
+// nothing, both run at now on the state at (which they did not change).
+func (s *Scheduler) keepNoPlan(now time.Time, e *entry, avoid []topology.DomainID, at stamp) {
+	if s.stamp() != at {
+		e.noPlan.valid = false
+		return
+	}
+	until, expires := s.books.ProtectionEnds(now)
+	e.noPlan = noPlanMemo{valid: true, fleet: at.fleet, tree: at.tree, books: at.books,
+		expires: expires, until: until, avoid: append(e.noPlan.avoid[:0], avoid...), wait: e.wait}
+	e.noPlan.wait.cycle, e.noPlan.wait.at = 0, time.Time{}
+}
+
+// replayNoPlan gives e the verdict its kept answer left, for this cycle.
+func (s *Scheduler) replayNoPlan(e *entry) {
+	cycle, at := e.wait.cycle, e.wait.at
+	e.wait = e.noPlan.wait
+	e.wait.cycle, e.wait.at = cycle, at
+}
