@@ -165,6 +165,17 @@
 //     every priority; Kueue removes candidates in its order (work
 //     already evicted first) and places after each removal. Kueue's
 //     measured outcome is the same min-max domain.
+//   - Other queues first, for quota only. Kueue's order ranks other
+//     ClusterQueues' candidates before priority; fleet's victims for
+//     quota follow it, but the room a gang needs inside its domain is
+//     freed where the highest victim priority is lowest, whoever holds
+//     it, so a preemptor may evict its own lower-priority work rather
+//     than a borrower's of higher priority. On the reference
+//     borrow-preempt shape (2,048 one-GPU workloads, 8 x 8 GPUs asked
+//     by a queue at its nominal quota) fleet evicts 32 of the borrowing
+//     queue's workloads and 32 of the preemptor's own, none above
+//     priority 70; freeing 8 of the borrowing queue's nodes alone, as
+//     Kueue's order would, evicts work up to priority 78.
 //
 // What it is not: preempt sends no signals and keeps no clock; time comes
 // in as arguments. A Searcher and an Index are not safe for

@@ -254,3 +254,44 @@ func TestNodeLevelPodFreesTheCheapestNode(t *testing.T) {
 		})
 	}
 }
+
+// TestBorrowingPreemptorFreesTheRoomOfLowestPriorityWhoeverHoldsIt: a,
+// at its nominal quota, asks for a whole node, which it can only borrow
+// or make by evicting its own lower-priority work on node 0. b borrows
+// 12 GPUs: half of node 1 (priority 0), the other half (priority
+// "high"), and half of node 2 beside x's work, which is within x's quota
+// and no victim. Kueue's order puts other ClusterQueues' candidates
+// before priority: it removes b's work, priority 0 first, until node 1
+// is free, and gives back what is not needed: b's half-nodes of node 1.
+// fleet takes other queues' work first for quota too, but frees the
+// room whose highest victim priority is lowest, whoever holds it:
+// node 0 when a's own work is below b's, and Kueue's room when it is
+// not. A listed difference from Kueue (preempt's package doc,
+// "Topology").
+func TestBorrowingPreemptorFreesTheRoomOfLowestPriorityWhoeverHoldsIt(t *testing.T) {
+	bwc := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
+		BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority}}
+	for _, tc := range []struct {
+		name   string
+		high   int32 // the priority of b's other half of node 1
+		want   []string
+		reason preempt.Reason
+	}{
+		{"own work below the borrower's", 4, []string{"own"}, preempt.InQueue},
+		{"own work above the borrower's", 0, []string{"b1", "b3"}, preempt.ReclaimWhileBorrowing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 3, 8, cohort("c", "", 0), queue("a", "c", 8, bwc),
+				queue("b", "c", 0, lower), queue("x", "c", 16, lower))
+			e.run("own", "a", 1, time.Minute, []int{0}, []int{8})
+			e.run("b1", "b", 0, time.Hour, []int{1}, []int{4})
+			e.run("b3", "b", tc.high, time.Hour, []int{1}, []int{4})
+			e.run("b2", "b", 0, time.Hour, []int{2}, []int{4})
+			e.run("x", "x", 0, time.Hour, []int{2}, []int{4})
+			p, err := victims(t, e, e.req("new", "a", 5, 1, 8, ""), nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, ids(p))
+			assert.Equal(t, tc.reason, p.Victims[0].Reason)
+		})
+	}
+}
