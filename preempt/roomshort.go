@@ -55,6 +55,11 @@ func (s *Searcher) roomShort(b cellBound) bool {
 	if n := f.NumNodes(); len(s.roomAt) < n {
 		s.roomAt, s.roomMore = make([]uint32, n), make([]int32, n)
 	}
+	// Every workload holding GPUs on node n is listed on n, so once n's
+	// list is read, n's room is complete: the walk adds it up node by
+	// node and stops as soon as the cell can hold the gang.
+	k := sh.podGPUs
+	reach := int(s.cellSlots[b.cell*sh.numGroupSlots+int(b.groupSlot)])
 	lo, hi := f.Nodes(sh.firstCell + topology.DomainID(b.cell))
 	for n := lo; n < hi; n++ {
 		if d, gi := s.cell(n); d != b.cell || gi != b.groupSlot {
@@ -75,14 +80,7 @@ func (s *Searcher) roomShort(b cellBound) bool {
 				s.roomMore[ng.Node] += int32(ng.GPUs)
 			}
 		}
-	}
-	k := sh.podGPUs
-	reach := int(s.cellSlots[b.cell*sh.numGroupSlots+int(b.groupSlot)])
-	for n := lo; n < hi; n++ {
 		if s.roomAt[n] != s.roomEpoch || s.roomMore[n] == 0 {
-			continue
-		}
-		if d, gi := s.cell(n); d != b.cell || gi != b.groupSlot {
 			continue
 		}
 		have, more := f.Free(n)+int(s.freed[n]), int(s.roomMore[n])
