@@ -91,6 +91,17 @@ type Policy struct {
 	// IdleReclaim drains running work its host reports idle past a limit
 	// per priority class (see IdleRule and Scheduler.ReportUsage).
 	IdleReclaim []IdleRule
+	// WaitLimit bounds how long pending work waits behind running work of
+	// its own priority and queue: once it has waited this long since it
+	// was submitted, a queue whose rule is
+	// quota.WithinQueueLowerOrNewerEqualPriority lets it evict runs of
+	// its priority that were queued before it, as it already may those
+	// queued after it (MinRuntime and the drain contract still protect
+	// them). Without it a large gang waits until enough older runs of its
+	// queue end on their own, while smaller work keeps starting. Kueue
+	// has no such limit; 0 turns it off, and ReferenceConfig sets
+	// ReferenceWaitLimit.
+	WaitLimit time.Duration
 }
 
 // DefaultOverflowAfter is the default Policy.OverflowAfter.
@@ -98,6 +109,13 @@ const DefaultOverflowAfter = 5 * time.Minute
 
 // DefaultHotSwapWait is the default Policy.HotSwapWait.
 const DefaultHotSwapWait = 10 * time.Minute
+
+// ReferenceWaitLimit is ReferenceConfig's Policy.WaitLimit: in the
+// simulated month of the reference fleet it keeps the 90th percentile of
+// research gangs of 65-512 GPUs near 10 h, where the largest of them
+// otherwise wait for the evening's inference ramp-down and the end of
+// research's older runs (docs/month.md).
+const ReferenceWaitLimit = 10 * time.Hour
 
 // QueueOrder orders pending work for a host that wants its own policy
 // (say, smallest gang first inside a priority). Compare returns a negative

@@ -315,6 +315,26 @@ func (s *Scheduler) explainWait(e *entry, x *Explanation) []string {
 	if hint := s.ruleHint(e, x); hint != "" {
 		msg = append(msg, hint)
 	}
+	if note := s.waitLimitNote(e, x); note != "" {
+		msg = append(msg, note)
+	}
 	msg = append(msg, "as of the cycle at "+w.at.Format(time.TimeOnly))
 	return msg
+}
+
+// waitLimitNote says when a workload whose priority rule kept victims out
+// may evict the runs of its priority queued before it (Policy.WaitLimit),
+// or that it may already; "" when the limit does not apply.
+func (s *Scheduler) waitLimitNote(e *entry, x *Explanation) string {
+	l := s.cfg.Policy.WaitLimit
+	if l <= 0 || x.Preemption == nil || x.Preemption.Excluded.Priority == 0 ||
+		s.tree.Rules(e.queue).WithinQueue != quota.WithinQueueLowerOrNewerEqualPriority {
+		return ""
+	}
+	at := e.submitted.Add(l)
+	if !e.wait.at.Before(at) {
+		return fmt.Sprintf("it has waited the wait limit (%s): runs of its priority queued before it were candidates", l)
+	}
+	return fmt.Sprintf("from %s, once it has waited the wait limit (%s), runs of its priority queued before it are candidates too",
+		at.Format(time.DateTime), l)
 }

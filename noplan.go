@@ -11,18 +11,19 @@ import (
 // workload (and that the reclaim of shares, slices and named resources
 // after it found none either), kept with what both read: the counts of
 // changes of the fleet, the quota tree and the books, and the domains
-// the search kept out of. The only other input is time, through
-// MinRuntime: a holder protected when the answer was found may be a
-// candidate later, so the answer stands until the first protection
-// ends (ledger.ProtectionEnds). Prices move with time too, but a price
-// orders plans; it never decides whether one exists. While all of that
-// holds a search would answer the same: a cycle in which nothing
-// changed repeats the verdict without searching.
+// the search kept out of. The only other input is time: a holder
+// protected by its MinRuntime when the answer was found may be a
+// candidate later, and a workload that has waited Policy.WaitLimit may
+// evict more, so the answer stands until the first protection ends
+// (ledger.ProtectionEnds) or the workload reaches the limit. Prices move
+// with time too, but a price orders plans; it never decides whether one
+// exists. While all of that holds a search would answer the same: a
+// cycle in which nothing changed repeats the verdict without searching.
 type noPlanMemo struct {
 	valid              bool
 	fleet, tree, books uint64
-	expires            bool      // false: nothing was protected
-	until              time.Time // when the first protection ends
+	expires            bool      // false: nothing was protected, and no limit is near
+	until              time.Time // when the first protection ends, or the limit is reached
 	avoid              []topology.DomainID
 	wait               waitVerdict // the verdict the search left
 }
@@ -50,6 +51,11 @@ func (s *Scheduler) keepNoPlan(now time.Time, e *entry, avoid []topology.DomainI
 		return
 	}
 	until, expires := s.books.ProtectionEnds(now)
+	if l := s.cfg.Policy.WaitLimit; l > 0 && !s.starved(e) {
+		if at := e.submitted.Add(l); !expires || at.Before(until) {
+			until, expires = at, true
+		}
+	}
 	e.noPlan = noPlanMemo{valid: true, fleet: at.fleet, tree: at.tree, books: at.books,
 		expires: expires, until: until, avoid: append(e.noPlan.avoid[:0], avoid...), wait: e.wait}
 	e.noPlan.wait.cycle, e.noPlan.wait.at = 0, time.Time{}

@@ -180,7 +180,7 @@ func (s *Scheduler) preemptModels(e *entry, preempt func() bool) bool {
 			panic("fleet: the ledger refused a model its queue serves: " + err.Error())
 		}
 		e.flavor, e.w.Flavor, e.w.Flavors = f, m, nil
-		e.failClass = 0 // of this model's class
+		e.failClass = [2]int32{} // of this model's classes
 		ok = preempt()
 		e.w.Flavors = models
 		if ok {
@@ -213,6 +213,7 @@ type refusal struct {
 	runtime     time.Duration
 	preemptible bool
 	submitted   time.Time
+	starved     bool
 	reserve     *reservation
 	reason      WaitReason
 	behind      string
@@ -222,7 +223,7 @@ func (s *Scheduler) refusalOf(e *entry) refusal {
 	r := refusal{pods: searchPods(e), preferred: e.w.Topology.Preferred, runtime: e.w.ExpectedRuntime,
 		preemptible: e.w.Drain.Preemptible, reserve: s.reserve, reason: e.wait.reason, behind: e.wait.behind}
 	if s.tree.Rules(e.queue).WithinQueue == quota.WithinQueueLowerOrNewerEqualPriority {
-		r.submitted = e.submitted
+		r.submitted, r.starved = e.submitted, s.starved(e)
 	}
 	return r
 }
@@ -297,8 +298,10 @@ func (m *failMemo) reset() {
 }
 
 // failClass is what of a workload puts it in a failKey besides the
-// domains it avoids: fixed for the workload, so found once and kept as a
-// number (entry.failClass).
+// domains it avoids: fixed for the workload but for whether it is
+// starved (Policy.WaitLimit), which turns true once, so found once per
+// value and kept as a number (entry.failClass). A starved workload may
+// evict more than one that is not: the two never share a class.
 type failClass struct {
 	queue    quota.NodeID
 	priority int32
@@ -306,28 +309,41 @@ type failClass struct {
 	required string
 	pools    string
 	gpus     int
+	starved  bool
 }
 
 // failureKey is e's failKey with the given avoid set, false for work no
 // class holds (several pod sets, segments or spread).
 func (s *Scheduler) failureKey(e *entry, avoid int) (failKey, bool) {
-	if e.failClass == 0 {
-		e.failClass = s.internFailClass(e)
+	starved := s.starved(e)
+	c := &e.failClass[0]
+	if starved {
+		c = &e.failClass[1]
 	}
-	if e.failClass < 0 {
+	if *c == 0 {
+		*c = s.internFailClass(e, starved)
+	}
+	if *c < 0 {
 		return failKey{}, false
 	}
-	return failKey{class: e.failClass, avoid: avoid}, true
+	return failKey{class: *c, avoid: avoid}, true
+}
+
+// starved reports whether e has waited Policy.WaitLimit or longer at the
+// cycle's now.
+func (s *Scheduler) starved(e *entry) bool {
+	l := s.cfg.Policy.WaitLimit
+	return l > 0 && s.now.Sub(e.submitted) >= l
 }
 
 // internFailClass returns e's failClass's index plus one in
 // failClasses, adding it when it is new, or -1 for work of no class.
-func (s *Scheduler) internFailClass(e *entry) int32 {
+func (s *Scheduler) internFailClass(e *entry, starved bool) int32 {
 	if len(e.w.PodSets) != 1 || e.w.Topology.Segment.Size > 0 || e.w.Spread != (gang.Spread{}) {
 		return -1
 	}
 	c := failClass{queue: e.queue, priority: e.priority, flavor: e.flavor, required: e.w.Topology.Required,
-		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod}
+		pools: strings.Join(e.w.Pools, ","), gpus: e.w.PodSets[0].GPUsPerPod, starved: starved}
 	id, ok := s.failClasses[c]
 	if !ok {
 		if s.failClasses == nil {
@@ -362,7 +378,7 @@ func (s *Scheduler) preemptFor(now time.Time, run []*entry, avoid []topology.Dom
 		w = &joint
 	}
 	req := preempt.Request{W: w, Queue: e.queue, Flavor: e.flavor, Now: now,
-		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Claims: s.books, Avoid: avoid}
+		FairSharing: s.cfg.Policy.FairSharing, Submitted: e.submitted, Starved: s.starved(e), Claims: s.books, Avoid: avoid}
 	if s.searcher.ScratchDirty() {
 		// A search was interrupted (a host callback panicked): the live
 		// state was never touched, only the mirror needs copying again.

@@ -60,7 +60,7 @@ func (s *Scheduler) reclaimShared(now time.Time, e *entry, taken map[string]bool
 	w := &e.w
 	key := fmt.Sprintf("%d/%d/%d/%q/%v/%v/%v", e.queue, e.priority, e.flavor, w.Pools, w.Topology, w.Spread, w.PodSets)
 	if s.tree.Rules(e.queue).WithinQueue == quota.WithinQueueLowerOrNewerEqualPriority {
-		key += "/" + e.submitted.String()
+		key += fmt.Sprintf("/%s/%v", e.submitted, s.starved(e))
 	}
 	if s.unreclaimable[key] {
 		return false
@@ -260,11 +260,13 @@ func (s *Scheduler) reclaimRequest(e *entry, w *gang.Workload) quota.Request {
 // order: other queues' borrowed work first, then lower priority, then
 // the most recently started, then ID. A candidate runs on e's GPU model,
 // is preemptible, is past its minimum runtime, is not taken this cycle,
-// and passes e's queue rules: withinQueue for its own queue, and
+// and passes e's queue rules: withinQueue for its own queue (where a
+// starved e counts as queued before every run: Policy.WaitLimit), and
 // reclaimWithinCohort for another queue of its cohort that borrows.
 func (s *Scheduler) reclaimCandidates(now time.Time, e *entry, taken map[string]bool) []reclaimCandidate {
 	rules := s.tree.Rules(e.queue)
 	root := s.tree.Root(e.queue)
+	starved := s.starved(e)
 	var out []reclaimCandidate
 	s.books.Holders(func(r *ledger.Record) bool {
 		switch {
@@ -283,7 +285,7 @@ func (s *Scheduler) reclaimCandidates(now time.Time, e *entry, taken map[string]
 			case quota.WithinQueueLowerPriority:
 				allowed = prio < e.priority
 			case quota.WithinQueueLowerOrNewerEqualPriority:
-				allowed = prio < e.priority || prio == e.priority && x.submitted.After(e.submitted)
+				allowed = prio < e.priority || prio == e.priority && (starved || x.submitted.After(e.submitted))
 			}
 			if allowed {
 				out = append(out, reclaimCandidate{rec: r, prio: prio})

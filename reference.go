@@ -25,7 +25,9 @@ const (
 // threshold at batch's priority), and a research gang may evict research
 // runs of its priority queued after it (Kueue's withinClusterQueue:
 // LowerOrNewerEqualPriority): small runs that passed a large gang in the
-// BestEffortFIFO queue cannot keep it waiting for days.
+// BestEffortFIFO queue cannot keep it waiting for days. Work that has
+// waited ReferenceWaitLimit may evict research runs of its priority
+// queued before it too (Policy.WaitLimit), so older runs cannot either.
 func ReferenceConfig() Config {
 	batchPriority := int32(100)
 	return Config{
@@ -54,6 +56,7 @@ func ReferenceConfig() Config {
 			{Name: ClassReservedResearch, Value: 500, Grace: DefaultGrace, MinRuntime: 5 * time.Minute},
 			{Name: ClassPreemptibleBatch, Value: 100, Grace: DefaultGrace, MinRuntime: time.Minute},
 		},
+		Policy: Policy{WaitLimit: ReferenceWaitLimit},
 	}
 }
 

@@ -121,8 +121,9 @@ type entry struct {
 	// reclaiming: victims drained for it without a nomination may still
 	// be draining (reclaim_shared.go); its next search counts them first.
 	reclaiming bool
-	// failClass is its failKey class, as found by failureKey (0: not yet).
-	failClass int32
+	// failClass is its failKey class, as found by failureKey (0: not
+	// yet), before and once it is starved (Policy.WaitLimit).
+	failClass [2]int32
 	// unfit is tryAdmit's last verdict that it does not fit.
 	unfit unfit
 	// noPlan is tryPreempt's last answer that no plan makes room for it.
@@ -171,8 +172,15 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		classes[c.Name] = c
 	}
-	if cfg.Policy.RestartOverhead < 0 || cfg.Policy.HotSwapWait < 0 || cfg.Policy.OverflowAfter < 0 || cfg.Policy.DefragBudget < 0 {
-		return nil, refuse("new", "", ErrInvalidConfig, "negative restart overhead or hot-swap wait")
+	p := &cfg.Policy
+	for _, x := range []struct {
+		name     string
+		negative bool
+	}{{"RestartOverhead", p.RestartOverhead < 0}, {"HotSwapWait", p.HotSwapWait < 0},
+		{"OverflowAfter", p.OverflowAfter < 0}, {"DefragBudget", p.DefragBudget < 0}, {"WaitLimit", p.WaitLimit < 0}} {
+		if x.negative {
+			return nil, refuse("new", "", ErrInvalidConfig, "Policy.%s is negative: 0 takes its default, or turns it off", x.name)
+		}
 	}
 	if err := checkIdleRules(cfg.Policy.IdleReclaim, classes); err != nil {
 		return nil, err

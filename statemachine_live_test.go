@@ -31,6 +31,9 @@ func machineConfig() fleet.Config {
 		}
 	}
 	cfg.Policy.DefragBudget = 2
+	// Runs of a few hours reach a wait limit of half an hour: starved
+	// work evicts older runs of its priority (Policy.WaitLimit).
+	cfg.Policy.WaitLimit = 30 * time.Minute
 	return cfg
 }
 

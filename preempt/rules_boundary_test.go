@@ -44,6 +44,37 @@ func TestLowerOrNewerEqualPriorityBoundaries(t *testing.T) {
 	}
 }
 
+// A Starved preemptor counts as queued before every candidate: under
+// WithinQueueLowerOrNewerEqualPriority work of its priority queued
+// before it is a victim too, never higher priority, and no other rule
+// changes (WithinQueueLowerPriority keeps equal priorities).
+func TestStarvedPreemptorTakesEqualPriorityQueuedBefore(t *testing.T) {
+	sub := t0.Add(-10 * time.Minute)
+	for _, c := range []struct {
+		name   string
+		rule   quota.WithinQueue
+		prio   int32
+		victim bool
+	}{
+		{"equal priority, queued before", quota.WithinQueueLowerOrNewerEqualPriority, 5, true},
+		{"higher priority", quota.WithinQueueLowerOrNewerEqualPriority, 6, false},
+		{"LowerPriority keeps equal priority", quota.WithinQueueLowerPriority, 5, false},
+	} {
+		u := newUnitEnv(t, queue("a", "", 1, quota.Rules{WithinQueue: c.rule}))
+		r := u.runN("old", "a", c.prio, 1)
+		r.Submitted, r.Started = sub.Add(-time.Hour), sub.Add(-time.Hour)
+		req := u.req("in", "a", 5, 1, 1, "")
+		req.Submitted, req.Starved = sub, true
+		p, err := preempt.NewSearcher(preempt.Options{}).Victims(u.view(), req, nil)
+		if c.victim {
+			assert.NoError(t, err, c.name)
+			assert.Equal(t, []string{"old"}, ids(p), c.name)
+		} else {
+			assert.ErrorIs(t, err, preempt.ErrNoPlan, c.name)
+		}
+	}
+}
+
 // WithinQueueLowerPriority and reclaimWithinCohort LowerPriority take
 // strictly lower priorities: work at the preemptor's priority stays.
 func TestLowerPriorityIsStrict(t *testing.T) {

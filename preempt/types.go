@@ -66,6 +66,12 @@ type Request struct {
 	// candidates' Running.Submitted by WithinQueueLowerOrNewerEqualPriority;
 	// zero means Now.
 	Submitted time.Time
+	// Starved marks a preemptor that has waited past its host's limit
+	// (fleet's Policy.WaitLimit): WithinQueueLowerOrNewerEqualPriority
+	// then counts every running workload of its priority in its queue as
+	// queued after it, so work that started before it cannot keep it
+	// waiting for ever. Kueue has no such limit.
+	Starved bool
 	// Claims, when set, are the drains already accepted. Their victims
 	// count as gone (as if listed in exclude) and only their GPUs no
 	// nomination claims count as freed, so plans of one cycle never

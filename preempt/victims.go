@@ -351,7 +351,10 @@ func (s *Searcher) validateRequest() *NoPlan {
 	s.flavor, s.needGPUs, s.prio = r.Flavor, int64(r.W.GPUs()), r.W.Priority
 	s.rules = t.Rules(r.Queue)
 	s.submitted = r.Submitted
-	if s.submitted.IsZero() {
+	switch {
+	case r.Starved:
+		s.submitted = time.Time{} // queued before every candidate
+	case s.submitted.IsZero():
 		s.submitted = r.Now
 	}
 	if np := s.setupAvoid(); np != nil {
