@@ -18,14 +18,24 @@ import (
 // and queues "gang", 8 GPUs of the same class, a minute later.
 func waitLimitFleet(t *testing.T, limit time.Duration) *fleet.Scheduler {
 	t.Helper()
+	return waitLimitFleetAsking(t, limit, nil)
+}
+
+// waitLimitFleetAsking is waitLimitFleet with the gang's pods asking res
+// besides their GPUs (from a node and a quota of 64 cores).
+func waitLimitFleetAsking(t *testing.T, limit time.Duration, res []gang.Resource) *fleet.Scheduler {
+	t.Helper()
 	cfg := fleet.ReferenceConfig()
 	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 1},
 		GPUsPerNode: 8, Flavor: "H100"})
+	cfg.Topology.Nodes[0].Resources = map[string]int64{"cpu": 64000}
+	cfg.Quota.Resources = []string{"cpu"}
 	for i := range cfg.Quota.Nodes {
 		n := &cfg.Quota.Nodes[i]
 		for j := range n.Quotas {
 			n.Quotas[j].Nominal = map[string]int64{"prod-inference": 0, "research": 8, "batch": 0}[n.Name]
 			n.Quotas[j].LendingLimit = quota.Limit{}
+			n.Quotas[j].Resources = []quota.ResourceQuota{{Name: "cpu", Nominal: map[string]int64{"research": 64000}[n.Name]}}
 		}
 	}
 	cfg.Policy.WaitLimit = limit
@@ -37,7 +47,9 @@ func waitLimitFleet(t *testing.T, limit time.Duration) *fleet.Scheduler {
 	}
 	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: run("old"), Started: t0,
 		Pods: []fleet.PodAssignment{{PodSet: "w", Node: "node-0-0", GPUs: 8}}}))
-	require.NoError(t, s.Submit(t0.Add(time.Minute), run("gang")))
+	g := run("gang")
+	g.PodSets[0].Resources = res
+	require.NoError(t, s.Submit(t0.Add(time.Minute), g))
 	return s
 }
 
@@ -75,6 +87,21 @@ func TestWorkThatWaitedTheLimitEvictsOlderRunsOfItsPriority(t *testing.T) {
 			assert.Equal(t, gang.DrainInQueue, d.Drain[0].Reason)
 		})
 	}
+}
+
+// The reclaim of work asking named resources (cpu here) follows the
+// same limit: before it the older run stays, once it is reached the run
+// drains for the gang, without a nomination.
+func TestWorkAskingResourcesThatWaitedTheLimitReclaimsOlderRuns(t *testing.T) {
+	s := waitLimitFleetAsking(t, 2*time.Hour, []gang.Resource{{Name: "cpu", Amount: 8000}})
+	for _, a := range []time.Duration{time.Minute, time.Hour, 2*time.Hour + time.Minute - time.Second} {
+		require.Empty(t, s.Schedule(t0.Add(a)).Drain, "at %s", a)
+	}
+	d := s.Schedule(t0.Add(2*time.Hour + time.Minute))
+	require.Len(t, d.Drain, 1)
+	assert.Equal(t, "old", d.Drain[0].ID)
+	assert.Equal(t, []string{"gang"}, d.Drain[0].Beneficiaries)
+	assert.Empty(t, d.Nominate, "a reclaim for named resources nominates nothing")
 }
 
 // Explain says when the wait limit will let a waiting workload evict the
