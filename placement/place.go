@@ -986,32 +986,42 @@ func (p *Placer) distribute(base int, lo topology.DomainID, need int, take func(
 // holds anything. Ties go to the leaf crossed by fewer gangs (for a trial
 // that spans leaves, with Options.Uplinks), then to the lowest index.
 func (p *Placer) pick(base, need int, lo topology.DomainID) (i, take int) {
-	fit, most := -1, -1
-	uplinks := p.crossing && p.f.DomainLevel(lo) == p.deep-1
-	for i, c := range p.caps[base:] {
-		if c >= need && (fit < 0 || c < p.caps[base+fit] ||
-			uplinks && c == p.caps[base+fit] && p.fewerCrossings(lo, i, fit)) {
-			fit = i
+	caps := p.caps[base:]
+	fit, most, fitCap, mostCap := -1, -1, 0, 0
+	for i, c := range caps {
+		if c >= need && (fit < 0 || c < fitCap) {
+			fit, fitCap = i, c
 		}
-		if c > 0 && (most < 0 || c > p.caps[base+most] ||
-			uplinks && c == p.caps[base+most] && p.fewerCrossings(lo, i, most)) {
-			most = i
+		if c > mostCap {
+			most, mostCap = i, c
 		}
+	}
+	if p.crossing && p.f.DomainLevel(lo) == p.deep-1 {
+		fit, most = p.fewestCrossed(caps, lo, fit), p.fewestCrossed(caps, lo, most)
 	}
 	switch {
 	case fit >= 0:
 		return fit, need
 	case most >= 0:
-		return most, p.caps[base+most]
+		return most, mostCap
 	}
 	return -1, 0
 }
 
-// fewerCrossings reports whether leaf lo+i is crossed by fewer gangs than
-// leaf lo+j.
-func (p *Placer) fewerCrossings(lo topology.DomainID, i, j int) bool {
-	u := p.opt.Uplinks
-	return u.Crossing(lo+topology.DomainID(i)) < u.Crossing(lo+topology.DomainID(j))
+// fewestCrossed returns, of the leaves lo+j with capacity caps[j] equal to
+// leaf lo+i's, the one crossed by the fewest gangs, lowest index on ties;
+// i is the lowest index of that capacity, or -1 for none.
+func (p *Placer) fewestCrossed(caps []int, lo topology.DomainID, i int) int {
+	if i < 0 {
+		return i
+	}
+	u, best := p.opt.Uplinks, i
+	for j := i + 1; j < len(caps); j++ {
+		if caps[j] == caps[i] && u.Crossing(lo+topology.DomainID(j)) < u.Crossing(lo+topology.DomainID(best)) {
+			best = j
+		}
+	}
+	return best
 }
 
 // fill places need pods of the current pod set inside d; the caller has
@@ -1053,7 +1063,9 @@ func (p *Placer) fillNodes(d topology.DomainID, need int) {
 		return int(a.n - b.n)
 	})
 	for i := 0; i < len(cands) && need > 0; i++ {
-		p.preferScored(cands[i:])
+		if p.opt.Scorer != nil {
+			p.preferScored(cands[i:])
+		}
 		c := cands[i]
 		t := min(c.cap, need)
 		p.emit(c.n, t)
@@ -1066,9 +1078,10 @@ func (p *Placer) fillNodes(d topology.DomainID, need int) {
 }
 
 // preferScored moves the best-scored of the equally good candidates at the
-// head of cands (same free GPUs, at most MaxScored) to the front.
+// head of cands (same free GPUs, at most MaxScored) to the front; the
+// caller has a Scorer.
 func (p *Placer) preferScored(cands []candidate) {
-	if p.opt.Scorer == nil || len(cands) < 2 {
+	if len(cands) < 2 {
 		return
 	}
 	best, bestScore := 0, p.opt.Scorer.Score(p.f, p.w, cands[0].n)
@@ -1239,7 +1252,10 @@ func (p *Placer) capBelow(d topology.DomainID) int {
 		return n
 	}
 	n := 0
-	for free, c := range p.f.Histogram(d, p.g) {
+	// Nodes with fewer than k free GPUs hold no pod: skip their buckets.
+	h := p.f.Histogram(d, p.g)
+	for free := p.k; free < len(h); free++ {
+		c := h[free]
 		per := free / p.k
 		if p.maxPerNode > 0 {
 			per = min(per, p.maxPerNode)
@@ -1287,18 +1303,17 @@ func (p *Placer) nodeCap(n topology.NodeID) int {
 }
 
 // span is the lowest level whose one domain holds every pod in p.pods.
+// A domain's nodes are a contiguous range of IDs, so the domain that holds
+// the lowest and the highest node holds every node between.
 func (p *Placer) span() topology.Level {
 	f := p.f
+	lo, hi := p.pods[0].Node, p.pods[0].Node
+	for i := 1; i < len(p.pods); i++ {
+		n := p.pods[i].Node
+		lo, hi = min(lo, n), max(hi, n)
+	}
 	for l := p.deep; l > 0; l-- {
-		first := f.DomainOf(p.pods[0].Node, l)
-		same := true
-		for _, pod := range p.pods[1:] {
-			if f.DomainOf(pod.Node, l) != first {
-				same = false
-				break
-			}
-		}
-		if same {
+		if f.DomainOf(lo, l) == f.DomainOf(hi, l) {
 			return l
 		}
 	}
