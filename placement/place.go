@@ -104,6 +104,7 @@ type Placer struct {
 	res    []topology.ResourceAmount // resources per pod set, at resAt[ps]:resAt[ps+1]
 	resAt  []int
 	cur    []topology.ResourceAmount // the current pod set's
+	podRes []gang.Resource           // the current pod set's, as its pods name them
 	claim  []topology.ResourceAmount // scratch for trial claims
 	best   []Pod                     // the best assignment across groups
 	opts   []Option                  // one-pod candidates
@@ -905,6 +906,7 @@ func (p *Placer) setPodSet(ps int) {
 	p.ps, p.k, p.idx = ps, set.GPUsPerPod, 0
 	p.share, p.mig = set.GPUShare, set.MIG
 	p.cur = p.res[p.resAt[ps]:p.resAt[ps+1]]
+	p.podRes = set.Resources
 	if p.grouped {
 		p.setRanks(ps)
 	}
@@ -1048,6 +1050,10 @@ func (p *Placer) fill(d topology.DomainID, need int) {
 // fillNodes places need pods on d's nodes, fewest free GPUs first.
 func (p *Placer) fillNodes(d topology.DomainID, need int) {
 	f := p.f
+	if p.freeNodesOnly() {
+		p.fillFreeNodes(d, need)
+		return
+	}
 	base := len(p.cands)
 	lo, hi := f.Nodes(d)
 	for n := lo; n < hi; n++ {
@@ -1072,6 +1078,42 @@ func (p *Placer) fillNodes(d topology.DomainID, need int) {
 		need -= t
 	}
 	p.cands = p.cands[:base]
+	if need > 0 {
+		panic("placement: node capacity accounting broken")
+	}
+}
+
+// freeNodesOnly reports whether the current pod set's pods take the most
+// GPUs any node has, with no Scorer, per-node spread or shared accounting:
+// then a node takes one pod exactly when all its GPUs are free, and
+// fillNodes's candidates all tie on free GPUs, so it takes them in ID
+// order, one pod each (fillFreeNodes).
+func (p *Placer) freeNodesOnly() bool {
+	return p.k > 0 && p.k == p.f.MaxGPUsPerNode() && !p.shared && p.maxPerNode == 0 && p.opt.Scorer == nil
+}
+
+// fillFreeNodes is fillNodes when freeNodesOnly holds, without listing
+// and sorting candidates: one pod on each of the first need usable nodes
+// of d with every GPU free. On a node of up to 64 GPUs that the trial has
+// not touched, the pod takes the fleet's whole-free mask, which is what
+// emitWhole gives a pod that takes every GPU left, without reading the
+// trial's pods.
+func (p *Placer) fillFreeNodes(d topology.DomainID, need int) {
+	f := p.f
+	lo, hi := f.Nodes(d)
+	p.pods = slices.Grow(p.pods, need)
+	for n := lo; n < hi && need > 0; n++ {
+		if f.Free(n) != p.k || !p.usable(n) {
+			continue
+		}
+		if p.k <= 64 && p.touched[n] != p.trialID {
+			p.newPod(n).GPUMask = f.FreeMask(n)
+		} else {
+			p.emitWhole(n, 1)
+		}
+		p.emitted(n, 1)
+		need--
+	}
 	if need > 0 {
 		panic("placement: node capacity accounting broken")
 	}
@@ -1104,23 +1146,28 @@ func (p *Placer) emit(n topology.NodeID, count int) {
 // emitOn places count pods of the current pod set on node n, choosing
 // their GPUs (gpu >= 0 names the GPU of a one-pod share or slice).
 func (p *Placer) emitOn(n topology.NodeID, count, gpu int) {
-	res := p.w.PodSets[p.ps].Resources
 	// Each pod is written once, in place and field by field: a Pod built
 	// aside (a composite literal) is copied in wide loads that wait on
 	// its narrow stores, and the copy cost as much as all the rest.
 	p.pods = slices.Grow(p.pods, count)
 	if p.k > 0 {
-		p.emitWhole(n, count, res)
+		p.emitWhole(n, count)
 	} else {
 		st := &p.node
 		p.loadNode(st, n)
 		for range count {
-			pod := p.newPod(n, res)
+			pod := p.newPod(n)
 			if !st.take(pod, p, gpu) {
 				panic("placement: GPU accounting broken on node " + p.f.NodeName(n))
 			}
 		}
 	}
+	p.emitted(n, count)
+}
+
+// emitted records count pods of the current pod set just placed on node
+// n: the trial has touched n, and the spread limits count them.
+func (p *Placer) emitted(n topology.NodeID, count int) {
 	if count > 0 {
 		p.touched[n] = p.trialID
 	}
@@ -1136,10 +1183,10 @@ func (p *Placer) emitOn(n topology.NodeID, count, gpu int) {
 // lowest-numbered whole-free GPUs left. It reads the fleet's whole-free
 // mask of the node, never its per-GPU state: whole-GPU work pays nothing
 // for shares and slices.
-func (p *Placer) emitWhole(n topology.NodeID, count int, res []gang.Resource) {
+func (p *Placer) emitWhole(n topology.NodeID, count int) {
 	free, named := p.wholeFree(n)
 	for range count {
-		pod := p.newPod(n, res)
+		pod := p.newPod(n)
 		if !named {
 			continue // GPUs beyond 64 a node: counted, not named
 		}
@@ -1186,12 +1233,12 @@ func (p *Placer) wholeFree(n topology.NodeID) (free uint64, named bool) {
 
 // newPod appends the next pod of the current pod set, on node n with no
 // GPU named yet, and returns it. The caller has grown p.pods for it.
-func (p *Placer) newPod(n topology.NodeID, res []gang.Resource) *Pod {
+func (p *Placer) newPod(n topology.NodeID) *Pod {
 	p.pods = p.pods[:len(p.pods)+1]
 	pod := &p.pods[len(p.pods)-1]
 	pod.PodSet, pod.Index, pod.Node, pod.GPUs = p.ps, p.idx, n, p.k
 	pod.GPUMask, pod.GPU, pod.Share, pod.MIG, pod.Slice = 0, 0, 0, "", 0
-	pod.Resources = res
+	pod.Resources = p.podRes
 	p.idx++
 	return pod
 }
@@ -1285,9 +1332,16 @@ func (p *Placer) outAt(x topology.NodeID) (nodeRange, bool) {
 	return nodeRange{}, false
 }
 
+// usable reports whether node n may take pods of this call: healthy, in
+// the current group and in bounds.
+func (p *Placer) usable(n topology.NodeID) bool {
+	f := p.f
+	return f.Health(n) == topology.Healthy && f.NodeGroup(n) == p.g && !p.avoided(n)
+}
+
 func (p *Placer) nodeCap(n topology.NodeID) int {
 	f := p.f
-	if f.Health(n) != topology.Healthy || f.NodeGroup(n) != p.g || p.avoided(n) {
+	if !p.usable(n) {
 		return 0
 	}
 	var c int
