@@ -1366,7 +1366,10 @@ func (p *Placer) span() topology.Level {
 		n := p.pods[i].Node
 		lo, hi = min(lo, n), max(hi, n)
 	}
-	for l := p.deep; l > 0; l-- {
+	if lo == hi {
+		return p.deep // one node, as a one-pod workload's always is
+	}
+	for l := p.deep - 1; l > 0; l-- {
 		if f.DomainOf(lo, l) == f.DomainOf(hi, l) {
 			return l
 		}
