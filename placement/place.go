@@ -104,6 +104,7 @@ type Placer struct {
 	res    []topology.ResourceAmount // resources per pod set, at resAt[ps]:resAt[ps+1]
 	resAt  []int
 	cur    []topology.ResourceAmount // the current pod set's
+	podRes []gang.Resource           // the current pod set's, as its pods name them
 	claim  []topology.ResourceAmount // scratch for trial claims
 	best   []Pod                     // the best assignment across groups
 	opts   []Option                  // one-pod candidates
@@ -905,6 +906,7 @@ func (p *Placer) setPodSet(ps int) {
 	p.ps, p.k, p.idx = ps, set.GPUsPerPod, 0
 	p.share, p.mig = set.GPUShare, set.MIG
 	p.cur = p.res[p.resAt[ps]:p.resAt[ps+1]]
+	p.podRes = set.Resources
 	if p.grouped {
 		p.setRanks(ps)
 	}
@@ -986,32 +988,42 @@ func (p *Placer) distribute(base int, lo topology.DomainID, need int, take func(
 // holds anything. Ties go to the leaf crossed by fewer gangs (for a trial
 // that spans leaves, with Options.Uplinks), then to the lowest index.
 func (p *Placer) pick(base, need int, lo topology.DomainID) (i, take int) {
-	fit, most := -1, -1
-	uplinks := p.crossing && p.f.DomainLevel(lo) == p.deep-1
-	for i, c := range p.caps[base:] {
-		if c >= need && (fit < 0 || c < p.caps[base+fit] ||
-			uplinks && c == p.caps[base+fit] && p.fewerCrossings(lo, i, fit)) {
-			fit = i
+	caps := p.caps[base:]
+	fit, most, fitCap, mostCap := -1, -1, 0, 0
+	for i, c := range caps {
+		if c >= need && (fit < 0 || c < fitCap) {
+			fit, fitCap = i, c
 		}
-		if c > 0 && (most < 0 || c > p.caps[base+most] ||
-			uplinks && c == p.caps[base+most] && p.fewerCrossings(lo, i, most)) {
-			most = i
+		if c > mostCap {
+			most, mostCap = i, c
 		}
+	}
+	if p.crossing && p.f.DomainLevel(lo) == p.deep-1 {
+		fit, most = p.fewestCrossed(caps, lo, fit), p.fewestCrossed(caps, lo, most)
 	}
 	switch {
 	case fit >= 0:
 		return fit, need
 	case most >= 0:
-		return most, p.caps[base+most]
+		return most, mostCap
 	}
 	return -1, 0
 }
 
-// fewerCrossings reports whether leaf lo+i is crossed by fewer gangs than
-// leaf lo+j.
-func (p *Placer) fewerCrossings(lo topology.DomainID, i, j int) bool {
-	u := p.opt.Uplinks
-	return u.Crossing(lo+topology.DomainID(i)) < u.Crossing(lo+topology.DomainID(j))
+// fewestCrossed returns, of the leaves lo+j with capacity caps[j] equal to
+// leaf lo+i's, the one crossed by the fewest gangs, lowest index on ties;
+// i is the lowest index of that capacity, or -1 for none.
+func (p *Placer) fewestCrossed(caps []int, lo topology.DomainID, i int) int {
+	if i < 0 {
+		return i
+	}
+	u, best := p.opt.Uplinks, i
+	for j := i + 1; j < len(caps); j++ {
+		if caps[j] == caps[i] && u.Crossing(lo+topology.DomainID(j)) < u.Crossing(lo+topology.DomainID(best)) {
+			best = j
+		}
+	}
+	return best
 }
 
 // fill places need pods of the current pod set inside d; the caller has
@@ -1038,6 +1050,10 @@ func (p *Placer) fill(d topology.DomainID, need int) {
 // fillNodes places need pods on d's nodes, fewest free GPUs first.
 func (p *Placer) fillNodes(d topology.DomainID, need int) {
 	f := p.f
+	if p.freeNodesOnly() {
+		p.fillFreeNodes(d, need)
+		return
+	}
 	base := len(p.cands)
 	lo, hi := f.Nodes(d)
 	for n := lo; n < hi; n++ {
@@ -1053,7 +1069,9 @@ func (p *Placer) fillNodes(d topology.DomainID, need int) {
 		return int(a.n - b.n)
 	})
 	for i := 0; i < len(cands) && need > 0; i++ {
-		p.preferScored(cands[i:])
+		if p.opt.Scorer != nil {
+			p.preferScored(cands[i:])
+		}
 		c := cands[i]
 		t := min(c.cap, need)
 		p.emit(c.n, t)
@@ -1065,10 +1083,47 @@ func (p *Placer) fillNodes(d topology.DomainID, need int) {
 	}
 }
 
+// freeNodesOnly reports whether the current pod set's pods take the most
+// GPUs any node has, with no Scorer, per-node spread or shared accounting:
+// then a node takes one pod exactly when all its GPUs are free, and
+// fillNodes's candidates all tie on free GPUs, so it takes them in ID
+// order, one pod each (fillFreeNodes).
+func (p *Placer) freeNodesOnly() bool {
+	return p.k > 0 && p.k == p.f.MaxGPUsPerNode() && !p.shared && p.maxPerNode == 0 && p.opt.Scorer == nil
+}
+
+// fillFreeNodes is fillNodes when freeNodesOnly holds, without listing
+// and sorting candidates: one pod on each of the first need usable nodes
+// of d with every GPU free. On a node of up to 64 GPUs that the trial has
+// not touched, the pod takes the fleet's whole-free mask, which is what
+// emitWhole gives a pod that takes every GPU left, without reading the
+// trial's pods.
+func (p *Placer) fillFreeNodes(d topology.DomainID, need int) {
+	f := p.f
+	lo, hi := f.Nodes(d)
+	p.pods = slices.Grow(p.pods, need)
+	for n := lo; n < hi && need > 0; n++ {
+		if f.Free(n) != p.k || !p.usable(n) {
+			continue
+		}
+		if p.k <= 64 && p.touched[n] != p.trialID {
+			p.newPod(n).GPUMask = f.FreeMask(n)
+		} else {
+			p.emitWhole(n, 1)
+		}
+		p.emitted(n, 1)
+		need--
+	}
+	if need > 0 {
+		panic("placement: node capacity accounting broken")
+	}
+}
+
 // preferScored moves the best-scored of the equally good candidates at the
-// head of cands (same free GPUs, at most MaxScored) to the front.
+// head of cands (same free GPUs, at most MaxScored) to the front; the
+// caller has a Scorer.
 func (p *Placer) preferScored(cands []candidate) {
-	if p.opt.Scorer == nil || len(cands) < 2 {
+	if len(cands) < 2 {
 		return
 	}
 	best, bestScore := 0, p.opt.Scorer.Score(p.f, p.w, cands[0].n)
@@ -1091,23 +1146,28 @@ func (p *Placer) emit(n topology.NodeID, count int) {
 // emitOn places count pods of the current pod set on node n, choosing
 // their GPUs (gpu >= 0 names the GPU of a one-pod share or slice).
 func (p *Placer) emitOn(n topology.NodeID, count, gpu int) {
-	res := p.w.PodSets[p.ps].Resources
 	// Each pod is written once, in place and field by field: a Pod built
 	// aside (a composite literal) is copied in wide loads that wait on
 	// its narrow stores, and the copy cost as much as all the rest.
 	p.pods = slices.Grow(p.pods, count)
 	if p.k > 0 {
-		p.emitWhole(n, count, res)
+		p.emitWhole(n, count)
 	} else {
 		st := &p.node
 		p.loadNode(st, n)
 		for range count {
-			pod := p.newPod(n, res)
+			pod := p.newPod(n)
 			if !st.take(pod, p, gpu) {
 				panic("placement: GPU accounting broken on node " + p.f.NodeName(n))
 			}
 		}
 	}
+	p.emitted(n, count)
+}
+
+// emitted records count pods of the current pod set just placed on node
+// n: the trial has touched n, and the spread limits count them.
+func (p *Placer) emitted(n topology.NodeID, count int) {
 	if count > 0 {
 		p.touched[n] = p.trialID
 	}
@@ -1123,10 +1183,10 @@ func (p *Placer) emitOn(n topology.NodeID, count, gpu int) {
 // lowest-numbered whole-free GPUs left. It reads the fleet's whole-free
 // mask of the node, never its per-GPU state: whole-GPU work pays nothing
 // for shares and slices.
-func (p *Placer) emitWhole(n topology.NodeID, count int, res []gang.Resource) {
+func (p *Placer) emitWhole(n topology.NodeID, count int) {
 	free, named := p.wholeFree(n)
 	for range count {
-		pod := p.newPod(n, res)
+		pod := p.newPod(n)
 		if !named {
 			continue // GPUs beyond 64 a node: counted, not named
 		}
@@ -1173,12 +1233,12 @@ func (p *Placer) wholeFree(n topology.NodeID) (free uint64, named bool) {
 
 // newPod appends the next pod of the current pod set, on node n with no
 // GPU named yet, and returns it. The caller has grown p.pods for it.
-func (p *Placer) newPod(n topology.NodeID, res []gang.Resource) *Pod {
+func (p *Placer) newPod(n topology.NodeID) *Pod {
 	p.pods = p.pods[:len(p.pods)+1]
 	pod := &p.pods[len(p.pods)-1]
 	pod.PodSet, pod.Index, pod.Node, pod.GPUs = p.ps, p.idx, n, p.k
 	pod.GPUMask, pod.GPU, pod.Share, pod.MIG, pod.Slice = 0, 0, 0, "", 0
-	pod.Resources = res
+	pod.Resources = p.podRes
 	p.idx++
 	return pod
 }
@@ -1239,7 +1299,10 @@ func (p *Placer) capBelow(d topology.DomainID) int {
 		return n
 	}
 	n := 0
-	for free, c := range p.f.Histogram(d, p.g) {
+	// Nodes with fewer than k free GPUs hold no pod: skip their buckets.
+	h := p.f.Histogram(d, p.g)
+	for free := p.k; free < len(h); free++ {
+		c := h[free]
 		per := free / p.k
 		if p.maxPerNode > 0 {
 			per = min(per, p.maxPerNode)
@@ -1269,9 +1332,16 @@ func (p *Placer) outAt(x topology.NodeID) (nodeRange, bool) {
 	return nodeRange{}, false
 }
 
+// usable reports whether node n may take pods of this call: healthy, in
+// the current group and in bounds.
+func (p *Placer) usable(n topology.NodeID) bool {
+	f := p.f
+	return f.Health(n) == topology.Healthy && f.NodeGroup(n) == p.g && !p.avoided(n)
+}
+
 func (p *Placer) nodeCap(n topology.NodeID) int {
 	f := p.f
-	if f.Health(n) != topology.Healthy || f.NodeGroup(n) != p.g || p.avoided(n) {
+	if !p.usable(n) {
 		return 0
 	}
 	var c int
@@ -1287,18 +1357,20 @@ func (p *Placer) nodeCap(n topology.NodeID) int {
 }
 
 // span is the lowest level whose one domain holds every pod in p.pods.
+// A domain's nodes are a contiguous range of IDs, so the domain that holds
+// the lowest and the highest node holds every node between.
 func (p *Placer) span() topology.Level {
 	f := p.f
-	for l := p.deep; l > 0; l-- {
-		first := f.DomainOf(p.pods[0].Node, l)
-		same := true
-		for _, pod := range p.pods[1:] {
-			if f.DomainOf(pod.Node, l) != first {
-				same = false
-				break
-			}
-		}
-		if same {
+	lo, hi := p.pods[0].Node, p.pods[0].Node
+	for i := 1; i < len(p.pods); i++ {
+		n := p.pods[i].Node
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	if lo == hi {
+		return p.deep // one node, as a one-pod workload's always is
+	}
+	for l := p.deep - 1; l > 0; l-- {
+		if f.DomainOf(lo, l) == f.DomainOf(hi, l) {
 			return l
 		}
 	}
