@@ -89,8 +89,19 @@ func (l *Ledger) Nominate(now time.Time, plan Plan) (Nominated, error) {
 			out.Drained = append(out.Drained, r)
 		}
 	}
+	// Each target claims the GPUs of the victims on its own nodes, in
+	// the plan's order: listed per node once, a spike's targets read only
+	// their own nodes' victims, not every victim of the plan.
+	onNode := map[topology.NodeID][]*Record{}
+	for _, r := range victims {
+		for i, x := range r.Nodes {
+			if i == 0 || r.Nodes[i-1].Node != x.Node {
+				onNode[x.Node] = append(onNode[x.Node], r)
+			}
+		}
+	}
 	for _, t := range plan.Targets {
-		l.nominate(now, t, victims)
+		l.nominate(now, t, onNode)
 	}
 	// A victim none of the targets claims frees quota only: it serves
 	// every beneficiary of the plan.
@@ -109,7 +120,7 @@ func (l *Ledger) Nominate(now time.Time, plan Plan) (Nominated, error) {
 }
 
 // nominate claims t's GPUs and opens its nomination.
-func (l *Ledger) nominate(now time.Time, t Target, victims []*Record) {
+func (l *Ledger) nominate(now time.Time, t Target, victims map[topology.NodeID][]*Record) {
 	b := t.Beneficiary
 	l.recs[b].servedBy = true
 	l.nomSeq++
@@ -126,7 +137,7 @@ func (l *Ledger) nominate(now time.Time, t Target, victims []*Record) {
 	}
 	for _, x := range t.Assign.NodeGPUs() {
 		need := x.GPUs
-		for _, r := range victims {
+		for _, r := range victims[x.Node] {
 			if need == 0 {
 				break
 			}

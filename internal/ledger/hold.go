@@ -84,7 +84,7 @@ func (l *Ledger) hold(r *Record, a placement.Assignment, nodes []placement.NodeG
 	l.move(r, gang.Admitted)
 	r.Assign, r.Nodes, r.Started = a, nodes, started
 	r.Borrowing = l.tree.Borrowed(r.Queue, r.Flavor) > 0
-	l.fileRecent(r)
+	l.fileProtection(r)
 	if _, dup := l.holders.ReplaceOrInsert(r); dup {
 		panic("ledger: workload started twice: " + r.W.ID)
 	}

@@ -20,6 +20,7 @@
 package ledger
 
 import (
+	"container/heap"
 	"fmt"
 	"slices"
 	"time"
@@ -66,10 +67,10 @@ type Ledger struct {
 	placed uint64
 	// version counts every change to the books but a checkpoint (Version).
 	version uint64
-	// recent lists holders that may still be within their MinRuntime, in
-	// start order as filed (ProtectionEnds).
-	recent     []string
-	recentKept int // len(recent) after fileRecent last pruned it
+	// protected holds, earliest first, when each holder started within
+	// its MinRuntime stops being protected (ProtectionEnds); entries of
+	// holders that left or started again are dropped when they surface.
+	protected protections
 	// crossings counts the holders spanning leaves, per leaf (crossings.go).
 	crossings *placement.Crossings
 }
@@ -361,43 +362,59 @@ func (l *Ledger) Version() uint64 { return l.version }
 // ProtectionEnds is the earliest time after now at which a holder's
 // MinRuntime protection ends (Started plus Policy.MinRuntime), and false
 // when no holder is protected at now: a victim search's candidates
-// change with time only then. O(the holders started within their
-// MinRuntime of now, and of those whose protection ended since the last
-// call).
+// change with time only then. now must not go back from one call to
+// the next. O(log n) amortised over the holders started since.
 func (l *Ledger) ProtectionEnds(now time.Time) (time.Time, bool) {
-	var first time.Time
-	found := false
-	keep := l.recent[:0]
-	for _, id := range l.recent {
-		r, ok := l.recs[id]
-		if !ok || !r.State.HoldsGPUs() {
-			continue
-		}
-		end := r.Started.Add(r.Policy.MinRuntime)
-		if !end.After(now) {
-			continue
-		}
-		keep = append(keep, id)
-		if !found || end.Before(first) {
-			first, found = end, true
-		}
+	l.dropProtections(now)
+	if len(l.protected) == 0 {
+		return time.Time{}, false
 	}
-	clear(l.recent[len(keep):])
-	l.recent = keep
-	return first, found
+	return l.protected[0].end, true
 }
 
-// fileRecent lists r, just started, among the holders that may be
-// protected, dropping those whose protection ended by its start.
-func (l *Ledger) fileRecent(r *Record) {
+// dropProtections drops the earliest protections while they end by now
+// or belong to no holder started at their time.
+func (l *Ledger) dropProtections(now time.Time) {
+	for len(l.protected) > 0 {
+		p := l.protected[0]
+		r, ok := l.recs[p.id]
+		if p.end.After(now) && ok && r.State.HoldsGPUs() && r.Started.Add(r.Policy.MinRuntime).Equal(p.end) {
+			return
+		}
+		heap.Pop(&l.protected)
+	}
+}
+
+// fileProtection files r, just started, among the protected holders,
+// first dropping those whose protection ended by its start (no later
+// than now).
+func (l *Ledger) fileProtection(r *Record) {
 	if r.Policy.MinRuntime <= 0 {
 		return
 	}
-	if len(l.recent) >= max(64, 2*l.recentKept) {
-		l.ProtectionEnds(r.Started)
-		l.recentKept = len(l.recent)
-	}
-	l.recent = append(l.recent, r.W.ID)
+	l.dropProtections(r.Started)
+	heap.Push(&l.protected, protection{end: r.Started.Add(r.Policy.MinRuntime), id: r.W.ID})
+}
+
+// protection is when holder id stops being protected by its MinRuntime.
+type protection struct {
+	end time.Time
+	id  string
+}
+
+// protections is a min-heap of protections by end (container/heap).
+type protections []protection
+
+func (h protections) Len() int           { return len(h) }
+func (h protections) Less(i, j int) bool { return h[i].end.Before(h[j].end) }
+func (h protections) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *protections) Push(x any)        { *h = append(*h, x.(protection)) }
+func (h *protections) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = protection{}
+	*h = old[:len(old)-1]
+	return x
 }
 
 // ReservedGPUs is the number of GPUs allocated on behalf of nominations.
