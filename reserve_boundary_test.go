@@ -241,3 +241,39 @@ func TestExplainNamesTheDomainHeldForAGang(t *testing.T) {
 		})
 	}
 }
+
+// The domain held for a blocked gang stays put while no other domain
+// holds less work the gang cannot evict: once a long run on leaf-0-1
+// ends, leaf-0-1's expected end (1 h) is earlier than that of the held
+// leaf-0-0 (2 h), but the hold does not move, or it would never empty.
+func TestHeldDomainStaysPutWhenAnotherOnlyEndsSooner(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	for _, r := range []struct {
+		id, node string
+		runtime  time.Duration
+	}{
+		{"a0", "node-0-0-0", 2 * time.Hour}, {"a1", "node-0-0-1", 2 * time.Hour},
+		{"long", "node-0-1-0", 3 * time.Hour}, {"b0", "node-0-1-0", time.Hour}, {"b1", "node-0-1-1", time.Hour},
+		{"c0", "node-1-0-0", 4 * time.Hour}, {"c1", "node-1-0-1", 4 * time.Hour},
+		{"d0", "node-1-1-0", 4 * time.Hour}, {"d1", "node-1-1-1", 4 * time.Hour},
+	} {
+		w := gang.Workload{ID: r.id, Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+			PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}, ExpectedRuntime: r.runtime}
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0,
+			Pods: []fleet.PodAssignment{{PodSet: "p", Node: r.node, GPUs: 1}}}))
+	}
+	pair := gang.Workload{ID: "pair", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+		PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "leaf"}}
+	require.NoError(t, s.Submit(t0, pair))
+	require.Empty(t, s.Schedule(t0).Admit)
+	x, err := s.Explain("pair")
+	require.NoError(t, err)
+	require.Equal(t, "leaf-0-0", x.Reserved, "the leaf whose work ends first")
+
+	require.NoError(t, s.Exited(t0.Add(time.Minute), "long", gang.ExitFinished))
+	require.Empty(t, s.Schedule(t0.Add(time.Minute)).Admit)
+	x, err = s.Explain("pair")
+	require.NoError(t, err)
+	assert.Equal(t, "leaf-0-0", x.Reserved, "leaf-0-1 now ends sooner, but holds no less work the gang cannot evict")
+}
