@@ -75,6 +75,31 @@ func TestHigherPriorityWorkGoesAroundAHoldWhenItCan(t *testing.T) {
 	assert.Equal(t, "node-0-1-0", d.Admit[0].Pods[0].Node, "not node-0-0-0, in the held leaf")
 }
 
+// The same holds for work of a share of a GPU: a higher-priority
+// 0.5-GPU replica visited after the held gang goes around its leaf.
+func TestHigherPrioritySharedWorkGoesAroundAHoldWhenItCan(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Policy.Order = oldestFirst{}
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	for i, node := range []string{"node-0-0-0", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
+		w := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
+			Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}}))
+	}
+	pair := gang.Workload{ID: "pair", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+		PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "leaf"}}
+	require.NoError(t, s.Submit(t0, pair))
+	require.Empty(t, s.Schedule(t0).Admit)
+
+	half := gang.Workload{ID: "half", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
+		PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUShare: 500}}}
+	require.NoError(t, s.Submit(t0.Add(time.Second), half))
+	d := s.Schedule(t0.Add(time.Second))
+	require.Len(t, d.Admit, 1)
+	assert.NotContains(t, []string{"node-0-0-0", "node-0-0-1"}, d.Admit[0].Pods[0].Node, "placed in the held leaf-0-0")
+}
+
 // A held domain is chosen by the GPUs of open-ended work the gang could
 // not evict, and the gang can evict preemptible work of lower priority
 // only: leaf-0-0, whose second node runs preemptible batch work, holds
