@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/topology"
 )
 
 // A blocked gang of two pods with a required level already holds a
@@ -301,4 +302,33 @@ func TestHeldDomainStaysPutWhenAnotherOnlyEndsSooner(t *testing.T) {
 	x, err = s.Explain("pair")
 	require.NoError(t, err)
 	assert.Equal(t, "leaf-0-0", x.Reserved, "leaf-0-1 now ends sooner, but holds no less work the gang cannot evict")
+}
+
+// A workload the last cycle found no node for is placed as soon as one
+// comes back, though nothing of quota changed: the kept verdict that it
+// does not fit stands only while neither the fleet nor the quota tree
+// changes.
+func TestAWorkloadRefusedForTopologyStartsWhenANodeComesBack(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	for i, node := range []string{"node-0-0-1", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
+		w := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
+			Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Node: node, GPUs: 1}}}))
+	}
+	_, err = s.SetNodeHealth(t0, "node-0-0-0", topology.Down)
+	require.NoError(t, err)
+	w := gang.Workload{ID: "whole", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+		PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}}}
+	require.NoError(t, s.Submit(t0, w))
+	require.Empty(t, s.Schedule(t0).Admit, "no healthy node has 8 GPUs free")
+	x, err := s.Explain("whole")
+	require.NoError(t, err)
+	require.Equal(t, fleet.WaitTopology, x.Waiting)
+
+	_, err = s.SetNodeHealth(t0.Add(time.Minute), "node-0-0-0", topology.Healthy)
+	require.NoError(t, err)
+	d := s.Schedule(t0.Add(time.Minute))
+	require.Len(t, d.Admit, 1)
+	assert.Equal(t, "node-0-0-0", d.Admit[0].Pods[0].Node)
 }
