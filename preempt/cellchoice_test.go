@@ -292,3 +292,32 @@ func TestCostBoundCountsRoomOfExcludedWork(t *testing.T) {
 	assert.Equal(t, []string{"cheap"}, ids(p))
 	assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 6}}, p.Target.NodeGPUs())
 }
+
+// TestWarmNodesOutsideTheFleetWarmNothing: a Warm source may name nodes
+// the fleet does not have (a node index past the last, a negative one);
+// they warm no node, and the search chooses as it would without them,
+// still preferring a warm node of the fleet named beside them.
+func TestWarmNodesOutsideTheFleetWarmNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		warm warmAt
+		want string
+	}{
+		{"no warm node", nil, "on-cold"},
+		{"the node past the last", warmAt{2}, "on-cold"},
+		{"a negative node", warmAt{-1}, "on-cold"},
+		{"outside nodes beside a warm one", warmAt{2, -1, 1}, "on-warm"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, queue("a", "", 8, lower))
+			e.run("on-cold", "a", 1, time.Minute, []int{0}, []int{4})
+			e.run("on-warm", "a", 1, time.Hour, []int{1}, []int{4})
+			r := e.req("new", "a", 5, 1, 4, "")
+			r.W.Model = "llm"
+			s := preempt.NewSearcher(preempt.Options{Placement: placement.Options{Warm: tc.warm}})
+			p, err := s.Victims(e.view(), r, nil)
+			require.NoError(t, err)
+			assert.Equal(t, []string{tc.want}, ids(p))
+		})
+	}
+}

@@ -381,3 +381,58 @@ func TestDrainingWorkTiesWhateverItsPriority(t *testing.T) {
 		})
 	}
 }
+
+// An elastic workload the room needs whole on one node gives back only
+// the pods it can keep on another, when they are at least its minimum:
+// it shrinks to them; below its minimum it goes whole.
+//
+// Two nodes of 4 GPUs, one queue: "batch" runs 6 one-GPU pods, 0 to 3 on
+// node 0 and 4 and 5 on node 1, beside 2 GPUs of node 1 that may not be
+// preempted. The request is one 4-GPU pod: only node 0 can hold it, so
+// the search takes batch whole; pods 4 and 5 can stay.
+func TestWholeVictimShrinksBackToThePodsItCanKeepElsewhere(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		minPods int
+		want    []victimSummary
+	}{
+		{name: "minimum 1: keeps two pods", minPods: 1, want: []victimSummary{{ID: "batch", Pods: []int{3, 2, 1, 0}}}},
+		{name: "minimum 2: keeps exactly its minimum", minPods: 2, want: []victimSummary{{ID: "batch", Pods: []int{3, 2, 1, 0}}}},
+		{name: "minimum 3: goes whole", minPods: 3, want: []victimSummary{{ID: "batch"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, queue("a", "", 16, lower))
+			elastic(e.run("batch", "a", 0, time.Hour, []int{0, 1}, []int{4, 2}), tc.minPods)
+			e.run("fixed", "a", 0, time.Hour, []int{1}, []int{2}).Preemptible = false
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), e.req("new", "a", 1, 1, 4, ""), nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+			assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 4}}, p.Target.NodeGPUs())
+		})
+	}
+}
+
+// The retry with elastic workloads whole offers a workload on a node
+// where its surplus runs and its rest does not: its rest, which
+// completes the eviction, brings the surplus along there.
+//
+// As in TestCellRetriedWithElasticWorkWholeWhenItsPartsSpendTheQueuesShare,
+// with batch's first pod (its minimum, 1) on node 2 beside b's: node 1
+// holds small and batch's pods 1 and 2, and 1 GPU is free there.
+func TestCellRetriedWithElasticWorkWholeWhoseRestRunsElsewhere(t *testing.T) {
+	e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0),
+		queue("a", "c", 7, quota.Rules{ReclaimWithinCohort: quota.ReclaimAny}), queue("b", "c", 4, lower), queue("x", "c", 2, lower))
+	e.run("own", "a", 0, time.Hour, []int{0}, []int{4}).Preemptible = false
+	e.run("b1", "b", 0, time.Hour, []int{2}, []int{1}).Preemptible = false
+	e.run("b2", "b", 0, time.Hour, []int{3}, []int{1}).Preemptible = false
+	leaving := e.run("leaving", "x", 0, time.Hour, []int{3}, []int{1})
+	leaving.Preemptible, leaving.Draining = false, true
+	e.run("small", "x", 4, time.Hour, []int{1}, []int{1})
+	elastic(e.run("batch", "x", 4, time.Hour, []int{2, 1}, []int{1, 2}), 1)
+	req := e.req("new", "a", 2, 1, 4, "")
+	req.FairSharing = true
+	p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []victimSummary{{ID: "small"}, {ID: "batch", Pods: []int{2, 1}}}, summarize(p))
+	assert.Equal(t, []placement.NodeGPUs{{Node: 1, GPUs: 4}}, p.Target.NodeGPUs())
+}
