@@ -339,3 +339,33 @@ func TestQuotaVictimInAnotherPoolLeavesTheRoomOfThePool(t *testing.T) {
 		})
 	}
 }
+
+// TestTwoPoolsEachNodeFreedInItsOwnPool: a request that may use either
+// of two pools of one flavor is placed within one pool, and the search
+// keeps the room it frees per node and pool. Four 4-GPU nodes, pools
+// alternating (p1, p2, p1, p2), each full with one workload; the work on
+// node 2, of pool p1, costs least and is the victim, whether the
+// request needs one node or takes any.
+func TestTwoPoolsEachNodeFreedInItsOwnPool(t *testing.T) {
+	spec := topology.Spec{Levels: []string{"leaf", "node"}}
+	for i, pool := range []string{"p1", "p2", "p1", "p2"} {
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), Path: []string{fmt.Sprintf("leaf-%d", i/2)},
+			GPUs: 4, Flavor: "H100", Pool: pool})
+	}
+	for _, required := range []string{"", "node", "leaf"} {
+		t.Run("required "+required, func(t *testing.T) {
+			f, err := topology.New(spec)
+			require.NoError(t, err)
+			tree, err := quota.New(quota.Spec{Flavors: []string{"H100"}, Nodes: []quota.NodeSpec{queue("a", "", 32, lower)}})
+			require.NoError(t, err)
+			e := &env{t: t, f: f, tree: tree}
+			for n, age := range []time.Duration{4 * time.Hour, 3 * time.Hour, time.Minute, 2 * time.Hour} {
+				e.run(fmt.Sprintf("on-%d", n), "a", 0, age, []int{n}, []int{4})
+			}
+			p, err := victims(t, e, e.req("new", "a", 5, 1, 4, required), nil)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"on-2"}, ids(p))
+			assert.Equal(t, []placement.NodeGPUs{{Node: 2, GPUs: 4}}, p.Target.NodeGPUs())
+		})
+	}
+}
