@@ -274,3 +274,24 @@ func TestCostBoundLeavesOutElasticPartsOnTheNextCell(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, p2, p)
 }
+
+// TestCellOfEqualCostBoundAndFewerVictimsWins: two nodes of 8 GPUs, each
+// half held by work that may not be preempted; node 0's other half is
+// two 2-GPU workloads, node 1's one 4-GPU workload, all priced 1 a GPU,
+// so both nodes' room costs 4, and so do their cost bounds. Node 0 is
+// tried first; node 1, whose bound only equals that cost, is tried too,
+// and wins with one victim instead of two.
+func TestCellOfEqualCostBoundAndFewerVictimsWins(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 8, queue("a", "", 64, lower))
+	e.run("fixed-0", "a", 0, time.Hour, []int{0}, []int{4}).Preemptible = false
+	e.run("small-a", "a", 0, time.Hour, []int{0}, []int{2})
+	e.run("small-b", "a", 0, time.Hour, []int{0}, []int{2})
+	e.run("fixed-1", "a", 0, time.Hour, []int{1}, []int{4}).Preemptible = false
+	e.run("large", "a", 0, time.Hour, []int{1}, []int{4})
+	cost := perGPURate{"small-a": 1, "small-b": 1, "large": 1}
+	req := e.req("new", "a", 1, 1, 4, "node")
+	p, err := preempt.NewSearcher(preempt.Options{Cost: cost}).Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"large"}, ids(p))
+	require.InDelta(t, 4, p.LostGPUSeconds, 1e-9)
+}

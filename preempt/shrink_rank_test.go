@@ -2,6 +2,7 @@ package preempt_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -503,31 +504,46 @@ func TestQuotaNeedsTheElasticWorkloadWholeBesideDrainingWork(t *testing.T) {
 	th := int32(0)
 	rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
 		BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
-	e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0), queue("a", "c", 2, rules), queue("b", "c", 5, lower), queue("x", "c", 2, lower))
-	for _, w := range []struct {
+	type work struct {
 		id, q    string
 		node     int
 		gpus     int
 		draining bool
-	}{
+	}
+	running := []work{
 		{"a0-gone", "a", 0, 1, true},
 		{"a1-draining", "a", 0, 1, true},
 		{"a2-elastic", "a", 2, 2, false},
 		{"x3-draining", "x", 2, 2, true},
 		{"x4-draining", "x", 3, 1, true},
-	} {
-		r := e.run(w.id, w.q, 0, time.Minute, []int{w.node}, []int{w.gpus})
-		r.Preemptible, r.Draining = !w.draining, w.draining
 	}
-	elastic(&e.running[2], 1)
-	p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), e.req("new", "a", 2, 2, 4, "leaf"), map[string]bool{"a0-gone": true})
-	require.NoError(t, err)
-	assert.Equal(t, []victimSummary{{ID: "x3-draining"}, {ID: "a1-draining"}, {ID: "a2-elastic"}}, summarize(p))
-	var reasons []preempt.Reason
-	for _, v := range p.Victims {
-		reasons = append(reasons, v.Reason)
+	// The same workloads indexed in the other order: node 2 lists them
+	// the other way round.
+	reversed := slices.Clone(running)
+	slices.Reverse(reversed)
+	for _, tc := range []struct {
+		name    string
+		running []work
+	}{{"indexed by ID", running}, {"indexed in reverse", reversed}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0), queue("a", "c", 2, rules), queue("b", "c", 5, lower), queue("x", "c", 2, lower))
+			for _, w := range tc.running {
+				r := e.run(w.id, w.q, 0, time.Minute, []int{w.node}, []int{w.gpus})
+				r.Preemptible, r.Draining = !w.draining, w.draining
+				if w.id == "a2-elastic" {
+					elastic(r, 1)
+				}
+			}
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), e.req("new", "a", 2, 2, 4, "leaf"), map[string]bool{"a0-gone": true})
+			require.NoError(t, err)
+			assert.Equal(t, []victimSummary{{ID: "x3-draining"}, {ID: "a1-draining"}, {ID: "a2-elastic"}}, summarize(p))
+			var reasons []preempt.Reason
+			for _, v := range p.Victims {
+				reasons = append(reasons, v.Reason)
+			}
+			assert.Equal(t, []preempt.Reason{preempt.ReclaimWhileBorrowing, preempt.InQueue, preempt.InQueue}, reasons)
+			assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 4}, {Node: 1, GPUs: 4}}, p.Target.NodeGPUs())
+			assert.True(t, p.Borrowing)
+		})
 	}
-	assert.Equal(t, []preempt.Reason{preempt.ReclaimWhileBorrowing, preempt.InQueue, preempt.InQueue}, reasons)
-	assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 4}, {Node: 1, GPUs: 4}}, p.Target.NodeGPUs())
-	assert.True(t, p.Borrowing)
 }
