@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -136,4 +137,22 @@ func TestAvoidOnThePlacingPath(t *testing.T) {
 	p, err := victims(t, e, r, nil)
 	require.NoError(t, err)
 	assert.False(t, targetIn(e.f, p, r.Avoid[0]), "%v", p.Target.Pods)
+}
+
+// TestAvoidedFirstLeafLeavesTheRestOfItsSpine: with the first leaf of
+// spine 0 avoided, the spine's other leaf still counts: a gang that must
+// stay in one spine fits on that leaf's free node without a victim,
+// though the other spine's work could be evicted to make room.
+func TestAvoidedFirstLeafLeavesTheRestOfItsSpine(t *testing.T) {
+	e := newEnv(t, 2, 2, 1, 8, queue("a", "", 64, lower))
+	e.run("w0", "a", 10, time.Minute, []int{0}, []int{8})
+	for n := 2; n < 4; n++ {
+		e.run(fmt.Sprintf("w%d", n), "a", 10, time.Minute, []int{n}, []int{8})
+	}
+	r := e.req("new", "a", 20, 1, 8, "spine")
+	r.Avoid = []topology.DomainID{domainAt(t, e.f, "leaf", 0)}
+	p, err := victims(t, e, r, nil)
+	require.NoError(t, err)
+	assert.Empty(t, p.Victims)
+	assert.Equal(t, []placement.NodeGPUs{{Node: 1, GPUs: 8}}, p.Target.NodeGPUs())
 }

@@ -33,8 +33,10 @@ func TestOutOfRangeIDsAreRefused(t *testing.T) {
 	}
 	w := &gang.Workload{ID: "x", Queue: "a", PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
 	for _, r := range []preempt.Running{
+		{W: w, Queue: 1, Flavor: 0, Nodes: []placement.NodeGPUs{{Node: 1, GPUs: 1}}}, // the queue past the last
 		{W: w, Queue: 5, Flavor: 0, Nodes: []placement.NodeGPUs{{Node: 1, GPUs: 1}}},
 		{W: w, Queue: 0, Flavor: 3, Nodes: []placement.NodeGPUs{{Node: 1, GPUs: 1}}},
+		{W: w, Queue: 0, Flavor: 0, Nodes: []placement.NodeGPUs{{Node: 2, GPUs: 1}}}, // the node past the last
 		{W: w, Queue: 0, Flavor: 0, Nodes: []placement.NodeGPUs{{Node: 9, GPUs: 1}}},
 		{W: w, Queue: 0, Flavor: 0, Nodes: []placement.NodeGPUs{{Node: -1, GPUs: 1}}},
 	} {

@@ -168,6 +168,22 @@ func (c countingCost) Cost(r *preempt.Running, now time.Time) float64 {
 	return preempt.DefaultCost{RestartOverhead: 3 * time.Minute}.Cost(r, now)
 }
 
+// TestBoundsKeepThePlanWithElasticWork is TestBoundsKeepThePlan with
+// elastic workloads among the running ones: the cost bounds count their
+// parts, and pruning by them changes no plan.
+func TestBoundsKeepThePlanWithElasticWork(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e, req, exclude := instance(t, rapid.Bool().Draw(t, "single"))
+		makeElastic(t, e)
+		p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, exclude)
+		ref := preempt.NewSearcher(preempt.Options{})
+		preempt.SetNoBounds(ref, true)
+		p2, err2 := ref.Victims(e.view(), req, exclude)
+		require.Equal(t, err2, err)
+		require.Equal(t, p2, p)
+	})
+}
+
 // TestBoundsPruneWhatTheSearchPrices: a search for whole leaves on a
 // 16,384-GPU fleet tries the leaves lowest bound first, cheapest cost
 // bound first within a bound, and stops once no bound can beat the best
@@ -186,4 +202,96 @@ func TestBoundsPruneWhatTheSearchPrices(t *testing.T) {
 		require.Equal(t, p2, p)
 		require.LessOrEqual(t, 2*pruned, every, "%v: %d priced, %d trying every leaf", fill, pruned, every)
 	}
+}
+
+// perGPURate prices a workload, or the part of one the search prices, at
+// a rate per GPU by its ID.
+type perGPURate map[string]float64
+
+func (c perGPURate) Cost(r *preempt.Running, _ time.Time) float64 {
+	g := 0
+	for _, x := range r.Nodes {
+		g += x.GPUs
+	}
+	return c[r.W.ID] * float64(g)
+}
+
+// Two nodes of 8 GPUs, one queue; the request is one 4-GPU pod on one
+// node, so each node is a cell, and each holds an elastic workload of
+// priority 0 and old work. The sets that win shrink an elastic workload
+// alone at priority 0, so cells tie on rank and their cost bounds prune.
+
+// TestCostBoundCountsTheElasticWorkOfTheCell: node 0's "young" (5
+// one-GPU pods, minimum 1) gives up 4 pods for less than node 1's
+// "older" does; beside them node 0 holds 3 GPUs of work started 10
+// hours ago, node 1 of work started 5 hours ago. The cost bound of a
+// cell covers its room with its elastic parts too, so node 0, the
+// cheapest, is tried first and wins; a bound from the old work alone
+// would put it after node 1 and prune it.
+func TestCostBoundCountsTheElasticWorkOfTheCell(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 8, queue("a", "", 64, lower))
+	elastic(e.run("young", "a", 0, 10*time.Minute, []int{0}, []int{5}), 1)
+	e.run("old-0", "a", 0, 10*time.Hour, []int{0}, []int{3})
+	elastic(e.run("older", "a", 0, 20*time.Minute, []int{1}, []int{5}), 1)
+	e.run("old-1", "a", 0, 5*time.Hour, []int{1}, []int{3})
+	req := e.req("new", "a", 1, 1, 4, "node")
+	p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"young"}, ids(p))
+	require.Len(t, p.Victims[0].Pods, 4)
+	ref := preempt.NewSearcher(preempt.Options{})
+	preempt.SetNoBounds(ref, true)
+	p2, err := ref.Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	require.Equal(t, p2, p)
+}
+
+// TestCostBoundLeavesOutElasticPartsOnTheNextCell: "split" runs a pod on
+// node 1 (its rest, minimum 1) and 3 pods on node 0; node 0 also holds
+// "w0", 1 GPU at priority -1, and node 1 "f" (4 pods, minimum 1) and
+// "w1", 1 GPU at priority -1, beside work that may not be preempted. Node
+// 0's room costs 31 (split shrinks by its 3 pods there, and w0 goes),
+// node 1's 35 (f shrinks by 3, and w1 goes). The cost bound of node 0
+// counts only what frees GPUs on node 0: with split's rest counted too
+// (10 more) node 1 would be tried first and node 0 pruned.
+func TestCostBoundLeavesOutElasticPartsOnTheNextCell(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 8, queue("a", "", 64, lower))
+	elastic(e.run("split", "a", 0, time.Hour, []int{1, 0}, []int{1, 3}), 1)
+	e.run("w0", "a", -1, time.Hour, []int{0}, []int{1})
+	e.run("fix-0", "a", 0, time.Hour, []int{0}, []int{4}).Preemptible = false
+	elastic(e.run("f", "a", 0, time.Hour, []int{1}, []int{4}), 1)
+	e.run("w1", "a", -1, time.Hour, []int{1}, []int{1})
+	e.run("fix-1", "a", 0, time.Hour, []int{1}, []int{2}).Preemptible = false
+	cost := perGPURate{"split": 10, "w0": 1, "f": 10, "w1": 5}
+	req := e.req("new", "a", 1, 1, 4, "node")
+	p, err := preempt.NewSearcher(preempt.Options{Cost: cost}).Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"split", "w0"}, ids(p))
+	require.InDelta(t, 31, p.LostGPUSeconds, 1e-9)
+	ref := preempt.NewSearcher(preempt.Options{Cost: cost})
+	preempt.SetNoBounds(ref, true)
+	p2, err := ref.Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	require.Equal(t, p2, p)
+}
+
+// TestCellOfEqualCostBoundAndFewerVictimsWins: two nodes of 8 GPUs, each
+// half held by work that may not be preempted; node 0's other half is
+// two 2-GPU workloads, node 1's one 4-GPU workload, all priced 1 a GPU,
+// so both nodes' room costs 4, and so do their cost bounds. Node 0 is
+// tried first; node 1, whose bound only equals that cost, is tried too,
+// and wins with one victim instead of two.
+func TestCellOfEqualCostBoundAndFewerVictimsWins(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 8, queue("a", "", 64, lower))
+	e.run("fixed-0", "a", 0, time.Hour, []int{0}, []int{4}).Preemptible = false
+	e.run("small-a", "a", 0, time.Hour, []int{0}, []int{2})
+	e.run("small-b", "a", 0, time.Hour, []int{0}, []int{2})
+	e.run("fixed-1", "a", 0, time.Hour, []int{1}, []int{4}).Preemptible = false
+	e.run("large", "a", 0, time.Hour, []int{1}, []int{4})
+	cost := perGPURate{"small-a": 1, "small-b": 1, "large": 1}
+	req := e.req("new", "a", 1, 1, 4, "node")
+	p, err := preempt.NewSearcher(preempt.Options{Cost: cost}).Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"large"}, ids(p))
+	require.InDelta(t, 4, p.LostGPUSeconds, 1e-9)
 }

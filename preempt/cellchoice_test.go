@@ -292,3 +292,54 @@ func TestCostBoundCountsRoomOfExcludedWork(t *testing.T) {
 	assert.Equal(t, []string{"cheap"}, ids(p))
 	assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 6}}, p.Target.NodeGPUs())
 }
+
+// TestWarmNodesOutsideTheFleetWarmNothing: a Warm source may name nodes
+// the fleet does not have (a node index past the last, a negative one);
+// they warm no node, and the search chooses as it would without them,
+// still preferring a warm node of the fleet named beside them.
+func TestWarmNodesOutsideTheFleetWarmNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		warm warmAt
+		want string
+	}{
+		{"no warm node", nil, "on-cold"},
+		{"the node past the last", warmAt{2}, "on-cold"},
+		{"a negative node", warmAt{-1}, "on-cold"},
+		{"outside nodes beside a warm one", warmAt{2, -1, 1}, "on-warm"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, queue("a", "", 8, lower))
+			e.run("on-cold", "a", 1, time.Minute, []int{0}, []int{4})
+			e.run("on-warm", "a", 1, time.Hour, []int{1}, []int{4})
+			r := e.req("new", "a", 5, 1, 4, "")
+			r.W.Model = "llm"
+			s := preempt.NewSearcher(preempt.Options{Placement: placement.Options{Warm: tc.warm}})
+			p, err := s.Victims(e.view(), r, nil)
+			require.NoError(t, err)
+			assert.Equal(t, []string{tc.want}, ids(p))
+		})
+	}
+}
+
+// TestQuotaTakesTheShortestPrefixOfDrainingWork: the queue is 1 GPU
+// short of quota for the request, and its draining work comes first in
+// eviction order: "drain-a" (1 GPU, priority 0) and "drain-b" (2 GPUs,
+// priority 1) on node 2 of leaf 1, "drain-c" (3 GPUs, priority 2) on node
+// 0 of leaf 0. The quota victims are the shortest prefix of that order
+// that makes quota fit, drain-a alone; each leaf then needs one draining
+// workload for the 2-GPU pod, sets that tie but for their leaf, and the
+// lower leaf wins.
+func TestQuotaTakesTheShortestPrefixOfDrainingWork(t *testing.T) {
+	e := newEnv(t, 1, 2, 2, 4, queue("a", "", 16, lower))
+	e.run("drain-c", "a", 2, 34*time.Minute, []int{0}, []int{3}).Draining = true
+	e.run("high-1", "a", 4, time.Hour, []int{1}, []int{4})
+	e.run("drain-a", "a", 0, time.Minute, []int{2}, []int{1}).Draining = true
+	e.run("drain-b", "a", 1, 2*time.Minute, []int{2}, []int{2}).Draining = true
+	e.run("run-2", "a", 2, 25*time.Minute, []int{2}, []int{1})
+	e.run("high-3", "a", 4, time.Hour, []int{3}, []int{4})
+	p, err := victims(t, e, e.req("new", "a", 3, 1, 2, "leaf"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"drain-c"}, ids(p))
+	assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 2}}, p.Target.NodeGPUs())
+}

@@ -255,6 +255,29 @@ func TestNodeLevelPodFreesTheCheapestNode(t *testing.T) {
 	}
 }
 
+// TestFleetOfNodesAloneFreesTheCheapestNode: a fleet whose only level is
+// the node (every node right under the fleet) is searched as any other:
+// a pod of a whole node, or of half of one, frees the node whose work
+// costs least, the first node here.
+func TestFleetOfNodesAloneFreesTheCheapestNode(t *testing.T) {
+	for _, gpus := range []int{4, 2} {
+		t.Run(fmt.Sprintf("%d-GPU pod", gpus), func(t *testing.T) {
+			f, err := topology.New(topology.Uniform(topology.UniformSpec{
+				Levels: []string{"node"}, Fanout: []int{2}, GPUsPerNode: 4, Flavor: "H100"}))
+			require.NoError(t, err)
+			tree, err := quota.New(quota.Spec{Flavors: []string{"H100"}, Nodes: []quota.NodeSpec{queue("a", "", 16, lower)}})
+			require.NoError(t, err)
+			e := &env{t: t, f: f, tree: tree}
+			e.run("young", "a", 0, time.Minute, []int{0}, []int{4})
+			e.run("old", "a", 0, time.Hour, []int{1}, []int{4})
+			p, err := victims(t, e, e.req("new", "a", 5, 1, gpus, "node"), nil)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"young"}, ids(p))
+			assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: gpus}}, p.Target.NodeGPUs())
+		})
+	}
+}
+
 // TestBorrowingPreemptorFreesTheRoomOfLowestPriorityWhoeverHoldsIt: a,
 // at its nominal quota, asks for a whole node, which it can only borrow
 // or make by evicting its own lower-priority work on node 0. b borrows

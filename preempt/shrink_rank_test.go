@@ -1,6 +1,8 @@
 package preempt_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -378,6 +380,170 @@ func TestDrainingWorkTiesWhateverItsPriority(t *testing.T) {
 			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, summarize(p))
+		})
+	}
+}
+
+// An elastic workload the room needs whole on one node gives back only
+// the pods it can keep on another, when they are at least its minimum:
+// it shrinks to them; below its minimum it goes whole.
+//
+// Two nodes of 4 GPUs, one queue: "batch" runs 6 one-GPU pods, 0 to 3 on
+// node 0 and 4 and 5 on node 1, beside 2 GPUs of node 1 that may not be
+// preempted. The request is one 4-GPU pod: only node 0 can hold it, so
+// the search takes batch whole; pods 4 and 5 can stay.
+func TestWholeVictimShrinksBackToThePodsItCanKeepElsewhere(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		minPods int
+		want    []victimSummary
+	}{
+		{name: "minimum 1: keeps two pods", minPods: 1, want: []victimSummary{{ID: "batch", Pods: []int{3, 2, 1, 0}}}},
+		{name: "minimum 2: keeps exactly its minimum", minPods: 2, want: []victimSummary{{ID: "batch", Pods: []int{3, 2, 1, 0}}}},
+		{name: "minimum 3: goes whole", minPods: 3, want: []victimSummary{{ID: "batch"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, queue("a", "", 16, lower))
+			elastic(e.run("batch", "a", 0, time.Hour, []int{0, 1}, []int{4, 2}), tc.minPods)
+			e.run("fixed", "a", 0, time.Hour, []int{1}, []int{2}).Preemptible = false
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), e.req("new", "a", 1, 1, 4, ""), nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+			assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 4}}, p.Target.NodeGPUs())
+		})
+	}
+}
+
+// The retry with elastic workloads whole offers a workload on a node
+// where its surplus runs and its rest does not: its rest, which
+// completes the eviction, brings the surplus along there.
+//
+// As in TestCellRetriedWithElasticWorkWholeWhenItsPartsSpendTheQueuesShare,
+// with batch's first pod (its minimum, 1) on node 2 beside b's: node 1
+// holds small and batch's pods 1 and 2, and 1 GPU is free there.
+func TestCellRetriedWithElasticWorkWholeWhoseRestRunsElsewhere(t *testing.T) {
+	e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0),
+		queue("a", "c", 7, quota.Rules{ReclaimWithinCohort: quota.ReclaimAny}), queue("b", "c", 4, lower), queue("x", "c", 2, lower))
+	e.run("own", "a", 0, time.Hour, []int{0}, []int{4}).Preemptible = false
+	e.run("b1", "b", 0, time.Hour, []int{2}, []int{1}).Preemptible = false
+	e.run("b2", "b", 0, time.Hour, []int{3}, []int{1}).Preemptible = false
+	leaving := e.run("leaving", "x", 0, time.Hour, []int{3}, []int{1})
+	leaving.Preemptible, leaving.Draining = false, true
+	e.run("small", "x", 4, time.Hour, []int{1}, []int{1})
+	elastic(e.run("batch", "x", 4, time.Hour, []int{2, 1}, []int{1, 2}), 1)
+	req := e.req("new", "a", 2, 1, 4, "")
+	req.FairSharing = true
+	p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []victimSummary{{ID: "small"}, {ID: "batch", Pods: []int{2, 1}}}, summarize(p))
+	assert.Equal(t, []placement.NodeGPUs{{Node: 1, GPUs: 4}}, p.Target.NodeGPUs())
+}
+
+// Under fair sharing a preemptor above its nominal quota takes no work
+// of a queue whose share stays below its own: neither an elastic
+// workload, in parts or whole, nor work already draining. Within its
+// nominal quota it needs no strategy, and the draining work, which stops
+// nothing, is the victim.
+//
+// Two leaves of two 4-GPU nodes under cohort c: b (nominal 8) runs
+// "batch", 8 one-GPU pods over nodes 0 and 1 (minimum 1), and "leaving",
+// 1 GPU draining on node 3; a runs 3 GPUs of draining work on node 2,
+// which its rules (no preemption within the queue) leave alone, and asks
+// for two 2-GPU pods; x (nominal 8) runs nothing. Node 3 holds one pod,
+// both once leaving is gone.
+func TestFairSharingTakesElasticWorkOnlyWhereTheStrategiesAllow(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		nominalA int64
+		want     []victimSummary // nil: no plan
+	}{
+		{name: "borrowing: batch's queue shares less", nominalA: 0},
+		{name: "within nominal: the draining work goes", nominalA: 8, want: []victimSummary{{ID: "leaving"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0),
+				queue("a", "c", tc.nominalA, quota.Rules{ReclaimWithinCohort: quota.ReclaimLowerPriority}),
+				queue("b", "c", 8, lower), queue("x", "c", 8, lower))
+			for i := range 3 {
+				own := e.run(fmt.Sprintf("own-%d", i), "a", 0, time.Minute, []int{2}, []int{1})
+				own.Preemptible, own.Draining = false, true
+			}
+			elastic(e.run("batch", "b", 0, time.Minute, []int{0, 1}, []int{4, 4}), 1)
+			leaving := e.run("leaving", "b", 0, time.Minute, []int{3}, []int{1})
+			leaving.Preemptible, leaving.Draining = false, true
+			req := e.req("new", "a", 2, 2, 2, "")
+			req.FairSharing = true
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			if tc.want == nil {
+				var np *preempt.NoPlan
+				require.ErrorAs(t, err, &np)
+				assert.Equal(t, preempt.WhyTopology, np.Why)
+				assert.Equal(t, 2, np.Candidates) // batch's surplus and rest
+				assert.Equal(t, preempt.Exclusions{QueueRule: 3}, np.Excluded)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+		})
+	}
+}
+
+// When every GPU but one that the cohort can give back is needed for
+// quota, an elastic workload among them goes whole, beside work already
+// draining, and the gang takes the leaf its pods fit in.
+//
+// Two leaves of two 4-GPU nodes under cohort c (nominal 0): a (nominal
+// 2, reclaiming and borrowing within the cohort below its priority, no
+// threshold above 0) runs "a0-gone", draining on node 0 and counted as
+// gone, "a1-draining", 1 GPU draining on node 0, and "a2-elastic", 2
+// one-GPU pods on node 2 (minimum 1); x (nominal 2) runs 3 GPUs of
+// draining work on nodes 2 and 3; b (nominal 5) runs nothing. The
+// request, two 4-GPU pods in a leaf, needs 6 GPUs back for quota of the
+// 7 there are.
+func TestQuotaNeedsTheElasticWorkloadWholeBesideDrainingWork(t *testing.T) {
+	th := int32(0)
+	rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority,
+		BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
+	type work struct {
+		id, q    string
+		node     int
+		gpus     int
+		draining bool
+	}
+	running := []work{
+		{"a0-gone", "a", 0, 1, true},
+		{"a1-draining", "a", 0, 1, true},
+		{"a2-elastic", "a", 2, 2, false},
+		{"x3-draining", "x", 2, 2, true},
+		{"x4-draining", "x", 3, 1, true},
+	}
+	// The same workloads indexed in the other order: node 2 lists them
+	// the other way round.
+	reversed := slices.Clone(running)
+	slices.Reverse(reversed)
+	for _, tc := range []struct {
+		name    string
+		running []work
+	}{{"indexed by ID", running}, {"indexed in reverse", reversed}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 2, 2, 4, cohort("c", "", 0), queue("a", "c", 2, rules), queue("b", "c", 5, lower), queue("x", "c", 2, lower))
+			for _, w := range tc.running {
+				r := e.run(w.id, w.q, 0, time.Minute, []int{w.node}, []int{w.gpus})
+				r.Preemptible, r.Draining = !w.draining, w.draining
+				if w.id == "a2-elastic" {
+					elastic(r, 1)
+				}
+			}
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), e.req("new", "a", 2, 2, 4, "leaf"), map[string]bool{"a0-gone": true})
+			require.NoError(t, err)
+			assert.Equal(t, []victimSummary{{ID: "x3-draining"}, {ID: "a1-draining"}, {ID: "a2-elastic"}}, summarize(p))
+			var reasons []preempt.Reason
+			for _, v := range p.Victims {
+				reasons = append(reasons, v.Reason)
+			}
+			assert.Equal(t, []preempt.Reason{preempt.ReclaimWhileBorrowing, preempt.InQueue, preempt.InQueue}, reasons)
+			assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 4}, {Node: 1, GPUs: 4}}, p.Target.NodeGPUs())
+			assert.True(t, p.Borrowing)
 		})
 	}
 }

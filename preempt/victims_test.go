@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsched/fleet/internal/shapes"
+	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
@@ -305,5 +306,66 @@ func TestIndexOrderKeepsThePlan(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestQuotaVictimInAnotherPoolLeavesTheRoomOfThePool: the request may
+// use pool p1 only (nodes 0 and 1), its queue is at its quota, and the
+// cheapest work of the queue runs on node 2, of pool p2. Freeing node 2
+// for quota makes no room in p1: a node of p1 is cleared, and its work
+// is the only victim (the quota victim in p2 is no longer needed).
+func TestQuotaVictimInAnotherPoolLeavesTheRoomOfThePool(t *testing.T) {
+	spec := topology.Spec{Levels: []string{"leaf", "node"}}
+	for i, pool := range []string{"p1", "p1", "p2"} {
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), Path: []string{"leaf"},
+			GPUs: 4, Flavor: "H100", Pool: pool})
+	}
+	f, err := topology.New(spec)
+	require.NoError(t, err)
+	tree, err := quota.New(quota.Spec{Flavors: []string{"H100"}, Nodes: []quota.NodeSpec{queue("a", "", 12, lower)}})
+	require.NoError(t, err)
+	e := &env{t: t, f: f, tree: tree}
+	e.run("on-p2", "a", 0, time.Minute, []int{2}, []int{4})
+	e.run("on-n0", "a", 0, time.Hour, []int{0}, []int{4})
+	e.run("on-n1", "a", 0, 2*time.Hour, []int{1}, []int{4})
+	for _, required := range []string{"", "node"} {
+		t.Run("required "+required, func(t *testing.T) {
+			r := e.req("new", "a", 5, 1, 4, required)
+			r.W.Pools = []string{"p1"}
+			p, err := victims(t, e, r, nil)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"on-n0"}, ids(p))
+			assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 4}}, p.Target.NodeGPUs())
+		})
+	}
+}
+
+// TestTwoPoolsEachNodeFreedInItsOwnPool: a request that may use either
+// of two pools of one flavor is placed within one pool, and the search
+// keeps the room it frees per node and pool. Four 4-GPU nodes, pools
+// alternating (p1, p2, p1, p2), each full with one workload; the work on
+// node 2, of pool p1, costs least and is the victim, whether the
+// request needs one node or takes any.
+func TestTwoPoolsEachNodeFreedInItsOwnPool(t *testing.T) {
+	spec := topology.Spec{Levels: []string{"leaf", "node"}}
+	for i, pool := range []string{"p1", "p2", "p1", "p2"} {
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), Path: []string{fmt.Sprintf("leaf-%d", i/2)},
+			GPUs: 4, Flavor: "H100", Pool: pool})
+	}
+	for _, required := range []string{"", "node", "leaf"} {
+		t.Run("required "+required, func(t *testing.T) {
+			f, err := topology.New(spec)
+			require.NoError(t, err)
+			tree, err := quota.New(quota.Spec{Flavors: []string{"H100"}, Nodes: []quota.NodeSpec{queue("a", "", 32, lower)}})
+			require.NoError(t, err)
+			e := &env{t: t, f: f, tree: tree}
+			for n, age := range []time.Duration{4 * time.Hour, 3 * time.Hour, time.Minute, 2 * time.Hour} {
+				e.run(fmt.Sprintf("on-%d", n), "a", 0, age, []int{n}, []int{4})
+			}
+			p, err := victims(t, e, e.req("new", "a", 5, 1, 4, required), nil)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"on-2"}, ids(p))
+			assert.Equal(t, []placement.NodeGPUs{{Node: 2, GPUs: 4}}, p.Target.NodeGPUs())
+		})
 	}
 }
