@@ -7,10 +7,16 @@
 // caller decides when a placement becomes real (the root scheduler does so
 // only once quota and preemption agree).
 //
-// The policy (lowest span first, best fit, fewest child domains, bin-pack
-// sub-node pods, whole nodes for training, segments, rank groups, spread,
-// pools, uplink tie-breaks, warm nodes first for replicas naming their
-// model) is documented on Placer.Place, where it is decided. A Ranker
+// The policy (lowest span first, best fit, the largest free blocks kept,
+// fewest child domains, bin-pack sub-node pods, whole nodes for training,
+// segments, rank groups, spread, pools, uplink tie-breaks, warm nodes
+// first for replicas naming their model) is documented on Placer.Place,
+// where it is decided. Best fit, Kueue's tightest-fit rule at each level,
+// is the floor: where it would shrink the largest free block of a level
+// above the gang's and another domain of the gang's level leaves every
+// such block at least as large, and one larger, the gang goes there, so
+// no placement leaves a smaller free block above its level than best fit
+// would. A Ranker
 // (Fragmentation is the built-in one, for GPU-sharing fleets) may decide
 // among every feasible node of a one-pod workload. Pods come back in rank order: the pods of a pod set inside any
 // domain hold consecutive indices (Assignment.RankOrder), so neighbouring

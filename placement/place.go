@@ -141,6 +141,15 @@ type Placer struct {
 	// node is emitOn's view of the node it places on (see loadNode),
 	// kept here so that no call clears it anew.
 	node nodeState
+
+	// keepBlocks' scratch: the levels above the placement, the free
+	// nodes each one's largest block loses (by the kept placement and by
+	// a candidate), candidate domains and the nodes a trial takes.
+	fit            topology.DomainID // tryLevel's best fit, before keepBlocks
+	blocks         []blockLevel
+	bestLoss, loss []int
+	keep           []topology.DomainID
+	seen           []topology.NodeID
 }
 
 type candidate struct {
@@ -291,6 +300,19 @@ func (p *Placer) avoided(n topology.NodeID) bool {
 //     GPUs still hold, then the fewest free GPUs; lowest ID on ties. Big
 //     holes stay for big gangs, and leftovers smaller than a pod count
 //     as waste, not as room (pods of 1 GPU: pods are free GPUs).
+//     Large blocks stay whole: when the best fit lies under the one
+//     domain of a level above that alone holds the level's largest free
+//     block (the most healthy, fully free nodes, Fleet.LargestFreeBlock)
+//     and the gang would take some of its free nodes, the gang goes to
+//     another domain of the level whose placement leaves the largest
+//     free block of every level above, the fleet included, at least as
+//     large and one larger, if there is one: the first, in best-fit
+//     order, that shrinks none of them, or else the last found that
+//     improves on the one before. Best fit is the floor. The same holds
+//     for a gang on one node, ahead of Scorer. The search runs only when
+//     the best fit shrinks a block, and makes at most 8 trials for gangs
+//     that are not whole-node (reads at most 64 nodes for one node).
+//     Across GPU models, the tightness compared is the best fit's.
 //  4. Inside the domain, as few child domains as possible: if one child
 //     holds what remains, the best-fitting such child takes it; otherwise
 //     the child that holds the most takes all it can, and so on down.
@@ -383,10 +405,11 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 			}
 			// Across GPU models: the lowest span, then the fewest preferred
 			// rank groups given up, then the tightest fit counted in pods of
-			// the gang's largest size that still fit in the chosen domain,
-			// then the model's rank, then group order.
+			// the gang's largest size that still fit in the best-fitting
+			// domain (the one the group would take but for the largest
+			// blocks), then the model's rank, then group order.
 			relax := p.relax
-			tight := p.tightness(d)
+			tight := p.tightness(p.fit)
 			better := !found || l > best.Level
 			switch {
 			case better:
@@ -603,9 +626,11 @@ func (p *Placer) wholeNodes() bool {
 func (p *Placer) tryLevel(l topology.Level) (topology.DomainID, bool) {
 	// One node is inside one domain of every level: it meets every rank
 	// group or holds too few pods whatever it gives up.
+	mark := len(p.pods)
 	for p.relax = 0; ; p.relax++ {
 		if d, ok := p.tryLevelGroups(l); ok {
-			return d, true
+			p.fit = d
+			return p.keepBlocks(l, d, mark), true
 		}
 		if p.relax >= p.maxRelax || l == p.deep {
 			p.relax = 0

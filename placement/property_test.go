@@ -247,8 +247,8 @@ func TestPropertyFastAgreesWithNaive(t *testing.T) {
 			return
 		}
 		require.Equal(t, l, a.Level, "level")
-		require.Equal(t, d, a.Domain, "domain")
 		require.Equal(t, g, a.Group, "group")
+		requireKeepsBlocks(t, f, w, a, d)
 		checkValid(t, f, w, a)
 		require.NoError(t, placement.Apply(f, a))
 		require.NoError(t, placement.Unapply(f, a))

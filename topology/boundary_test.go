@@ -208,7 +208,8 @@ func TestStatsPerGroup(t *testing.T) {
 // scan elsewhere; both give the most free nodes of the group and the
 // lowest domain of the level with that count, also when no domain has a
 // free node of the group (0 and the level's first domain, though it
-// holds none of the group's nodes).
+// holds none of the group's nodes). LargestFreeBlockBesides is the scan's
+// count with one domain left out.
 func TestLargestFreeBlockIndexAgreesWithTheScan(t *testing.T) {
 	spec := Spec{Levels: []string{"spine", "leaf", "node"}}
 	for i, x := range []struct{ spine, leaf, flavor string }{
@@ -249,6 +250,21 @@ func TestLargestFreeBlockIndexAgreesWithTheScan(t *testing.T) {
 					wn, wd := want(f, l, g)
 					assert.Equal(t, wn, n, "level %d group %d", l, g)
 					assert.Equal(t, f.DomainName(wd), f.DomainName(d), "level %d group %d", l, g)
+				}
+			}
+			// Besides d: the scan's count over the other domains.
+			for l := Level(1); int(l) < f.Depth(); l++ {
+				lo, hi := f.DomainsAt(l)
+				for _, g := range []GroupID{0, 1} {
+					for d := lo; d < hi; d++ {
+						want := 0
+						for e := lo; e < hi; e++ {
+							if e != d {
+								want = max(want, f.FreeNodes(e, g))
+							}
+						}
+						assert.Equal(t, want, f.LargestFreeBlockBesides(l, g, d), "level %d group %d besides %s", l, g, f.DomainName(d))
+					}
 				}
 			}
 		})

@@ -261,12 +261,34 @@ func (f *Fleet) LargestFreeBlock(l Level, g GroupID) (nodes int, d DomainID) {
 	return max(best, 0), bestD
 }
 
+// LargestFreeBlockBesides is LargestFreeBlock's count at level l
+// (1 <= l < Depth()) for group g with domain d left out: what the level
+// keeps whole-node room for when d's free nodes are taken. O(log n).
+func (f *Fleet) LargestFreeBlockBesides(l Level, g GroupID, d DomainID) int {
+	best := 0
+	f.byFreeNodes[l][g].Descend(func(k uint64) bool {
+		if DomainID(uint32(k)) == d {
+			return true
+		}
+		best = int(k >> 32)
+		return false
+	})
+	return best
+}
+
 // AscendDomainsByFreeNodes calls fn for each domain of level l
 // (1 <= l < Depth()) holding nodes of group g and at least min fully free
 // nodes of it, in increasing order of that count and then of ID, until fn
 // returns false: the best-fit order for whole-node gangs.
 func (f *Fleet) AscendDomainsByFreeNodes(l Level, g GroupID, min int, fn func(d DomainID, freeNodes int) bool) {
-	f.byFreeNodes[l][g].AscendGreaterOrEqual(key(int32(max(min, 0)), 0), func(k uint64) bool {
+	f.AscendDomainsByFreeNodesFrom(l, g, min, 0, fn)
+}
+
+// AscendDomainsByFreeNodesFrom is AscendDomainsByFreeNodes starting at
+// the domain (freeNodes, from) in its order, so that a walk can skip a
+// run of domains and resume past it.
+func (f *Fleet) AscendDomainsByFreeNodesFrom(l Level, g GroupID, freeNodes int, from DomainID, fn func(d DomainID, freeNodes int) bool) {
+	f.byFreeNodes[l][g].AscendGreaterOrEqual(key(int32(max(freeNodes, 0)), int32(max(from, 0))), func(k uint64) bool {
 		return fn(DomainID(uint32(k)), int(k>>32))
 	})
 }
@@ -274,7 +296,13 @@ func (f *Fleet) AscendDomainsByFreeNodes(l Level, g GroupID, min int, fn func(d 
 // AscendDomainsByFreeGPUs is AscendDomainsByFreeNodes ordered by free GPUs
 // on healthy nodes: the best-fit order for gangs of sub-node pods.
 func (f *Fleet) AscendDomainsByFreeGPUs(l Level, g GroupID, min int, fn func(d DomainID, freeGPUs int) bool) {
-	f.byFreeGPUs[l][g].AscendGreaterOrEqual(key(int32(max(min, 0)), 0), func(k uint64) bool {
+	f.AscendDomainsByFreeGPUsFrom(l, g, min, 0, fn)
+}
+
+// AscendDomainsByFreeGPUsFrom is AscendDomainsByFreeGPUs starting at the
+// domain (freeGPUs, from) in its order.
+func (f *Fleet) AscendDomainsByFreeGPUsFrom(l Level, g GroupID, freeGPUs int, from DomainID, fn func(d DomainID, freeGPUs int) bool) {
+	f.byFreeGPUs[l][g].AscendGreaterOrEqual(key(int32(max(freeGPUs, 0)), int32(max(from, 0))), func(k uint64) bool {
 		return fn(DomainID(uint32(k)), int(k>>32))
 	})
 }
