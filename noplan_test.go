@@ -17,16 +17,7 @@ import (
 // no plan exists, but only until a victim's MinRuntime protection ends:
 // then the same request, with nothing else changed, evicts it.
 func TestAVictimIsEvictedOnceItsMinRuntimeEndsWithNothingElseChanged(t *testing.T) {
-	cfg := fleet.ReferenceConfig()
-	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 1},
-		GPUsPerNode: 8, Flavor: "H100"})
-	for i := range cfg.Quota.Nodes {
-		n := &cfg.Quota.Nodes[i]
-		for j := range n.Quotas {
-			n.Quotas[j].Nominal = map[string]int64{"prod-inference": 0, "research": 8, "batch": 0}[n.Name]
-			n.Quotas[j].LendingLimit = quota.Limit{}
-		}
-	}
+	cfg := oneNodeConfig(map[string]int64{"research": 8})
 	for i := range cfg.Classes {
 		if cfg.Classes[i].Name == fleet.ClassPreemptibleBatch {
 			cfg.Classes[i].MinRuntime = 10 * time.Minute
@@ -54,4 +45,21 @@ func TestAVictimIsEvictedOnceItsMinRuntimeEndsWithNothingElseChanged(t *testing.
 	require.Len(t, d.Drain, 1, "its protection ended: nothing else changed")
 	assert.Equal(t, "borrower", d.Drain[0].ID)
 	assert.Equal(t, []string{"owner"}, d.Drain[0].Beneficiaries)
+}
+
+// oneNodeConfig is the reference configuration on one node of 8 GPUs,
+// with the given nominal quotas (0 for a queue not named) and no lending
+// limits.
+func oneNodeConfig(nominal map[string]int64) fleet.Config {
+	cfg := fleet.ReferenceConfig()
+	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 1},
+		GPUsPerNode: 8, Flavor: "H100"})
+	for i := range cfg.Quota.Nodes {
+		n := &cfg.Quota.Nodes[i]
+		for j := range n.Quotas {
+			n.Quotas[j].Nominal = nominal[n.Name]
+			n.Quotas[j].LendingLimit = quota.Limit{}
+		}
+	}
+	return cfg
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/quota"
-	"github.com/fleetsched/fleet/topology"
 )
 
 // A request that must borrow a named resource may not reclaim another
@@ -20,17 +19,13 @@ import (
 // resources searches its own queue's candidates again rather than
 // giving up.
 func TestReclaimForNamedResourcesRetriesWithItsOwnQueue(t *testing.T) {
-	cfg := fleet.ReferenceConfig()
-	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 1},
-		GPUsPerNode: 8, Flavor: "H100"})
+	cfg := oneNodeConfig(map[string]int64{"research": 4, "batch": 4})
 	cfg.Topology.Nodes[0].Resources = map[string]int64{"memory": 32}
 	cfg.Quota.Resources = []string{"memory"}
 	memory := map[string]int64{"research": 10, "batch": 10}
 	for i := range cfg.Quota.Nodes {
 		n := &cfg.Quota.Nodes[i]
 		for j := range n.Quotas {
-			n.Quotas[j].Nominal = map[string]int64{"prod-inference": 0, "research": 4, "batch": 4}[n.Name]
-			n.Quotas[j].LendingLimit = quota.Limit{}
 			n.Quotas[j].Resources = []quota.ResourceQuota{{Name: "memory", Nominal: memory[n.Name]}}
 		}
 		if n.Name == "research" {

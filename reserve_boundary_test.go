@@ -54,51 +54,32 @@ func (oldestFirst) Compare(a, b *fleet.Pending) int { return a.Submitted.Compare
 // placed around it when the rest of the fleet has room: visited after the
 // gang (a host's first-come order), a 7-GPU inference replica whose
 // tightest fit is in the leaf held for a research pair starts on the next
-// node outside it.
+// node outside it, and so does a 0.5-GPU replica.
 func TestHigherPriorityWorkGoesAroundAHoldWhenItCan(t *testing.T) {
-	cfg := smallConfig()
-	cfg.Policy.Order = oldestFirst{}
-	s, err := fleet.New(cfg)
-	require.NoError(t, err)
-	for i, node := range []string{"node-0-0-0", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
-		w := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
-			Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
-		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}}))
-	}
-	pair := gang.Workload{ID: "pair", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
-		PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "leaf"}}
-	require.NoError(t, s.Submit(t0, pair))
-	require.Empty(t, s.Schedule(t0).Admit)
-
-	require.NoError(t, s.Submit(t0.Add(time.Second), replica("rep", 7)))
-	d := s.Schedule(t0.Add(time.Second))
-	require.Len(t, d.Admit, 1)
-	assert.Equal(t, "node-0-1-0", d.Admit[0].Pods[0].Node, "not node-0-0-0, in the held leaf")
-}
-
-// The same holds for work of a share of a GPU: a higher-priority
-// 0.5-GPU replica visited after the held gang goes around its leaf.
-func TestHigherPrioritySharedWorkGoesAroundAHoldWhenItCan(t *testing.T) {
-	cfg := smallConfig()
-	cfg.Policy.Order = oldestFirst{}
-	s, err := fleet.New(cfg)
-	require.NoError(t, err)
-	for i, node := range []string{"node-0-0-0", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
-		w := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
-			Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
-		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}}))
-	}
-	pair := gang.Workload{ID: "pair", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
-		PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "leaf"}}
-	require.NoError(t, s.Submit(t0, pair))
-	require.Empty(t, s.Schedule(t0).Admit)
-
 	half := gang.Workload{ID: "half", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
 		PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUShare: 500}}}
-	require.NoError(t, s.Submit(t0.Add(time.Second), half))
-	d := s.Schedule(t0.Add(time.Second))
-	require.Len(t, d.Admit, 1)
-	assert.NotContains(t, []string{"node-0-0-0", "node-0-0-1"}, d.Admit[0].Pods[0].Node, "placed in the held leaf-0-0")
+	for _, w := range []gang.Workload{replica("rep", 7), half} {
+		t.Run(w.ID, func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.Policy.Order = oldestFirst{}
+			s, err := fleet.New(cfg)
+			require.NoError(t, err)
+			for i, node := range []string{"node-0-0-0", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
+				r := gang.Workload{ID: "r" + string(rune('0'+i)), Queue: "research", PriorityClass: fleet.ClassReservedResearch,
+					Shape: gang.Training, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
+				require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: r, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "p", Index: 0, Node: node, GPUs: 1}}}))
+			}
+			pair := gang.Workload{ID: "pair", Queue: "research", PriorityClass: fleet.ClassReservedResearch, Shape: gang.Training,
+				PodSets: []gang.PodSet{{Name: "p", Count: 2, GPUsPerPod: 8}}, Topology: gang.TopologyRequest{Required: "leaf"}}
+			require.NoError(t, s.Submit(t0, pair))
+			require.Empty(t, s.Schedule(t0).Admit)
+
+			require.NoError(t, s.Submit(t0.Add(time.Second), w))
+			d := s.Schedule(t0.Add(time.Second))
+			require.Len(t, d.Admit, 1)
+			assert.Equal(t, "node-0-1-0", d.Admit[0].Pods[0].Node, "not node-0-0-0, in the held leaf")
+		})
+	}
 }
 
 // A held domain is chosen by the GPUs of open-ended work the gang could

@@ -10,7 +10,6 @@ import (
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/quota"
-	"github.com/fleetsched/fleet/topology"
 )
 
 // waitLimitFleet is one 8-GPU node whose research queue (all of its
@@ -25,16 +24,12 @@ func waitLimitFleet(t *testing.T, limit time.Duration) *fleet.Scheduler {
 // besides their GPUs (from a node and a quota of 64 cores).
 func waitLimitFleetAsking(t *testing.T, limit time.Duration, res []gang.Resource) *fleet.Scheduler {
 	t.Helper()
-	cfg := fleet.ReferenceConfig()
-	cfg.Topology = topology.Uniform(topology.UniformSpec{Levels: []string{"leaf", "node"}, Fanout: []int{1, 1},
-		GPUsPerNode: 8, Flavor: "H100"})
+	cfg := oneNodeConfig(map[string]int64{"research": 8})
 	cfg.Topology.Nodes[0].Resources = map[string]int64{"cpu": 64000}
 	cfg.Quota.Resources = []string{"cpu"}
 	for i := range cfg.Quota.Nodes {
 		n := &cfg.Quota.Nodes[i]
 		for j := range n.Quotas {
-			n.Quotas[j].Nominal = map[string]int64{"prod-inference": 0, "research": 8, "batch": 0}[n.Name]
-			n.Quotas[j].LendingLimit = quota.Limit{}
 			n.Quotas[j].Resources = []quota.ResourceQuota{{Name: "cpu", Nominal: map[string]int64{"research": 64000}[n.Name]}}
 		}
 	}
