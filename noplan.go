@@ -20,12 +20,12 @@ import (
 // exists. While all of that holds a search would answer the same: a
 // cycle in which nothing changed repeats the verdict without searching.
 type noPlanMemo struct {
-	valid              bool
-	fleet, tree, books uint64
-	expires            bool      // false: nothing was protected, and no limit is near
-	until              time.Time // when the first protection ends, or the limit is reached
-	avoid              []topology.DomainID
-	wait               waitVerdict // the verdict the search left
+	valid   bool
+	at      stamp     // the state it was found on
+	expires bool      // false: nothing was protected, and no limit is near
+	until   time.Time // when the first protection ends, or the limit is reached
+	avoid   []topology.DomainID
+	wait    waitVerdict // the verdict the search left
 }
 
 // stamp is the count of changes of everything a victim search reads.
@@ -39,7 +39,7 @@ func (s *Scheduler) stamp() stamp {
 // at now for a search kept out of avoid.
 func (s *Scheduler) noPlanStands(now time.Time, e *entry, avoid []topology.DomainID) bool {
 	m := &e.noPlan
-	return m.valid && (stamp{m.fleet, m.tree, m.books}) == s.stamp() &&
+	return m.valid && m.at == s.stamp() &&
 		(!m.expires || now.Before(m.until)) && slices.Equal(m.avoid, avoid)
 }
 
@@ -52,12 +52,12 @@ func (s *Scheduler) keepNoPlan(now time.Time, e *entry, avoid []topology.DomainI
 	}
 	until, expires := s.books.ProtectionEnds(now)
 	if l := s.cfg.Policy.WaitLimit; l > 0 && !s.starved(e) {
-		if at := e.submitted.Add(l); !expires || at.Before(until) {
-			until, expires = at, true
+		if reached := e.submitted.Add(l); !expires || reached.Before(until) {
+			until, expires = reached, true
 		}
 	}
-	e.noPlan = noPlanMemo{valid: true, fleet: at.fleet, tree: at.tree, books: at.books,
-		expires: expires, until: until, avoid: append(e.noPlan.avoid[:0], avoid...), wait: e.wait}
+	e.noPlan = noPlanMemo{valid: true, at: at, expires: expires, until: until,
+		avoid: append(e.noPlan.avoid[:0], avoid...), wait: e.wait}
 	e.noPlan.wait.cycle, e.noPlan.wait.at = 0, time.Time{}
 }
 
