@@ -103,9 +103,7 @@ func TestHopelessStopsAttempts(t *testing.T) {
 	require.ErrorAs(t, err, &np)
 	require.Equal(t, preempt.WhyTopology, np.Why)
 	require.True(t, preempt.Hopeless(s), "both leaves left out")
-	ref := preempt.NewSearcher(preempt.Options{})
-	preempt.SetNoBounds(ref, true)
-	_, err2 := ref.Victims(e.view(), req, nil)
+	_, err2 := unbounded(preempt.Options{}, e.view(), req)
 	require.Equal(t, err2, err)
 }
 
@@ -127,9 +125,7 @@ func TestHopelessQuotaReadsTheAttemptsVictims(t *testing.T) {
 	var np *preempt.NoPlan
 	require.ErrorAs(t, err, &np)
 	require.Equal(t, preempt.WhyQuota, np.Why)
-	ref := preempt.NewSearcher(preempt.Options{})
-	preempt.SetNoBounds(ref, true)
-	_, err2 := ref.Victims(e.view(), req, nil)
+	_, err2 := unbounded(preempt.Options{}, e.view(), req)
 	require.Equal(t, err2, err)
 }
 
@@ -239,9 +235,7 @@ func TestCostBoundCountsTheElasticWorkOfTheCell(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"young"}, ids(p))
 	require.Len(t, p.Victims[0].Pods, 4)
-	ref := preempt.NewSearcher(preempt.Options{})
-	preempt.SetNoBounds(ref, true)
-	p2, err := ref.Victims(e.view(), req, nil)
+	p2, err := unbounded(preempt.Options{}, e.view(), req)
 	require.NoError(t, err)
 	require.Equal(t, p2, p)
 }
@@ -268,9 +262,7 @@ func TestCostBoundLeavesOutElasticPartsOnTheNextCell(t *testing.T) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"split", "w0"}, ids(p))
 	require.InDelta(t, 31, p.LostGPUSeconds, 1e-9)
-	ref := preempt.NewSearcher(preempt.Options{Cost: cost})
-	preempt.SetNoBounds(ref, true)
-	p2, err := ref.Victims(e.view(), req, nil)
+	p2, err := unbounded(preempt.Options{Cost: cost}, e.view(), req)
 	require.NoError(t, err)
 	require.Equal(t, p2, p)
 }
@@ -294,4 +286,12 @@ func TestCellOfEqualCostBoundAndFewerVictimsWins(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"large"}, ids(p))
 	require.InDelta(t, 4, p.LostGPUSeconds, 1e-9)
+}
+
+// unbounded is the plan of a search with opt that prunes no cell by its
+// bounds: the reference a bounded search must agree with.
+func unbounded(opt preempt.Options, view preempt.View, req preempt.Request) (preempt.Plan, error) {
+	ref := preempt.NewSearcher(opt)
+	preempt.SetNoBounds(ref, true)
+	return ref.Victims(view, req, nil)
 }
