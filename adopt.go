@@ -64,6 +64,13 @@ type Adoption struct {
 	// Drain is set when the host is draining the workload (it was sent
 	// SIGTERM, or its pods are terminating).
 	Drain *AdoptedDrain
+	// Flavors, for running work asking named resources of a queue whose
+	// resource groups split them, is the flavor each pod set's named
+	// resources are charged in, as RunningView.Flavors lists them (the
+	// Admission's podSetAssignments[].flavors). nil: chosen as the
+	// assigner would on the quota usage of the moment, each pod set that
+	// fits nowhere charged in its group's first flavor.
+	Flavors []map[string]string
 	// Borrowing is what the workload's Admission said. The scheduler also
 	// counts it borrowing when its queue is above its nominal quota once
 	// it is charged.
@@ -197,6 +204,10 @@ func (s *Scheduler) Adopt(now time.Time, a Adoption) error {
 		panic("fleet: a resolved workload refused by the ledger: " + err.Error())
 	}
 	rec.Submitted = submitted
+	if err := s.setFlavors("adopt", e, a.Flavors); err != nil {
+		s.books.Forget(id)
+		return err
+	}
 	kept, lost := splitLost(e, as, a.Lost)
 	if err := s.books.AdmitDegraded(id, kept, lost, a.Started); err != nil {
 		s.books.Forget(id)

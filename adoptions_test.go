@@ -34,7 +34,7 @@ func hostAdoptions(snap fleet.Snapshot, specs map[string]gang.Workload, pods fun
 			return slices.ContainsFunc(r.Lost, func(lp fleet.LostPodView) bool { return lp.Pod == p })
 		})
 		out = append(out, fleet.Adoption{Workload: w, Submitted: r.Submitted, Seq: r.Seq, Started: r.Started,
-			Pods: held, Lost: r.Lost, Drain: drain(r.Drain), Borrowing: r.Borrowing, IdleSince: r.IdleSince})
+			Pods: held, Lost: r.Lost, Drain: drain(r.Drain), Borrowing: r.Borrowing, IdleSince: r.IdleSince, Flavors: r.Flavors})
 	}
 	for _, r := range snap.Running {
 		if r.SplitOf == "" {

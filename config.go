@@ -142,22 +142,18 @@ type Pending struct {
 // returns an error wrapping one of them (and, where it applies, the lower
 // package's own typed error), and leaves the scheduler unchanged.
 var (
-	ErrInvalidConfig = errors.New("fleet: invalid config")
-	// ErrUnsupportedGroups refuses, with ErrInvalidConfig (New) or
-	// ErrInvalidQuota (SetQueue, Restore), a queue whose resource groups
-	// put GPUs and other resources in different flavors: see checkGroups.
-	ErrUnsupportedGroups = errors.New("fleet: resource groups that split a queue's resources are not scheduled")
-	ErrInvalid           = errors.New("fleet: invalid workload")
-	ErrDuplicate         = errors.New("fleet: duplicate workload ID")
-	ErrUnknownQueue      = errors.New("fleet: unknown queue")
-	ErrUnknownClass      = errors.New("fleet: unknown priority class")
-	ErrUnknownID         = errors.New("fleet: unknown workload")
-	ErrUnknownNode       = errors.New("fleet: unknown node")
-	ErrNeverFits         = errors.New("fleet: workload can never fit the fleet")
-	ErrBadState          = errors.New("fleet: call not allowed in the workload's state")
-	ErrTimeReversed      = errors.New("fleet: time moved backwards")
-	ErrInvalidHealth     = errors.New("fleet: invalid node health")
-	ErrUnknownBooking    = errors.New("fleet: unknown booking")
+	ErrInvalidConfig  = errors.New("fleet: invalid config")
+	ErrInvalid        = errors.New("fleet: invalid workload")
+	ErrDuplicate      = errors.New("fleet: duplicate workload ID")
+	ErrUnknownQueue   = errors.New("fleet: unknown queue")
+	ErrUnknownClass   = errors.New("fleet: unknown priority class")
+	ErrUnknownID      = errors.New("fleet: unknown workload")
+	ErrUnknownNode    = errors.New("fleet: unknown node")
+	ErrNeverFits      = errors.New("fleet: workload can never fit the fleet")
+	ErrBadState       = errors.New("fleet: call not allowed in the workload's state")
+	ErrTimeReversed   = errors.New("fleet: time moved backwards")
+	ErrInvalidHealth  = errors.New("fleet: invalid node health")
+	ErrUnknownBooking = errors.New("fleet: unknown booking")
 )
 
 // Error carries the details of a refused call.
@@ -195,28 +191,4 @@ func (e *Error) Unwrap() error { return e.Err }
 
 func refuse(op, id string, err error, format string, args ...any) error {
 	return &Error{Op: op, Workload: id, Detail: fmt.Sprintf(format, args...), Err: err}
-}
-
-// checkGroups refuses a quota tree with a queue whose resource groups
-// split its resources between flavors. The scheduler charges a workload
-// every resource in the flavor of the GPU model it lands on, which is
-// what one group covering GPUs and every resource means; quota.Tree.Assign
-// and importer/kueue read and assign several groups, and the scheduler
-// takes them as they are supported end to end (see docs/sharing.md).
-func checkGroups(t *quota.Tree) error {
-	for _, q := range t.Queues() {
-		if !t.HasResourceGroups(q) {
-			continue
-		}
-		whole := t.NumGroups(q) == 1 && t.GroupCovers(q, 0, quota.GPU)
-		for r := quota.ResourceID(1); whole && int(r) <= t.NumResources(); r++ {
-			whole = t.GroupCovers(q, 0, r)
-		}
-		if !whole {
-			return fmt.Errorf("%w: queue %q: its resource groups split resources between flavors, "+
-				"which the scheduler does not charge yet (one group covering GPUs and every resource does)",
-				ErrUnsupportedGroups, t.Name(q))
-		}
-	}
-	return nil
 }

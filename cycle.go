@@ -435,7 +435,8 @@ func (s *Scheduler) admitted(now time.Time, e *entry, d *Decisions) {
 	e.wait = waitVerdict{}
 	r := e.rec
 	a := r.Assign
-	adm := Admission{ID: e.w.ID, Queue: e.w.Queue, Wait: now.Sub(e.submitted), Span: s.fleet.LevelName(a.Span), Borrowing: r.Borrowing}
+	adm := Admission{ID: e.w.ID, Queue: e.w.Queue, Wait: now.Sub(e.submitted), Span: s.fleet.LevelName(a.Span), Borrowing: r.Borrowing,
+		Flavors: s.flavorViews(r.Flavors())}
 	for _, p := range a.Pods {
 		adm.Pods = append(adm.Pods, s.podView(e, p))
 	}

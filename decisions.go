@@ -76,6 +76,11 @@ type Admission struct {
 	// Borrowing is true when the admission uses quota lent by others, and
 	// so may be reclaimed by preemption.
 	Borrowing bool
+	// Flavors is set for work asking named resources of a queue whose
+	// resource groups split them: per pod set, the flavor each named
+	// resource is charged in (as RunningView.Flavors); a host that adopts
+	// the workload after a restart passes it back (Adoption.Flavors).
+	Flavors []map[string]string `json:",omitempty"`
 }
 
 // PodAssignment places one pod.

@@ -65,7 +65,7 @@ func (s *Scheduler) SetQueue(now time.Time, spec quota.NodeSpec) error {
 		if err := t.ValidateCapacity(capacity); err != nil {
 			return fmt.Errorf("%w: %w", ErrOverCapacity, err)
 		}
-		return checkGroups(t)
+		return nil
 	})
 	switch {
 	case errors.Is(err, ErrOverCapacity):
@@ -233,9 +233,6 @@ func (s *Scheduler) restoreLive(snap Snapshot) error {
 	}
 	if err := s.tree.ValidateCapacity(capacity); err != nil {
 		return &Error{Op: "restore", Err: fmt.Errorf("%w: %w", ErrOverCapacity, err)}
-	}
-	if err := checkGroups(s.tree); err != nil {
-		return &Error{Op: "restore", Err: fmt.Errorf("%w: %w", ErrInvalidQuota, err)}
 	}
 	return nil
 }

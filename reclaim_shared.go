@@ -47,6 +47,7 @@ type reclaimCandidate struct {
 	rec   *ledger.Record
 	prio  int32
 	other bool // of another queue, borrowing: reclaimed
+	short bool // charged quota e is short of (freesFor)
 }
 
 // reclaimShared is reclaimFor for work with shares, slices or
@@ -110,27 +111,21 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 		if err := s.books.Vacate(f, r, take); err != nil {
 			panic("fleet: a what-if copy refused a holder's own GPUs: " + err.Error())
 		}
-		var err error
-		if take {
-			err = tree.AddRequest(r.Queue, r.Flavor, r.Charged())
-		} else {
-			err = tree.RemoveRequest(r.Queue, r.Flavor, r.Charged())
-		}
-		if err != nil {
+		if err := r.ChargeTo(tree, take); err != nil {
 			panic("fleet: a what-if tree refused a holder's own charge: " + err.Error())
 		}
 	}
 	// fits reports the verdict of quota once e is placed on the what-if
 	// fleet, and false when it cannot be placed or quota does not fit.
 	fits := func() (quota.Verdict, bool) {
-		if v := tree.FitsRequest(e.queue, e.flavor, specReq); !v.Fits() {
+		if v := s.fitsSpec(tree, e, w, specReq); !v.Fits() {
 			return v, false
 		}
 		a, err := s.placer.PlaceAvoiding(f, w, held...)
 		if err != nil {
 			return quota.Verdict{}, false
 		}
-		v := tree.FitsRequest(e.queue, e.flavor, s.books.RequestOf(a))
+		v := s.fitsPlaced(tree, e, e.flavor, a)
 		return v, v.Fits()
 	}
 	// Victims already promised to nominations are gone too, as for the
@@ -141,7 +136,7 @@ func (s *Scheduler) reclaimFor(now time.Time, e *entry, taken map[string]bool, d
 		if !ok || r.HasClaims() {
 			continue // a nomination's victims hold whole GPUs only
 		}
-		if err := tree.RemoveRequest(r.Queue, r.Flavor, r.Charged()); err != nil {
+		if err := r.ChargeTo(tree, false); err != nil {
 			panic("fleet: a what-if tree refused a promised victim's charge: " + err.Error())
 		}
 		for _, x := range r.Nodes {
@@ -257,8 +252,9 @@ func (s *Scheduler) reclaimRequest(e *entry, w *gang.Workload) quota.Request {
 }
 
 // reclaimCandidates lists the admitted holders e may evict, in eviction
-// order: other queues' borrowed work first, then lower priority, then
-// the most recently started, then ID. A candidate runs on e's GPU model,
+// order: holders of quota e is short of first (freesFor), then other
+// queues' borrowed work, then lower priority, then the most recently
+// started, then ID. A candidate frees room e may use (freesFor),
 // is preemptible, is past its minimum runtime, is not taken this cycle,
 // and passes e's queue rules: withinQueue for its own queue (where a
 // starved e counts as queued before every run: Policy.WaitLimit), and
@@ -267,11 +263,16 @@ func (s *Scheduler) reclaimCandidates(now time.Time, e *entry, taken map[string]
 	rules := s.tree.Rules(e.queue)
 	root := s.tree.Root(e.queue)
 	starved := s.starved(e)
+	frees := s.freesFor(e)
 	var out []reclaimCandidate
 	s.books.Holders(func(r *ledger.Record) bool {
 		switch {
-		case r.State != gang.Admitted, taken[r.W.ID], r.W.ID == e.w.ID, r.Flavor != e.flavor,
+		case r.State != gang.Admitted, taken[r.W.ID], r.W.ID == e.w.ID,
 			!r.Policy.Preemptible, now.Before(r.Started.Add(r.Policy.MinRuntime)):
+			return true
+		}
+		useful, short := frees(r)
+		if !useful {
 			return true
 		}
 		x, known := s.work[r.W.ID]
@@ -288,7 +289,7 @@ func (s *Scheduler) reclaimCandidates(now time.Time, e *entry, taken map[string]
 				allowed = prio < e.priority || prio == e.priority && (starved || x.submitted.After(e.submitted))
 			}
 			if allowed {
-				out = append(out, reclaimCandidate{rec: r, prio: prio})
+				out = append(out, reclaimCandidate{rec: r, prio: prio, short: short})
 			}
 			return true
 		}
@@ -297,15 +298,21 @@ func (s *Scheduler) reclaimCandidates(now time.Time, e *entry, taken map[string]
 		}
 		switch rules.ReclaimWithinCohort {
 		case quota.ReclaimAny:
-			out = append(out, reclaimCandidate{rec: r, prio: prio, other: true})
+			out = append(out, reclaimCandidate{rec: r, prio: prio, other: true, short: short})
 		case quota.ReclaimLowerPriority:
 			if prio < e.priority {
-				out = append(out, reclaimCandidate{rec: r, prio: prio, other: true})
+				out = append(out, reclaimCandidate{rec: r, prio: prio, other: true, short: short})
 			}
 		}
 		return true
 	})
 	slices.SortFunc(out, func(a, b reclaimCandidate) int {
+		if a.short != b.short {
+			if a.short {
+				return -1
+			}
+			return 1
+		}
 		if a.other != b.other {
 			if a.other {
 				return -1
@@ -323,14 +330,48 @@ func (s *Scheduler) reclaimCandidates(now time.Time, e *entry, taken map[string]
 	return out
 }
 
+// freesFor returns whether evicting a holder frees room e may use, and
+// whether it frees quota e is short of. A holder on e's GPU model frees
+// both GPUs and quota; in a queue whose resource groups split its
+// resources, so does one charged a named resource in a flavor where the
+// assigner puts e and e does not fit (Kueue's candidates: the workloads
+// using what needs preemption), which the search then tries first.
+func (s *Scheduler) freesFor(e *entry) func(*ledger.Record) (frees, short bool) {
+	if !s.tree.SplitsResources(e.queue) {
+		return func(r *ledger.Record) (bool, bool) { return r.Flavor == e.flavor, false }
+	}
+	type col struct {
+		f quota.FlavorID
+		r quota.ResourceID
+	}
+	var need []col
+	a := s.tree.Assign(e.queue, s.specSets(s.tree, e, e.flavor, &e.w), s.assignOptions())
+	for _, c := range a.Charges {
+		req := quota.Request{MilliGPUs: c.Value}
+		if c.Resource != quota.GPU {
+			req = quota.Request{Resources: []quota.Amount{{Resource: c.Resource, Value: c.Value}}}
+		}
+		if !s.tree.FitsRequest(e.queue, c.Flavor, req).Fits() {
+			need = append(need, col{c.Flavor, c.Resource})
+		}
+	}
+	return func(r *ledger.Record) (bool, bool) {
+		short := slices.ContainsFunc(r.Charges(), func(c quota.Charge) bool {
+			return slices.Contains(need, col{c.Flavor, c.Resource})
+		})
+		return short || r.Flavor == e.flavor, short
+	}
+}
+
 // borrows reports whether r's queue uses more than its nominal quota of
-// r's flavor, in GPUs or in a resource r is charged for.
+// what r is charged: GPUs of its flavor, or a resource of a flavor it is
+// charged in.
 func (s *Scheduler) borrows(r *ledger.Record) bool {
 	if s.tree.Borrowed(r.Queue, r.Flavor) > 0 {
 		return true
 	}
-	for _, a := range r.Charged().Resources {
-		if s.tree.UsageOf(r.Queue, r.Flavor, a.Resource) > s.tree.NominalOf(r.Queue, r.Flavor, a.Resource) {
+	for _, c := range r.Charges() {
+		if c.Resource != quota.GPU && s.tree.UsageOf(r.Queue, c.Flavor, c.Resource) > s.tree.NominalOf(r.Queue, c.Flavor, c.Resource) {
 			return true
 		}
 	}

@@ -112,6 +112,9 @@ func (s *Scheduler) restore(snap Snapshot) error {
 			return bad(v.ID, "%v", err)
 		}
 		rec.Submitted = v.Submitted
+		if err := s.setFlavors("restore", e, v.Flavors); err != nil {
+			return err
+		}
 		// Pods lost under a gang that survives it hold no GPUs: their
 		// node is down, or back and holding other work.
 		a, lost := splitLost(e, a, v.Lost)

@@ -153,9 +153,6 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := checkFlavors(f, t); err != nil {
 		return nil, &Error{Op: "new", Detail: "quota", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
 	}
-	if err := checkGroups(t); err != nil {
-		return nil, &Error{Op: "new", Detail: "quota", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
-	}
 	classes := map[string]PriorityClass{}
 	for _, c := range cfg.Classes {
 		if c.Name == "" {
@@ -190,6 +187,7 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, &Error{Op: "new", Detail: "calendar", Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
 	}
 	warm, books := newWarmBook(), ledger.New(f, t)
+	books.SetAssignOptions(quota.AssignOptions{FairSharing: cfg.Policy.FairSharing})
 	// Gangs that span leaves spread over the leaves' uplinks: the ledger
 	// counts the gangs crossing each leaf.
 	uplinks := books.Crossings()

@@ -51,7 +51,15 @@ func (s *Scheduler) checkSharing(op string, e *entry) error {
 			return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
 				Detail: fmt.Sprintf("needs %d GPUs of shares, queue %q can reach at most %d", need, w.Queue, s.tree.Potential(e.queue, e.flavor))}
 		}
+		if s.tree.SplitsResources(e.queue) {
+			if err := s.neverFitsGroups(op, e); err != nil {
+				return err
+			}
+		}
 		for _, a := range s.specRequest(e).Resources {
+			if s.tree.SplitsResources(e.queue) {
+				break // charged in its group's flavors: neverFitsGroups
+			}
 			name := s.tree.ResourceName(a.Resource)
 			if !s.tree.ServesResource(e.queue, e.flavor, a.Resource) {
 				// As in Kueue: a resource the quotas cover that the queue's
@@ -78,6 +86,94 @@ func (s *Scheduler) checkSharing(op string, e *entry) error {
 				return never(placement.ErrUnknownResource, "pod set %q: no node has resource %q", ps.Name, r.Name)
 			}
 		}
+	}
+	return nil
+}
+
+// neverFitsGroups refuses what e can never get in a queue whose resource
+// groups split its resources: a named resource no group covers, or a pod
+// set asking more of one than any flavor of its group could reach with
+// the tree idle (a pod set's amount lands in one flavor).
+func (s *Scheduler) neverFitsGroups(op string, e *entry) error {
+	w := &e.w
+	for i := range w.PodSets {
+		ps := &w.PodSets[i]
+		for _, r := range ps.Resources {
+			id, ok := s.tree.Resource(r.Name)
+			if !ok {
+				continue
+			}
+			g := s.tree.GroupOf(e.queue, id)
+			if g < 0 {
+				return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
+					Detail: fmt.Sprintf("queue %q has no resource group covering %s", w.Queue, r.Name)}
+			}
+			reach := int64(0)
+			for _, f := range s.tree.GroupFlavors(e.queue, g) {
+				if s.tree.ServesResource(e.queue, f, id) {
+					reach = max(reach, s.tree.PotentialOf(e.queue, f, id))
+				}
+			}
+			if need := int64(ps.Count) * r.Amount; need > reach {
+				return &Error{Op: op, Workload: w.ID, Err: ErrNeverFits,
+					Detail: fmt.Sprintf("pod set %q needs %d %s, queue %q can reach at most %d in one flavor",
+						ps.Name, need, r.Name, w.Queue, reach)}
+			}
+		}
+	}
+	return nil
+}
+
+// flavorViews names the flavors of a holder's named resources per pod
+// set (ledger.Record.Flavors), for RunningView.Flavors.
+func (s *Scheduler) flavorViews(flavors [][]quota.FlavorID) []map[string]string {
+	if flavors == nil {
+		return nil
+	}
+	out := make([]map[string]string, len(flavors))
+	for i, row := range flavors {
+		out[i] = map[string]string{}
+		for j, f := range row {
+			if f != quota.NoFlavor {
+				out[i][s.tree.ResourceName(quota.ResourceID(j+1))] = s.tree.FlavorName(f)
+			}
+		}
+	}
+	return out
+}
+
+// setFlavors gives tracked, pending e the flavors of its named resources
+// a snapshot or an adoption names (RunningView.Flavors); none leaves the
+// ledger to choose them on admission.
+func (s *Scheduler) setFlavors(op string, e *entry, views []map[string]string) error {
+	if views == nil {
+		return nil
+	}
+	w := &e.w
+	if len(views) != len(w.PodSets) {
+		return refuse(op, w.ID, ErrInvalid, "flavors for %d pod sets, the workload has %d", len(views), len(w.PodSets))
+	}
+	flavors := make([][]quota.FlavorID, len(views))
+	for i, m := range views {
+		flavors[i] = make([]quota.FlavorID, s.tree.NumResources())
+		for j := range flavors[i] {
+			flavors[i][j] = quota.NoFlavor
+		}
+		for res, name := range m {
+			r, ok := s.tree.Resource(res)
+			if !ok {
+				return refuse(op, w.ID, ErrInvalid, "pod set %q: resource %q has no quota", w.PodSets[i].Name, res)
+			}
+			f, ok := s.tree.Flavor(name)
+			if !ok || !s.tree.ServesResource(e.queue, f, r) {
+				return refuse(op, w.ID, ErrInvalid, "pod set %q: queue %q has no quota of %s in flavor %q",
+					w.PodSets[i].Name, w.Queue, res, name)
+			}
+			flavors[i][r-1] = f
+		}
+	}
+	if err := s.books.SetFlavors(w.ID, flavors); err != nil {
+		panic("fleet: the ledger refused checked flavors: " + err.Error())
 	}
 	return nil
 }
@@ -117,6 +213,70 @@ func (s *Scheduler) specRequest(e *entry) quota.Request {
 	return req
 }
 
+// fitsModel is the quota verdict on w, e's spec or a minimum of it,
+// asking req (its specRequest) with its GPUs of model f, on tree t: in a
+// queue whose resource groups split its resources, every named resource
+// in the flavor Kueue's assigner gives it (quota.Tree.Assign), else every
+// resource in f.
+func (s *Scheduler) fitsModel(t *quota.Tree, e *entry, f quota.FlavorID, w *gang.Workload, req quota.Request) quota.Verdict {
+	if len(req.Resources) == 0 || !t.SplitsResources(e.queue) {
+		return t.FitsRequest(e.queue, f, req)
+	}
+	return s.assigned(t, e.queue, s.specSets(t, e, f, w))
+}
+
+// specSets is what w's pod sets ask of quota before they are placed (as
+// specRequest counts it), for quota.Tree.Assign: pod sets asking GPUs
+// may use only model f.
+func (s *Scheduler) specSets(t *quota.Tree, e *entry, f quota.FlavorID, w *gang.Workload) []quota.PodSetRequest {
+	sets := make([]quota.PodSetRequest, len(w.PodSets))
+	for i := range w.PodSets {
+		ps := &w.PodSets[i]
+		sets[i].MilliGPUs = int64(ps.Count) * ps.MilliGPUsPerPod()
+		if sets[i].MilliGPUs > 0 {
+			sets[i].GPUFlavors = []quota.FlavorID{f}
+		}
+		for _, r := range ps.Resources {
+			if id, ok := t.Resource(r.Name); ok {
+				sets[i].Resources = append(sets[i].Resources, quota.Amount{Resource: id, Value: int64(ps.Count) * r.Amount})
+			}
+		}
+	}
+	return sets
+}
+
+// fitsSpec is fitsModel on e's own GPU model.
+func (s *Scheduler) fitsSpec(t *quota.Tree, e *entry, w *gang.Workload, req quota.Request) quota.Verdict {
+	return s.fitsModel(t, e, e.flavor, w, req)
+}
+
+// fitsPlaced is the quota verdict on e placed at a, on model f, on tree
+// t: what the ledger would charge it (Ledger.RequestOf, per pod set in a
+// queue whose resource groups split its resources).
+func (s *Scheduler) fitsPlaced(t *quota.Tree, e *entry, f quota.FlavorID, a placement.Assignment) quota.Verdict {
+	req := s.books.RequestOf(a)
+	if len(req.Resources) == 0 || !t.SplitsResources(e.queue) {
+		return t.FitsRequest(e.queue, f, req)
+	}
+	return s.assigned(t, e.queue, s.books.PodSetRequests(&e.w, f, a.Pods))
+}
+
+// assigned is the verdict on the flavors Kueue's assigner gives sets in
+// queue q: the failing pod set's when one gets no flavor, else whether
+// every flavor they land on fits (quota.Tree.FitsCharges).
+func (s *Scheduler) assigned(t *quota.Tree, q quota.NodeID, sets []quota.PodSetRequest) quota.Verdict {
+	a := t.Assign(q, sets, s.assignOptions())
+	if a.Failed >= 0 || a.FailedGroup >= 0 {
+		return a.Why
+	}
+	return t.FitsCharges(q, a.Charges)
+}
+
+// assignOptions are the scheduler's settings Kueue's flavor assigner reads.
+func (s *Scheduler) assignOptions() quota.AssignOptions {
+	return quota.AssignOptions{FairSharing: s.cfg.Policy.FairSharing}
+}
+
 // quotaModels returns the workload to place: e's own spec when quota fits
 // for every model it accepts, a copy that accepts only the models whose
 // quota fits otherwise (in e's order; with the queue's whenCanBorrow at
@@ -135,7 +295,7 @@ func (s *Scheduler) quotaModels(e *entry) *gang.Workload {
 		if !ok || !s.tree.Serves(e.queue, f) {
 			continue
 		}
-		v := s.fitsQuota(func() quota.Verdict { return s.tree.FitsRequest(e.queue, f, req) })
+		v := s.fitsQuota(func() quota.Verdict { return s.fitsModel(s.tree, e, f, &e.w, req) })
 		// The verdict recorded is the first model's that fits, else the
 		// first model's.
 		if !asked || v.Fits() && len(fit) == 0 {
@@ -213,8 +373,7 @@ func (s *Scheduler) tryAdmitShared(now time.Time, e *entry, d *Decisions) admitR
 	if !ok || !s.tree.Serves(e.queue, f) {
 		panic(fmt.Sprintf("fleet: %s placed on model %q its queue does not serve", e.w.ID, model))
 	}
-	req := s.books.RequestOf(a)
-	v := s.fitsQuota(func() quota.Verdict { return s.tree.FitsRequest(e.queue, f, req) })
+	v := s.fitsQuota(func() quota.Verdict { return s.fitsPlaced(s.tree, e, f, a) })
 	e.wait.quota = v
 	if !v.Fits() {
 		e.wait.reason = WaitQuota

@@ -48,6 +48,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 				Span: f.LevelName(r.Assign.Span), Borrowing: r.Borrowing, LastCheckpoint: r.LastCheckpoint(),
 				Submitted: e.submitted, Seq: e.seq, Spec: e.w.Clone(), Pods: s.podViews(e, r.Assign),
 				Nodes: s.nodeViews(r.Nodes)}
+			v.Flavors = s.flavorViews(r.Flavors())
 			v.IdleSince, _ = s.IdleSince(id)
 			if e.split != nil {
 				v.SplitOf, v.SplitPod = e.split.of, e.split.pod

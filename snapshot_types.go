@@ -142,6 +142,12 @@ type RunningView struct {
 	// whole GPUs, shares, and MIG slices by the compute slices they take
 	// on the model it runs on (topology.MIGProfile.ShareAt).
 	MilliGPUs int64
+	// Flavors is set for work asking named resources of a queue whose
+	// resource groups split them: per pod set, in spec order, the flavor
+	// each named resource is charged in (resource name to flavor name,
+	// Kueue's podSetAssignments[].flavors); its GPUs are charged in
+	// Flavor. nil: every resource is charged in Flavor.
+	Flavors   []map[string]string `json:",omitempty"`
 	Started   time.Time
 	Draining  bool
 	Deadline  time.Time // when draining

@@ -14,7 +14,8 @@ import (
 
 // machineConfig is smallConfig with batch reclaimed after 20 minutes
 // idle, 32 cores per node, the last two nodes MIG-partitioned, and quotas
-// of cores beside GPUs (batch borrows all of its cores).
+// of cores beside GPUs (batch borrows all of its cores); research's cores
+// are a resource group of their own, in two flavors of 64 each.
 func machineConfig() fleet.Config {
 	cfg := smallConfig()
 	cfg.Policy.IdleReclaim = []fleet.IdleRule{{Class: fleet.ClassPreemptibleBatch, After: 20 * time.Minute}}
@@ -29,7 +30,16 @@ func machineConfig() fleet.Config {
 		for j := range n.Quotas {
 			n.Quotas[j].Resources = []quota.ResourceQuota{{Name: "cpu", Nominal: cores[n.Name]}}
 		}
+		if n.Name == "research" {
+			n.Quotas[0].Resources = nil
+			for _, f := range []string{"cores-a", "cores-b"} {
+				n.Quotas = append(n.Quotas, quota.FlavorQuota{Flavor: f, Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: 64000}}})
+			}
+			n.ResourceGroups = []quota.ResourceGroup{{GPUs: true, Flavors: []string{n.Quotas[0].Flavor}},
+				{Resources: []string{"cpu"}, Flavors: []string{"cores-a", "cores-b"}}}
+		}
 	}
+	cfg.Quota.Flavors = append(cfg.Quota.Flavors, "cores-a", "cores-b")
 	cfg.Policy.DefragBudget = 2
 	// Runs of a few hours reach a wait limit of half an hour: starved
 	// work evicts older runs of its priority (Policy.WaitLimit).

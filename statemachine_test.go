@@ -110,6 +110,12 @@ func (m *machine) Submit(t *rapid.T) {
 			ps.Resources = []gang.Resource{{Name: "cpu", Amount: int64(rapid.IntRange(1, 4).Draw(t, "cores")) * 1000}}
 		}
 	}
+	if queue == "research" && rapid.IntRange(0, 3).Draw(t, "launcher") == 0 {
+		// A launcher on cores only beside the workers: its cores may take
+		// another flavor of research's cpu group than theirs.
+		cores := int64(rapid.IntRange(1, 48).Draw(t, "launcherCores")) * 1000
+		w.PodSets = append([]gang.PodSet{{Name: "launcher", Count: 1, Resources: []gang.Resource{{Name: "cpu", Amount: cores}}}}, w.PodSets...)
+	}
 	w.Model = rapid.SampledFrom([]string{"", "", "llama", "qwen"}).Draw(t, "model")
 	_, err := both(t, m, func(s *fleet.Scheduler) (struct{}, error) { return struct{}{}, s.Submit(m.now, w) })
 	if err == nil {
@@ -407,12 +413,15 @@ func (m *machine) Check(t *rapid.T) {
 		}
 		require.Equal(t, hostGPUs, total, "%s: the scheduler's pods and the host's", r.ID)
 		require.Equal(t, total, r.GPUs, "%s is charged for the pods it runs", r.ID)
-		ps := spec.PodSets[0]
+		least, most := 0, 0
+		for _, ps := range spec.PodSets {
+			least, most = least+ps.Min(), most+ps.Count
+		}
 		if r.SplitOf != "" {
 			require.Equal(t, 1, pods, "a split is one pod")
 		} else {
-			require.GreaterOrEqual(t, pods, ps.Min(), "partial gang %s", r.ID)
-			require.LessOrEqual(t, pods, ps.Count, "%s above its count", r.ID)
+			require.GreaterOrEqual(t, pods, least, "partial gang %s", r.ID)
+			require.LessOrEqual(t, pods, most, "%s above its count", r.ID)
 		}
 		perQueue[r.Queue] += r.MilliGPUs
 		if req := spec.Topology.Required; req != "" {
@@ -532,7 +541,9 @@ func sharedGPUs(t *rapid.T, snap fleet.Snapshot) int {
 	}
 	for _, r := range snap.Running {
 		for _, p := range r.Pods {
-			ps := r.Spec.PodSets[0]
+			i := slices.IndexFunc(r.Spec.PodSets, func(ps gang.PodSet) bool { return ps.Name == p.PodSet })
+			require.GreaterOrEqual(t, i, 0, "%s: pod set %q", r.ID, p.PodSet)
+			ps := r.Spec.PodSets[i]
 			require.Equal(t, ps.GPUShare, p.Share, "%s: share", r.ID)
 			require.Equal(t, ps.MIG, p.MIG, "%s: MIG profile", r.ID)
 			k := fmt.Sprintf("%s/%d", p.Node, p.GPU)

@@ -350,6 +350,41 @@ func (t *Tree) lowestSubtree(q NodeID, c FlavorID, val int64) (int, bool) {
 	}
 }
 
+// FitsCharges is FitsRequest for every flavor charges land on, the
+// charges ordered by flavor as an Assignment's are: it fits when each flavor's share does; it
+// borrows when any does (From and Height those of the highest
+// borrowing); otherwise the verdict is that of the first flavor, in
+// order, that does not fit. No charge fits within nominal. It costs
+// O(charges x depth) and allocates only for more than one resource per
+// flavor.
+func (t *Tree) FitsCharges(q NodeID, charges []Charge) Verdict {
+	if q < 0 || int(q) >= len(t.s.names) || t.s.kind[q] != Queue {
+		return Verdict{Queue: q, Flavor: NoFlavor, From: None, Reason: Reason{Kind: ReasonBadRequest, Node: None}}
+	}
+	out := Verdict{Mode: FitsNominal, Queue: q, Flavor: NoFlavor, From: q, request: true,
+		queueName: t.s.names[q], fromName: t.s.names[q]}
+	var req Request
+	for i := 0; i < len(charges); {
+		f := charges[i].Flavor
+		req.MilliGPUs, req.Resources = 0, req.Resources[:0]
+		for ; i < len(charges) && charges[i].Flavor == f; i++ {
+			if c := charges[i]; c.Resource == GPU {
+				req.MilliGPUs += c.Value
+			} else {
+				req.Resources = append(req.Resources, Amount{Resource: c.Resource, Value: c.Value})
+			}
+		}
+		v := t.FitsRequest(q, f, req)
+		if !v.Fits() {
+			return v
+		}
+		if v.Mode == FitsBorrowing && (out.Mode == FitsNominal || v.Height > out.Height) {
+			out = v
+		}
+	}
+	return out
+}
+
 // AddCharges records that queue q now holds charges (an Assignment's
 // Charges), all or nothing: it refuses, leaving the tree unchanged, a
 // charge AddRequest would refuse. It does not allocate unless it refuses.

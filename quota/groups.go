@@ -152,6 +152,27 @@ func (t *Tree) refreshImplicit(n NodeID) {
 // node without has one implicit group that covers everything.
 func (t *Tree) HasResourceGroups(n NodeID) bool { return t.groups.declared[n] != nil }
 
+// SplitsResources reports whether node n's resource groups charge some
+// resources in other flavors than its GPUs, or leave one uncovered: more
+// than one group, or one that does not cover GPUs and every named
+// resource. A node without declared groups, or with one covering
+// everything, charges a workload every resource in one flavor.
+func (t *Tree) SplitsResources(n NodeID) bool {
+	g := t.groups.declared[n]
+	if g == nil {
+		return false
+	}
+	if len(g) > 1 || !g[0].gpus {
+		return true
+	}
+	for r := ResourceID(1); int(r) <= len(t.s.resources); r++ {
+		if !g[0].covers(r) {
+			return true
+		}
+	}
+	return false
+}
+
 // NumGroups counts node n's resource groups (1 without declared groups).
 func (t *Tree) NumGroups(n NodeID) int { return len(t.groupsOf(n)) }
 

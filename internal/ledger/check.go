@@ -80,7 +80,11 @@ func (l *Ledger) CheckInvariants() error {
 		if total+r.lostGPUs() != r.GPUs() {
 			return fmt.Errorf("%s: holds %d GPUs and waits for %d, its spec asks for %d", id, total, r.lostGPUs(), r.GPUs())
 		}
-		usage[[2]int{int(r.Queue), int(r.Flavor)}] += r.charged.MilliGPUs
+		for _, c := range r.Charges() {
+			if c.Resource == quota.GPU {
+				usage[[2]int{int(r.Queue), int(c.Flavor)}] += c.Value
+			}
+		}
 		if err := l.checkCharge(r); err != nil {
 			return err
 		}

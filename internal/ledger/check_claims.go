@@ -19,6 +19,12 @@ func (l *Ledger) checkCharge(r *Record) error {
 	if r.charged.MilliGPUs != want.MilliGPUs || !slices.Equal(r.charged.Resources, want.Resources) {
 		return fmt.Errorf("%s: charged %+v, its pods recount %+v", r.W.ID, r.charged, want)
 	}
+	if r.charges == nil {
+		return nil
+	}
+	if want := l.chargesOf(r, withLost(r.Assign.Pods, r.Lost)); !slices.Equal(r.charges, want) {
+		return fmt.Errorf("%s: charged %+v per flavor, its pods and flavors recount %+v", r.W.ID, r.charges, want)
+	}
 	return nil
 }
 
@@ -55,8 +61,10 @@ func (l *Ledger) checkClaims() error {
 		if r.HasClaims() {
 			holders++
 		}
-		for _, a := range r.charged.Resources {
-			charged[[3]int{int(r.Queue), int(r.Flavor), int(a.Resource)}] += a.Value
+		for _, c := range r.Charges() {
+			if c.Resource != quota.GPU {
+				charged[[3]int{int(r.Queue), int(c.Flavor), int(c.Resource)}] += c.Value
+			}
 		}
 		for _, p := range r.Assign.Pods {
 			c, ok, err := sharedClaim(f, p)

@@ -576,7 +576,9 @@ func (l *Ledger) chargePromised(take bool) {
 	l.sums = l.sums[:0]
 	for _, r := range l.promised {
 		if len(r.charged.Resources) > 0 {
-			l.charge(take, r.Queue, r.Flavor, r.charged)
+			if err := r.chargeTree(l.tree, take); err != nil {
+				panic(fmt.Sprintf("ledger: a promised victim's own charge refused: %v", err))
+			}
 			continue
 		}
 		i := slices.IndexFunc(l.sums, func(s promisedSum) bool { return s.queue == r.Queue && s.flavor == r.Flavor })

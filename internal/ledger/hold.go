@@ -9,6 +9,7 @@ import (
 	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -60,14 +61,22 @@ func (l *Ledger) admit(id string, a placement.Assignment, lost []LostPod, starte
 	}
 	l.setSize(r, size)
 	req := l.requestOf(all)
-	if err := l.tree.AddRequest(r.Queue, r.Flavor, req); err != nil {
+	given := r.flavors
+	r.charged, r.charges = req, nil
+	if l.splits(r, req) {
+		if r.flavors == nil {
+			r.flavors = l.chooseFlavors(r, all.Pods)
+		}
+		r.charges = l.chargesOf(r, all.Pods)
+	}
+	if err := r.chargeTree(l.tree, true); err != nil {
+		r.charged, r.charges, r.flavors = quota.Request{}, nil, given
 		l.setSize(r, nil)
 		if uerr := l.place(a, nodes, false); uerr != nil {
 			panic("ledger: undoing a fresh allocation: " + uerr.Error())
 		}
 		return err
 	}
-	r.charged = req
 	if len(lost) > 0 {
 		// Before hold: the index reads which pods are lost.
 		r.Lost = slices.Clone(lost)
@@ -83,7 +92,7 @@ func (l *Ledger) admit(id string, a placement.Assignment, lost []LostPod, starte
 func (l *Ledger) hold(r *Record, a placement.Assignment, nodes []placement.NodeGPUs, started time.Time) {
 	l.move(r, gang.Admitted)
 	r.Assign, r.Nodes, r.Started = a, nodes, started
-	r.Borrowing = l.tree.Borrowed(r.Queue, r.Flavor) > 0
+	r.Borrowing = l.borrowsNow(r)
 	l.fileProtection(r)
 	if _, dup := l.holders.ReplaceOrInsert(r); dup {
 		panic("ledger: workload started twice: " + r.W.ID)
@@ -136,7 +145,7 @@ func (l *Ledger) Exit(id string, how gang.ExitReason) (*Record, *Nomination, err
 // release returns a holder's GPUs and quota. GPUs that nominations claim
 // stay allocated: they are reserved for those nominations from now on.
 func (l *Ledger) releaseHolder(r *Record) {
-	if err := l.tree.RemoveRequest(r.Queue, r.Flavor, r.charged); err != nil {
+	if err := r.chargeTree(l.tree, false); err != nil {
 		panic(fmt.Sprintf("ledger: quota usage of %q lost: %v", r.W.ID, err))
 	}
 	l.releaseClaims(r)

@@ -59,6 +59,9 @@ type Ledger struct {
 	// claimHolders counts the holders with shares, slices or named
 	// resources (reclaim.go).
 	claimHolders int
+	// assignOpts are the scheduler's settings for choosing flavors in
+	// queues whose resource groups split their resources (groups.go).
+	assignOpts quota.AssignOptions
 
 	holders *btree.BTreeG[*Record] // Admitted and Draining records, by ID
 	// placed counts the changes to the holders and the nodes they hold
@@ -97,6 +100,11 @@ type Record struct {
 	Borrowing bool // its queue borrowed once its usage was charged
 	// charged is what its quota usage holds for it (see requestOf).
 	charged quota.Request
+	// flavors and charges are set for work with named resources in a
+	// queue whose resource groups split them (groups.go): the flavor per
+	// pod set and named resource, and what charged lands on per flavor.
+	flavors [][]quota.FlavorID
+	charges []quota.Charge
 
 	// Drain is set while it drains.
 	Drain *Drain
@@ -199,6 +207,10 @@ func New(f *topology.Fleet, t *quota.Tree) *Ledger {
 		holders: btree.NewG(16, func(a, b *Record) bool { return a.W.ID < b.W.ID }),
 	}
 }
+
+// SetAssignOptions sets what choosing flavors in a queue whose resource
+// groups split its resources reads (quota.Tree.Assign).
+func (l *Ledger) SetAssignOptions(o quota.AssignOptions) { l.assignOpts = o }
 
 // Fleet is the live fleet, for reading.
 func (l *Ledger) Fleet() *topology.Fleet { return l.fleet }
