@@ -90,10 +90,11 @@ type tracked struct {
 	// nominated is the nominatedNodeName last written per pod index.
 	nominated []string
 	// What the State keeps besides (state.go): the submission number, the
-	// admission's Borrowing, the drain's claims and a move's new place,
-	// and the nomination's ReadyBy.
+	// admission's Borrowing and Flavors, the drain's claims and a move's
+	// new place, and the nomination's ReadyBy.
 	seq       uint64
 	borrowing bool
+	flavors   []map[string]string // the admission's Flavors
 	claims    []fleet.ClaimView
 	moveTo    []fleet.PodAssignment
 	readyBy   time.Time
@@ -778,6 +779,7 @@ func (c *Controller) adoption(key string, pods []*corev1.Pod, now time.Time,
 		a.Lost[i].Since = clamp(a.Lost[i].Since, a.Started, now)
 	}
 	a.Borrowing, t.borrowing = ws.Borrowing, ws.Borrowing
+	a.Flavors, t.flavors = ws.Flavors, ws.Flavors
 	note, deadline, terminating := drainOf(ordered)
 	switch {
 	case ws.Drain != nil:
@@ -1196,7 +1198,7 @@ func (c *Controller) cycle() []action {
 		if t == nil {
 			continue
 		}
-		t.running, t.borrowing = true, a.Borrowing
+		t.running, t.borrowing, t.flavors = true, a.Borrowing, a.Flavors
 		t.nominated, t.readyBy = nil, time.Time{}
 		t.slots = host.Nodes(a.Pods, len(t.pods))
 		t.slotPod = slices.Clone(t.pods)

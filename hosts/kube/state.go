@@ -63,6 +63,9 @@ type WorkState struct {
 	Nodes []string `json:"nodes,omitempty"`
 	// Borrowing is the admission's Borrowing.
 	Borrowing bool `json:"borrowing,omitempty"`
+	// Flavors is the admission's Flavors: the flavor of each pod set's
+	// named resources in a queue whose resource groups split them.
+	Flavors []map[string]string `json:"flavors,omitempty"`
 	// Drain is its drain in progress.
 	Drain *DrainState `json:"drain,omitempty"`
 	// Nominated is, for pending work, the node of every pod of its
@@ -128,7 +131,7 @@ func DecodeState(data []byte) (State, error) {
 func workState(t *tracked) WorkState {
 	ws := WorkState{Seq: t.seq}
 	if t.running {
-		ws.Borrowing = t.borrowing
+		ws.Borrowing, ws.Flavors = t.borrowing, t.flavors
 		if len(t.slots) > 1 {
 			ws.Nodes = t.slots
 		}
@@ -249,6 +252,7 @@ func (c *Controller) encodeState() (raw []byte, seq uint64, works int, changed b
 // equal reports whether two workload states are the same.
 func (ws *WorkState) equal(o *WorkState) bool {
 	if ws.Seq != o.Seq || ws.Borrowing != o.Borrowing || !ws.ReadyBy.Equal(o.ReadyBy) ||
+		!slices.EqualFunc(ws.Flavors, o.Flavors, maps.Equal) ||
 		!slices.Equal(ws.Nodes, o.Nodes) || !slices.Equal(ws.Nominated, o.Nominated) || (ws.Drain == nil) != (o.Drain == nil) {
 		return false
 	}

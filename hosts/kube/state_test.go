@@ -149,7 +149,7 @@ func TestStateSize(t *testing.T) {
 func trackedOf(st State) map[string]*tracked {
 	work := map[string]*tracked{}
 	for id, ws := range st.Work {
-		t := &tracked{seq: ws.Seq, borrowing: ws.Borrowing, nominated: ws.Nominated, readyBy: ws.ReadyBy}
+		t := &tracked{seq: ws.Seq, borrowing: ws.Borrowing, flavors: ws.Flavors, nominated: ws.Nominated, readyBy: ws.ReadyBy}
 		if len(ws.Nodes) > 0 {
 			t.running, t.slots = true, slices.Clone(ws.Nodes)
 		}
@@ -190,6 +190,10 @@ func TestEncodeState(t *testing.T) {
 		}
 	}
 	c.work[running].slots[1] = "gpu-replacement"
+	same()
+	// An admission in a queue whose resource groups split cpu from GPUs
+	// keeps the flavor of each pod set's cpu.
+	c.work[running].flavors = []map[string]string{{"cpu": "spot"}}
 	same()
 	note := *c.work[running].drain
 	note.KillAsked = note.Deadline.Add(time.Second)
