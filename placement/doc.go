@@ -30,4 +30,26 @@
 //	var nf *placement.NoFit
 //	if errors.As(err, &nf) { ... }  // nf.Cause, nf.FreeGPUs, nf.Tried
 //	err = placement.Apply(fleet, a) // all or nothing
+//
+// An unconstrained gang (no required or preferred level) that no one node
+// holds fills the holes of partly used nodes, tightest first, as Kueue's
+// least-free-capacity rule does; for the pods the holes cannot hold it
+// takes the fully free nodes its own policy picks for a whole-node gang,
+// unless Kueue's choice (the first free nodes) would leave a larger free
+// block at some level.
+//
+// # Differences from Kueue
+//
+// testdata/kueue/tas.txt restates the cases of Kueue's topology-aware
+// scheduling tests; fleet agrees with all but these, deliberately:
+//
+//   - Largest blocks kept: where the tightest domain lies under the one
+//     domain that alone holds a level's largest free block, fleet takes
+//     an equally tight one elsewhere (a single pod on a host of block b2
+//     rather than on block b1's first host, which Kueue's name order
+//     picks).
+//   - Unconstrained requests on nodes of different sizes: fleet fills
+//     holes only in groups whose nodes all have the same GPUs; otherwise
+//     it keeps the lowest span first and takes the fewest fully free
+//     nodes (3 hosts of one rack, where Kueue takes 5 across blocks).
 package placement

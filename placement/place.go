@@ -150,6 +150,15 @@ type Placer struct {
 	bestLoss, loss []int
 	keep           []topology.DomainID
 	seen           []topology.NodeID
+
+	// placeLoose's scratch: a Placer (levelsOnly: it never takes the
+	// unconstrained path) and a whole-node gang for the fully free nodes
+	// it needs, and the node sets it compares.
+	sub                  *Placer
+	levelsOnly           bool
+	subW                 gang.Workload
+	ownNodes, floorNodes []topology.NodeID
+	touchedDoms          []topology.DomainID
 }
 
 type candidate struct {
@@ -293,7 +302,10 @@ func (p *Placer) avoided(n topology.NodeID) bool {
 //  2. Lowest span first: levels are tried from the preferred level (the
 //     node level when none is set) up to the required level (the whole
 //     fleet when none is set); the first level where one domain holds the
-//     whole gang wins.
+//     whole gang wins. An unconstrained gang (neither level set) that
+//     no node holds instead fills the holes of partly used nodes,
+//     tightest first, then the fully free nodes it still needs (see
+//     loose.go): Kueue's least-free-capacity rule is the floor.
 //  3. Best fit among the domains of that level: of those that hold the
 //     gang, the one with the fewest free whole nodes (whole-node gangs),
 //     or else the fewest pods of the gang's largest size that its free
@@ -394,8 +406,16 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 			if found && l < best.Level {
 				break // a lower span is already found in another group
 			}
-			d, ok := p.tryLevel(l)
-			if !ok {
+			var d topology.DomainID
+			ok := false
+			if l < p.deep && p.loose() {
+				// No node holds the unconstrained gang: it spreads over
+				// nodes, and no level above is tried.
+				if d, l, ok = p.placeLoose(); !ok {
+					break
+				}
+				p.fit, p.relax = d, 0
+			} else if d, ok = p.tryLevel(l); !ok {
 				continue
 			}
 			a := Assignment{Workload: w.ID, Group: g, Domain: d, Level: l, Pods: p.pods}
