@@ -155,10 +155,13 @@
 //   - Workloads Kueue would preempt but fleet keeps: those whose drain
 //     contract forbids it (Running.Preemptible) and those started less
 //     than their MinRuntime ago. Kueue has neither.
-//   - One flavor per workload: fleet charges a whole workload to one GPU
-//     flavor, so Kueue's cases where pod sets of one workload preempt in
-//     different flavors, or where two resources contend at once, are not
-//     in the corpus.
+//   - One GPU flavor per workload: the search frees whole GPUs of the
+//     one model a workload lands on. Named resources charged in other
+//     flavors (resource groups that split a queue's resources) are
+//     reclaimed by the scheduler's path for shares, slices and resources
+//     (docs/sharing.md), so Kueue's cases where pod sets of one workload
+//     preempt in different flavors, or where two resources contend at
+//     once, are not in this corpus.
 //   - Topology: a gang's victims are chosen per domain of its required
 //     level, the domain whose set has the lowest highest rank (then
 //     cost, count, ID) winning, work already draining ranking below
