@@ -94,8 +94,14 @@ func (s *Scheduler) queueView(n quota.NodeID, pending, running int) QueueView {
 			continue
 		}
 		nom, use := t.Nominal(n, fl), t.InUse(n, fl)
-		qv.Flavors = append(qv.Flavors, FlavorView{Flavor: t.FlavorName(fl), Nominal: nom, InUse: use,
-			Borrowed: t.Borrowed(n, fl), Lendable: max(0, nom-use)})
+		fv := FlavorView{Flavor: t.FlavorName(fl), Nominal: nom, InUse: use,
+			Borrowed: t.Borrowed(n, fl), Lendable: max(0, nom-use)}
+		for r := quota.ResourceID(1); int(r) <= t.NumResources(); r++ {
+			if u := t.InUseOf(n, fl, r); t.ServesResource(n, fl, r) || u != 0 {
+				fv.Resources = append(fv.Resources, ResourceView{Resource: t.ResourceName(r), Nominal: t.NominalOf(n, fl, r), InUse: u})
+			}
+		}
+		qv.Flavors = append(qv.Flavors, fv)
 	}
 	return qv
 }

@@ -122,11 +122,22 @@ type QueueView struct {
 
 // FlavorView is one flavor's quota and usage on a quota node.
 type FlavorView struct {
-	Flavor   string // the GPU model
+	Flavor   string // the GPU model, or a flavor of a group without GPUs
 	Nominal  int64  // the node's nominal quota of it, in GPUs
 	InUse    int64  // GPUs held by workloads below the node
 	Borrowed int64  // usage above the node's own quota
 	Lendable int64  // nominal not in use (what the node lends while idle)
+	// Resources is the node's quota and usage of the named resources
+	// (cpu, memory) of this flavor it has quota of or uses.
+	Resources []ResourceView `json:",omitempty"`
+}
+
+// ResourceView is a quota node's quota and usage of one named resource
+// of one flavor, in the resource's unit.
+type ResourceView struct {
+	Resource string // its name
+	Nominal  int64  // the node's nominal quota of it
+	InUse    int64  // held by workloads below the node
 }
 
 // RunningView is one admitted workload.
