@@ -16,20 +16,31 @@ import (
 // not fit the node at all, for its GPU model or lack of GPUs, CPU or
 // memory; otherwise the
 // free parts of GPUs too small for it), and its expected fragmentation is
-// the average over the workload mix seen so far. An option ranks by how
-// little it raises the expected fragmentation of its node.
+// the average over the workload mix seen so far, each shape weighted by
+// how often it comes. An option ranks by how little it raises the
+// expected fragmentation of its node.
 //
-// It departs from the paper's measure in two ways. Each shape is weighted
-// by the GPUs it asks for as well as by how often it comes, so GPU
-// capacity only a rare 8-GPU pod could fill counts for the GPUs it would
-// have served. And each shape's weight is divided by the share of the
-// fleet's GPUs whose model it accepts: its demand falls on those GPUs
-// only, so a node matters to a shape bound to a scarce model more than to
-// one that may go anywhere, and pods that may go anywhere are steered
-// away from models that bound work needs (the paper's measure steers
-// them toward models the most frequent shapes cannot use, whatever their
-// supply). Ties go to the tighter fit (Option.Fit), then the preferred
-// model, then the lower node ID.
+// Options whose rises differ by less than a fiftieth of a GPU count as
+// equal (the paper's scheduler has the same effect by scoring in whole
+// points of a sigmoid): among them the placer takes the preferred model,
+// then the lowest node ID, then the tighter fit, so that pods fill nodes
+// in one order and the nodes after them stay whole, rather than chasing
+// differences in the measure smaller than any pod. Exact ties go the
+// same way. A pod without GPUs takes the tightest fit among them (the
+// least GPU capacity left idle beside it, which the measure does not
+// see).
+//
+// It departs from the paper's measure in one way: each shape's weight is
+// divided by the share of the fleet's GPUs whose model it accepts: its
+// demand falls on those GPUs only, so a node matters to a shape bound to
+// a scarce model more than to one that may go anywhere, and pods that may
+// go anywhere are steered away from models that bound work needs (the
+// paper's measure steers them toward models the most frequent shapes
+// cannot use, whatever their supply). Weighting shapes by the GPUs they
+// ask for as well, so that capacity only a rare 8-GPU pod could fill
+// counts for eight, allocates less on the study's trace: it protects
+// whole GPUs at the cost of the frequent shares, whose leftovers are most
+// of what stays idle.
 //
 // The host feeds the mix with Observe (for example on each submission);
 // until then every option ranks equal and the tightest fit wins. Every
@@ -75,8 +86,8 @@ type fragShape struct {
 	models    []string // accepted GPU models; nil: any
 	count     float64
 
-	// Derived for the ranked fleet: weight per pod (GPUs asked over the
-	// GPUs of the models it accepts, times the fleet's), where it sits.
+	// Derived for the ranked fleet: weight per pod (the fleet's GPUs over
+	// the GPUs of the models it accepts), where it sits.
 	unit  float64
 	set   int        // index into sets when bound to some models, else -1
 	slots []fragSlot // its entries in the groups' lists
@@ -261,6 +272,21 @@ type fragNode struct {
 	res   [fragResources]int64
 }
 
+// fragBand is how much less than the best option's rise an option's may
+// be, in thousandths of GPU, and still count as equal (see band).
+const fragBand = 20
+
+// band is fragBand once a mix is seen: Place takes, among the options
+// scoring within it of the best, the first in model and node order (see
+// Fragmentation). Before, every option ranks equal and it is -1: the
+// tightest fit wins.
+func (r *Fragmentation) band() float64 {
+	if r.total == 0 {
+		return -1
+	}
+	return fragBand
+}
+
 // Rank scores option o as minus the rise in its node's expected
 // fragmentation, in thousandths of GPU.
 func (r *Fragmentation) Rank(f *topology.Fleet, w *gang.Workload, o Option) float64 {
@@ -428,7 +454,7 @@ func (r *Fragmentation) derive(f *topology.Fleet) {
 		if supply == 0 {
 			continue // it fits nowhere: the same on every node
 		}
-		s.unit = float64(demand) / topology.MilliGPU * float64(fleetGPUs) / float64(supply)
+		s.unit = float64(fleetGPUs) / float64(supply)
 		weight := s.count * s.unit
 		r.wAll += weight
 		if s.models != nil && supply < fleetGPUs {
@@ -562,8 +588,8 @@ func (st *fragNode) remove(l int16) {
 // whole-GPU shape the whole-free GPUs, a share the GPUs with at least
 // the share left (none when it fits nowhere on the node). The node's
 // expected fragmentation, summed over the mix with each shape weighted
-// by its frequency and its GPUs, is its free capacity times the
-// weight of every shape less this: for each shape, the free capacity
+// by its frequency, is its free capacity times the weight of every shape
+// less this: for each shape, the free capacity
 // pods of the shape cannot use there (all of it when the shape does not
 // fit the node, for its model, GPUs or resources; else, for whole-GPU
 // shapes, every partly used GPU, and for shares, the partly used GPUs

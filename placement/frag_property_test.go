@@ -78,9 +78,9 @@ func naiveFrag(f *topology.Fleet, n topology.NodeID, left []int, res map[string]
 		if !fits {
 			waste = free
 		}
-		sum += float64(demand) * float64(waste) * float64(fleetGPUs) / float64(supply)
+		sum += float64(waste) * float64(fleetGPUs) / float64(supply)
 	}
-	return sum / total / topology.MilliGPU
+	return sum / total
 }
 
 // naiveReserve is what taking one thousandth of GPU on node n costs the

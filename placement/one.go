@@ -73,17 +73,21 @@ func (p *Placer) placeOne() (Assignment, bool) {
 		return Assignment{}, false
 	}
 	best := 0
-	var bestScore float64
-	for i, o := range p.opts {
-		if p.opt.Ranker != nil {
-			s := p.opt.Ranker.Rank(f, w, o)
-			if i == 0 || s > bestScore || s == bestScore && better(o, p.opts[best]) {
-				best, bestScore = i, s
+	if b, ok := p.opt.Ranker.(bander); ok && b.band() >= 0 {
+		best = p.firstInBand(b.band())
+	} else {
+		var bestScore float64
+		for i, o := range p.opts {
+			if p.opt.Ranker != nil {
+				s := p.opt.Ranker.Rank(f, w, o)
+				if i == 0 || s > bestScore || s == bestScore && better(o, p.opts[best]) {
+					best, bestScore = i, s
+				}
+				continue
 			}
-			continue
-		}
-		if better(o, p.opts[best]) {
-			best = i
+			if better(o, p.opts[best]) {
+				best = i
+			}
 		}
 	}
 	o := p.opts[best]
@@ -95,6 +99,56 @@ func (p *Placer) placeOne() (Assignment, bool) {
 	p.emitOn(o.Node, 1, o.GPU)
 	d := f.NodeDomain(o.Node)
 	return Assignment{Workload: w.ID, Group: o.Group, Domain: d, Level: p.deep, Span: p.deep, Pods: p.pods}, true
+}
+
+// bander is a Ranker whose scores within band of the best count as
+// equal: Place takes, among those options, the first in model rank,
+// node and fit order (Fragmentation is one), or for a pod without GPUs
+// the tightest fit. A negative band leaves the usual order: the best
+// score, ties to the tighter fit.
+type bander interface {
+	band() float64
+}
+
+// firstInBand is the index of the option a bander's Ranker picks: of
+// the options scoring within band of the best, the first by firstOf
+// (by better for a pod without GPUs).
+func (p *Placer) firstInBand(band float64) int {
+	p.scores = p.scores[:0]
+	var top float64
+	for i, o := range p.opts {
+		s := p.opt.Ranker.Rank(p.f, p.w, o)
+		p.scores = append(p.scores, s)
+		if i == 0 || s > top {
+			top = s
+		}
+	}
+	// A pod without GPUs keeps the fit order: its fit is the GPU
+	// capacity left idle beside it, waste the measure does not see.
+	before := firstOf
+	if p.k == 0 && p.share == 0 {
+		before = better
+	}
+	best := -1
+	for i, o := range p.opts {
+		if p.scores[i] >= top-band && (best < 0 || before(o, p.opts[best])) {
+			best = i
+		}
+	}
+	return best
+}
+
+// firstOf orders options by model rank, then node, fit and GPU.
+func firstOf(a, b Option) bool {
+	switch {
+	case a.Rank != b.Rank:
+		return a.Rank < b.Rank
+	case a.Node != b.Node:
+		return a.Node < b.Node
+	case a.Fit != b.Fit:
+		return a.Fit < b.Fit
+	}
+	return a.GPU < b.GPU
 }
 
 // better orders options by fit, then model rank, then node and GPU.

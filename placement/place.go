@@ -147,6 +147,7 @@ type Placer struct {
 	// a candidate), candidate domains and the nodes a trial takes.
 	fit            topology.DomainID // tryLevel's best fit, before keepBlocks
 	blocks         []blockLevel
+	scores         []float64 // placeOne's: the Ranker's score per option
 	bestLoss, loss []int
 	keep           []topology.DomainID
 	seen           []topology.NodeID

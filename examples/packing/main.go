@@ -17,7 +17,8 @@
 // licence allows research use, so the files are not part of this
 // module): seeds 42 on, each pod list shuffled and topped up by sampling
 // to 130% requested, cpu and memory enforced, GPU models as flavors
-// (-onegroup: one group, models ignored). It prints the allocation at
+// (-onegroup: one group, models ignored), on the pod list or a held-out
+// variant derived from it (-variant gpuspec, multigpu). It prints the allocation at
 // 100-130% per seed and averaged, and the refusals a scan of every node
 // finds room for.
 package main
@@ -38,10 +39,11 @@ func main() {
 	traceSeeds := flag.Int("trace-seeds", 10, "with -trace: seeds from 42 on")
 	oneGroup := flag.Bool("onegroup", false, "with -trace: one group of nodes, GPU models ignored")
 	plain := flag.Bool("plain", false, "with -trace: best fit, without the Fragmentation ranker")
+	variant := flag.String("variant", "default", "with -trace: the pod list as read (default), or a held-out variant derived from it: gpuspec (a third of the GPU pods bound to one model), multigpu (multi-GPU pods repeated to 30% of the GPUs asked)")
 	flag.Parse()
 	var err error
 	if *trace != "" {
-		err = runTrace(os.Stdout, *trace, *traceSeeds, *oneGroup, *plain)
+		err = runTrace(os.Stdout, *trace, *variant, *traceSeeds, *oneGroup, *plain)
 	} else {
 		err = run(os.Stdout, *seeds)
 	}
@@ -65,13 +67,20 @@ func run(out io.Writer, seeds int) error {
 	return nil
 }
 
-// runTrace runs the study's protocol on the openb trace in dir.
-func runTrace(out io.Writer, dir string, seeds int, oneGroup, plain bool) error {
+// runTrace runs the study's protocol on the openb trace in dir, on the
+// pod list's variant.
+func runTrace(out io.Writer, dir, variant string, seeds int, oneGroup, plain bool) error {
+	if oneGroup && variant == "gpuspec" {
+		return fmt.Errorf("-variant gpuspec binds pods to models: not with -onegroup")
+	}
 	spec, pods, err := packing.ReadOpenb(dir, oneGroup)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "openb: %d nodes, %d pods; allocated share of GPU capacity at each requested share\n", len(spec.Nodes), len(pods))
+	if pods, err = packing.OpenbVariant(spec, pods, variant); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "openb (%s): %d nodes, %d pods; allocated share of GPU capacity at each requested share\n", variant, len(spec.Nodes), len(pods))
 	fmt.Fprintf(out, "%-9s", "seed")
 	for _, l := range packing.Levels() {
 		fmt.Fprintf(out, " %6.0f%%", 100*l)

@@ -45,10 +45,12 @@ func TestRunTraceReadsTheLists(t *testing.T) {
 	assert.Len(t, ws[1].PodSets[0].Resources, 1, "no memory: 0 MiB is not asked")
 	assert.True(t, ws[2].PodSets[0].NoGPU())
 	var b bytes.Buffer
-	require.NoError(t, runTrace(&b, dir, 2, false, false))
-	assert.Contains(t, b.String(), "openb: 3 nodes, 4 pods")
+	require.NoError(t, runTrace(&b, dir, "default", 2, false, false))
+	assert.Contains(t, b.String(), "openb (default): 3 nodes, 4 pods")
 	assert.Contains(t, b.String(), "\n42 ")
 	assert.Contains(t, b.String(), "\nmean ")
 	_, err = packing.ReadOpenbPods(strings.NewReader("name,cpu\np,1\n"), false)
 	require.Error(t, err)
+	require.Error(t, runTrace(&b, dir, "gpuspec", 1, true, false), "models are ignored with -onegroup")
+	require.Error(t, runTrace(&b, dir, "nosuch", 1, false, false))
 }

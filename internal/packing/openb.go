@@ -261,3 +261,82 @@ func NewFleetPolicyWith(opt placement.Options, plain bool) Policy {
 	}
 	return &fleetPolicy{p: placement.NewPlacer(opt), frag: fr}
 }
+
+// OpenbVariants names the held-out variants of the pod list that
+// OpenbVariant derives, beside "default" (the list as read).
+func OpenbVariants() []string { return []string{"default", "gpuspec", "multigpu"} }
+
+// OpenbVariant derives a variant of the pod list pods on the fleet of
+// spec, from the list alone (the same every run):
+//
+//   - gpuspec: every third GPU pod accepts one GPU model only, drawn in
+//     proportion to the GPUs of the models whose nodes have its GPUs,
+//     cpu and memory (the study's gpuspec33);
+//   - multigpu: the multi-GPU pods are repeated until they ask for 30%
+//     of the list's GPUs (the study's multigpu30).
+func OpenbVariant(spec topology.Spec, pods []gang.Workload, name string) ([]gang.Workload, error) {
+	out := slices.Clone(pods)
+	rng := rand.New(rand.NewPCG(2023, 7))
+	switch name {
+	case "default":
+	case "gpuspec":
+		gpu := 0
+		for i := range out {
+			w := &out[i]
+			if w.PodSets[0].NoGPU() {
+				continue
+			}
+			if gpu++; gpu%3 != 0 {
+				continue
+			}
+			models, order := map[string]int{}, []string(nil)
+			ps := w.PodSets[0]
+			for _, n := range spec.Nodes {
+				if n.Flavor == "" || n.GPUs < max(ps.GPUsPerPod, 1) || n.Resources["cpu"] < ps.Resource("cpu") || n.Resources["memory"] < ps.Resource("memory") {
+					continue
+				}
+				if _, ok := models[n.Flavor]; !ok {
+					order = append(order, n.Flavor)
+				}
+				models[n.Flavor] += n.GPUs
+			}
+			if len(order) == 0 {
+				return nil, fmt.Errorf("packing: pod %s fits no GPU node", w.ID)
+			}
+			total := 0
+			for _, m := range order {
+				total += models[m]
+			}
+			x := rng.IntN(total)
+			for _, m := range order {
+				if x -= models[m]; x < 0 {
+					w.Flavors = []string{m}
+					break
+				}
+			}
+		}
+	case "multigpu":
+		var all, multi int64
+		var bigs []gang.Workload
+		for i := range pods {
+			all += pods[i].MilliGPUs()
+			if pods[i].PodSets[0].GPUsPerPod > 1 {
+				multi += pods[i].MilliGPUs()
+				bigs = append(bigs, pods[i])
+			}
+		}
+		if len(bigs) == 0 {
+			return nil, fmt.Errorf("packing: the list has no multi-GPU pod")
+		}
+		for k := 0; multi < 3*all/10; k++ {
+			w := bigs[k%len(bigs)]
+			w.ID = fmt.Sprintf("%s-%d", w.ID, k/len(bigs)+1)
+			out = append(out, w)
+			all += w.MilliGPUs()
+			multi += w.MilliGPUs()
+		}
+	default:
+		return nil, fmt.Errorf("packing: no pod list variant %q (want one of %s)", name, strings.Join(OpenbVariants(), ", "))
+	}
+	return out, nil
+}
