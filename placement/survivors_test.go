@@ -76,3 +76,31 @@ func TestCrossingIsZeroOutsideTheLeaves(t *testing.T) {
 		assert.Zero(t, c.Crossing(d), "domain %d", d)
 	}
 }
+
+// A pod that asks for no GPU goes to the node where it leaves the least
+// GPU capacity idle, so that it keeps no GPU pod out; among equals, the
+// first node.
+func TestGPUlessPodGoesWhereTheLeastGPUCapacityIsIdle(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		alloc []int // GPUs in use per node, of 8
+		node  string
+	}{
+		{"last node full", []int{0, 4, 8}, "n002"},
+		{"first node full", []int{8, 4, 0}, "n000"},
+		{"middle node tightest", []int{2, 6, 0}, "n001"},
+		{"a tie goes to the first", []int{4, 0, 4}, "n000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := coresFleet(t, []int{8, 8, 8}, []int64{16, 16, 16})
+			for n, g := range tc.alloc {
+				if g > 0 {
+					require.NoError(t, f.Allocate(topology.NodeID(n), g))
+				}
+			}
+			a, err := placement.Place(f, onePod("w", gang.PodSet{Resources: cores(1)}), placement.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.node, f.NodeName(a.Pods[0].Node))
+		})
+	}
+}
