@@ -168,3 +168,17 @@ func TestSegmentsDescendLevelByLevel(t *testing.T) {
 		})
 	}
 }
+
+// A limit per spine counts the room of every node below it: with 4 of
+// node 0's 8 GPUs in use, three 4-GPU pods fit in the one spine, one
+// on node 0 and two on node 1.
+func TestSpreadPerSpineCountsEveryNodesRoom(t *testing.T) {
+	f := fleet(t, 1, 1, 2)
+	require.NoError(t, f.Allocate(0, 4))
+	w := work("s", 3, 4, "", "")
+	w.Spread = gang.Spread{MaxPerDomain: 3, Level: "spine"}
+	a, err := placement.Place(f, w, placement.Options{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"node-0-0-0=4", "node-0-0-1=8"}, nodesOf(f, a))
+	checkValid(t, f, w, a)
+}
