@@ -194,3 +194,28 @@ func TestMIGSliceGoesWhereItLeavesFewestSlices(t *testing.T) {
 		assert.Equal(t, 0, a.Pods[0].GPU)
 	}
 }
+
+// TestMIGSlicePodGoesToTheGPUItsOptionNames: on an H100 whose GPU 1 holds
+// a 3g slice, a 1g slice fits tightest on GPU 1, and without a Ranker
+// goes there; a Ranker that prefers GPU 0 gets GPU 0.
+func TestMIGSlicePodGoesToTheGPUItsOptionNames(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ranker placement.Ranker
+		gpu    int
+	}{
+		{"tightest GPU", nil, 1},
+		{"the Ranker's GPU 0", gpuRanker{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := topology.New(topology.Spec{Levels: []string{"node"}, Nodes: []topology.NodeSpec{
+				{Name: "h", GPUs: 4, Flavor: "H100", MIG: true}}})
+			require.NoError(t, err)
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: 1, MIG: "3g.40gb"}))
+			a, err := placement.Place(f, onePod("w", gang.PodSet{MIG: "1g.10gb"}), placement.Options{Ranker: tc.ranker})
+			require.NoError(t, err)
+			assert.Equal(t, tc.gpu, a.Pods[0].GPU)
+			require.NoError(t, placement.Apply(f, a))
+		})
+	}
+}

@@ -168,3 +168,39 @@ func TestSegmentsDescendLevelByLevel(t *testing.T) {
 		})
 	}
 }
+
+// A limit per spine counts the room of every node below it: with 4 of
+// node 0's 8 GPUs in use, three 4-GPU pods fit in the one spine, one
+// on node 0 and two on node 1.
+func TestSpreadPerSpineCountsEveryNodesRoom(t *testing.T) {
+	f := fleet(t, 1, 1, 2)
+	require.NoError(t, f.Allocate(0, 4))
+	w := work("s", 3, 4, "", "")
+	w.Spread = gang.Spread{MaxPerDomain: 3, Level: "spine"}
+	a, err := placement.Place(f, w, placement.Options{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"node-0-0-0=4", "node-0-0-1=8"}, nodesOf(f, a))
+	checkValid(t, f, w, a)
+}
+
+// A segment may be confined to the required level itself, but not to a
+// level above it.
+func TestSegmentLevelAtOrBelowTheRequiredLevel(t *testing.T) {
+	for _, tc := range []struct {
+		segment string
+		valid   bool
+	}{{"leaf", true}, {"node", true}, {"spine", false}} {
+		t.Run(tc.segment, func(t *testing.T) {
+			f := fleet(t, 1, 2, 2)
+			w := work("s", 4, 1, "leaf", "")
+			w.Topology.Segment = gang.Segment{Size: 2, Level: tc.segment}
+			a, err := placement.Place(f, w, placement.Options{})
+			if !tc.valid {
+				require.ErrorIs(t, err, placement.ErrInvalid)
+				return
+			}
+			require.NoError(t, err)
+			checkValid(t, f, w, a)
+		})
+	}
+}

@@ -76,3 +76,66 @@ func TestCrossingIsZeroOutsideTheLeaves(t *testing.T) {
 		assert.Zero(t, c.Crossing(d), "domain %d", d)
 	}
 }
+
+// A pod that asks for no GPU goes to the node where it leaves the least
+// GPU capacity idle, so that it keeps no GPU pod out; among equals, the
+// first node.
+func TestGPUlessPodGoesWhereTheLeastGPUCapacityIsIdle(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		alloc []int // GPUs in use per node, of 8
+		node  string
+	}{
+		{"last node full", []int{0, 4, 8}, "n002"},
+		{"first node full", []int{8, 4, 0}, "n000"},
+		{"middle node tightest", []int{2, 6, 0}, "n001"},
+		{"a tie goes to the first", []int{4, 0, 4}, "n000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := coresFleet(t, []int{8, 8, 8}, []int64{16, 16, 16})
+			for n, g := range tc.alloc {
+				if g > 0 {
+					require.NoError(t, f.Allocate(topology.NodeID(n), g))
+				}
+			}
+			a, err := placement.Place(f, onePod("w", gang.PodSet{Resources: cores(1)}), placement.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.node, f.NodeName(a.Pods[0].Node))
+		})
+	}
+}
+
+// Pods placed GPU by GPU (whole-GPU pods that also ask for cores, and
+// shares) take only what the node has free: whole-GPU pods its free GPUs
+// over their GPUs each, a share a GPU with that much left, never a GPU
+// held whole.
+func TestPodsThatAskForResourcesTakeOnlyFreeGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ps    gang.PodSet
+		alloc int // whole GPUs in use on each node
+		want  []int
+	}{
+		{"three 2-GPU pods on two 4-GPU nodes", gang.PodSet{Name: "p", Count: 3, GPUsPerPod: 2, Resources: cores(1)}, 0, []int{2, 1}},
+		{"a thousandth of a GPU beside GPUs held whole", gang.PodSet{Name: "p", Count: 1, GPUShare: 1, Resources: cores(1)}, 3, []int{1, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := coresFleet(t, []int{4, 4}, []int64{64, 64})
+			if tc.alloc > 0 {
+				require.NoError(t, f.Allocate(0, tc.alloc))
+				require.NoError(t, f.Allocate(1, 4))
+			}
+			w := &gang.Workload{ID: "w", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{tc.ps}}
+			a, err := placement.Place(f, w, placement.Options{})
+			require.NoError(t, err)
+			got := make([]int, 2)
+			for _, pod := range a.Pods {
+				got[pod.Node]++
+				if pod.Share > 0 {
+					assert.False(t, f.GPUWhole(pod.Node, pod.GPU), "a share on GPU %d, held whole", pod.GPU)
+				}
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -37,6 +37,39 @@ func TestHierarchicalAdvantageFromSubtreeQuota(t *testing.T) {
 	assert.True(t, p.Borrowing)
 }
 
+// Hierarchical advantage needs a cohort of the preemptor's whose subtree
+// quota holds its usage plus the request, counting only the local quota
+// its queues leave unused: a's usage, 4 GPUs, uses all of a's, so with b
+// lending 3 cohort c holds 7 of the 8 and a has no advantage over d. Its
+// borrowWithinCohort threshold then leaves d's work alone.
+func TestHierarchicalAdvantageCountsOnlyUnusedLocalQuota(t *testing.T) {
+	th := int32(10)
+	rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimAny,
+		BorrowWithinCohort: quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}}
+	for _, tc := range []struct {
+		name             string
+		nominalB, rootNo int64
+		want             []string // nil: no plan
+	}{
+		{name: "c holds 7 of 8: no advantage", nominalB: 3, rootNo: 4},
+		{name: "c holds 8: advantage over d", nominalB: 4, rootNo: 0, want: []string{"d1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 3, 4, cohort("r", "", tc.rootNo), cohort("c", "r", 0),
+				queue("a", "c", 4, rules), queue("b", "c", tc.nominalB, lower), queue("d", "r", 0, lower))
+			e.run("a1", "a", 100, time.Hour, []int{0}, []int{4})
+			e.run("d1", "d", 50, time.Hour, []int{1}, []int{4})
+			p, err := victims(t, e, e.req("new", "a", 60, 1, 4, ""), nil)
+			if tc.want == nil {
+				require.ErrorIs(t, err, preempt.ErrNoPlan)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, ids(p))
+		})
+	}
+}
+
 // Below its nominal quota but borrowing once admitted, a preemptor with
 // borrowWithinCohort may take other queues' work only below the
 // threshold; work above it is taken only if the preemptor then stays

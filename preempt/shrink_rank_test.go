@@ -547,3 +547,74 @@ func TestQuotaNeedsTheElasticWorkloadWholeBesideDrainingWork(t *testing.T) {
 		})
 	}
 }
+
+// An elastic workload goes whole when that spares a victim of the set's
+// highest priority whose eviction costs more, though another victim of
+// that priority stays: the set's rank is the same and its cost lower.
+//
+// As in TestElasticWorkloadGoesWholeWhenThatSparesHigherPriorityWork,
+// with b's priority-1 work in two workloads: "batch", 2 GPUs started
+// 10 h ago, and "extra", 1 GPU; 4 GPUs must go. Leaving, extra and mine
+// whole free them without batch; batch with leaving frees 3 and mine
+// must shrink for the fourth.
+func TestElasticWorkloadGoesWholeWhenThatSparesCostlierWorkOfItsRank(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		elastic  bool
+		batchAge time.Duration
+		want     []victimSummary
+	}{
+		{name: "not elastic", batchAge: 10 * time.Hour, want: []victimSummary{{ID: "leaving"}, {ID: "extra"}, {ID: "mine"}}},
+		{name: "elastic: whole, spares batch", elastic: true, batchAge: 10 * time.Hour,
+			want: []victimSummary{{ID: "leaving"}, {ID: "extra"}, {ID: "mine"}}},
+		{name: "elastic, batch the cheaper: mine shrinks", elastic: true, batchAge: time.Minute,
+			want: []victimSummary{{ID: "leaving"}, {ID: "batch"}, {ID: "mine", Pods: []int{1}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rules := quota.Rules{WithinQueue: quota.WithinQueueLowerPriority, ReclaimWithinCohort: quota.ReclaimLowerPriority}
+			e := newEnv(t, 1, 1, 3, 4, cohort("c", "", 0), queue("a", "c", 3, rules),
+				queue("b", "c", 0, lower), queue("x", "c", 1, lower))
+			mine := e.run("mine", "a", 0, time.Hour, []int{0}, []int{2})
+			if tc.elastic {
+				elastic(mine, 1)
+			}
+			e.run("leaving", "b", 0, time.Hour, []int{0}, []int{1}).Draining = true
+			e.run("batch", "b", 1, tc.batchAge, []int{1}, []int{2})
+			e.run("extra", "b", 1, time.Hour, []int{1}, []int{1})
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), e.req("new", "a", 2, 1, 2, ""), nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+		})
+	}
+}
+
+// Under fair sharing, elastic workloads of one priority and queue are
+// taken in the order of their whole evictions' costs: the one of less
+// unsaved work gives up its surplus pod, whichever node it runs on.
+//
+// Cohort c (nominal 0) of a (nominal 4) and b (nominal 0); b borrows
+// with "x" and "y", two one-GPU pods each (minimum 1), on nodes 0 and 1
+// of 4 GPUs. The request's GPU needs one of b's back.
+func TestFairSharingShrinksTheElasticWorkloadOfLeastUnsavedWork(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		xAge, yAge time.Duration
+		want       []victimSummary
+	}{
+		{name: "x younger", xAge: time.Minute, yAge: time.Hour, want: []victimSummary{{ID: "x", Pods: []int{1}}}},
+		{name: "y younger", xAge: time.Hour, yAge: time.Minute, want: []victimSummary{{ID: "y", Pods: []int{1}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 4, cohort("c", "", 0),
+				queue("a", "c", 4, quota.Rules{ReclaimWithinCohort: quota.ReclaimLowerPriority}),
+				queue("b", "c", 0, lower))
+			elastic(e.run("x", "b", 0, tc.xAge, []int{0}, []int{2}), 1)
+			elastic(e.run("y", "b", 0, tc.yAge, []int{1}, []int{2}), 1)
+			req := e.req("new", "a", 2, 1, 1, "")
+			req.FairSharing = true
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+		})
+	}
+}

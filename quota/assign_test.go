@@ -153,6 +153,21 @@ func TestAssignGivesGPUsAndCPUsTheirOwnGroupsFlavors(t *testing.T) {
 	assert.Zero(t, tr.UsageOf(q, f[2], cpu))
 }
 
+// Charges come ordered by flavor, then resource, whatever order the pod
+// sets ask them in.
+func TestAssignChargesAreOrderedByFlavorThenResource(t *testing.T) {
+	tr := mustTree(t, groupSpec(quota.Fungibility{}))
+	q, _ := tr.Node("q")
+	cpu, _ := tr.Resource("cpu")
+	mem, _ := tr.Resource("memory")
+	f := ids(t, tr, "H100", "default")
+	launcher := quota.PodSetRequest{Resources: []quota.Amount{{Resource: mem, Value: 1 << 20}}}
+	workers := quota.PodSetRequest{MilliGPUs: 8000, Resources: []quota.Amount{{Resource: cpu, Value: 48000}}}
+	a := tr.Assign(q, []quota.PodSetRequest{launcher, workers}, quota.AssignOptions{})
+	assert.Equal(t, []quota.Charge{{Flavor: f[0], Resource: quota.GPU, Value: 8000},
+		{Flavor: f[1], Resource: cpu, Value: 48000}, {Flavor: f[1], Resource: mem, Value: 1 << 20}}, a.Charges)
+}
+
 func TestAssignWhenCanBorrowTryNextFlavorTakesTheFlavorWithinNominal(t *testing.T) {
 	tr := mustTree(t, groupSpec(quota.Fungibility{WhenCanBorrow: quota.TryNextFlavor}))
 	q, _ := tr.Node("q")

@@ -317,6 +317,8 @@ func TestSpecErrorsNameANodeOnlyForANode(t *testing.T) {
 			"(Uniform builds none unless Fanout has one positive entry per level, the node level included)"},
 		{"a level named twice", Spec{Levels: []string{"leaf", "leaf", "node"}, Nodes: []NodeSpec{{Name: "a", GPUs: 8, Path: []string{"s", "l"}}}}, -1,
 			`topology: invalid spec: level "leaf": level names must be unique and non-empty`},
+		{"unknown nvlink level", Spec{Levels: levels, NVLink: "rack", Nodes: []NodeSpec{{Name: "a", GPUs: 8, Path: []string{"l"}}, {Name: "b", GPUs: 8, Path: []string{"l"}}}}, -1,
+			`topology: unknown level: level "rack": nvlink level is not one of the levels`},
 		{"bad node", Spec{Levels: levels, Nodes: []NodeSpec{{Name: "a", GPUs: 8, Path: []string{"l"}}, {Name: "b", Path: []string{"l"}}}}, 1,
 			`topology: GPU count must be positive: node "b" (nodes[1]): gpus=0`},
 	} {

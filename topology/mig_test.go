@@ -149,3 +149,30 @@ func TestAscendMIGGPUsIsFewestFreeSlicesFirst(t *testing.T) {
 	})
 	assert.Equal(t, []seen{{1, 7}}, got, "at least 5 free slices")
 }
+
+// MIGStart finds a profile's first allowed start whose slices are free,
+// up to a span that ends on the GPU's last memory slice.
+func TestMIGStartReachesTheLastSlice(t *testing.T) {
+	f := sharedFleet(t)
+	h, _ := f.Node("h")
+	for _, tc := range []struct {
+		profile string
+		used    uint8
+		start   int
+		ok      bool
+	}{
+		{"7g.80gb", 0, 0, true},
+		{"7g.80gb", 0x01, 0, false},
+		{"3g.40gb", 0x0F, 4, true},
+		{"3g.40gb", 0x1F, 0, false},
+		{"1g.10gb", 0x3F, 6, true},
+	} {
+		t.Run(fmt.Sprintf("%s/%02x", tc.profile, tc.used), func(t *testing.T) {
+			p, ok := f.NodeMIGProfile(h, tc.profile)
+			require.True(t, ok)
+			s, ok := topology.MIGStart(tc.used, p)
+			assert.Equal(t, tc.ok, ok)
+			assert.Equal(t, tc.start, s)
+		})
+	}
+}

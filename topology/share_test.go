@@ -79,6 +79,8 @@ func TestClaimsShareAndSlice(t *testing.T) {
 	used, _ = f.GPUUsed(h, 2)
 	require.Equal(t, topology.MilliGPU, used, "a GPU carved into 4g and 3g is charged one GPU")
 	require.Equal(t, int64(600+1000), f.MilliAllocated(topology.Root, topology.AllGroups))
+	require.Equal(t, int64(600), f.MilliAllocated(f.NodeDomain(l), topology.AllGroups), "a node's own domain counts its shares only")
+	require.Equal(t, int64(1000), f.MilliAllocated(f.NodeDomain(h), f.NodeGroup(h)))
 }
 
 // A whole GPU of a MIG node (the fleet's first MIG model) has every
@@ -175,6 +177,7 @@ func TestResourceCapacityPerNode(t *testing.T) {
 			}
 			half := topology.Claim{Node: n, Resources: []topology.ResourceAmount{{Resource: tc.r, Amount: tc.cap / 2}}}
 			require.NoError(t, f.AllocateClaim(half))
+			assert.Equal(t, tc.cap-tc.cap/2, f.ResourceFree(n, tc.r))
 			over := topology.Claim{Node: n, Resources: []topology.ResourceAmount{{Resource: tc.r, Amount: tc.cap - tc.cap/2 + 1}}}
 			err := f.AllocateClaim(over)
 			require.ErrorIs(t, err, topology.ErrOverAlloc)
