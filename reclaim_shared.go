@@ -345,7 +345,7 @@ func (s *Scheduler) freesFor(e *entry) func(*ledger.Record) (frees, short bool) 
 		r quota.ResourceID
 	}
 	var need []col
-	a := s.tree.Assign(e.queue, s.specSets(s.tree, e, e.flavor, &e.w), s.assignOptions())
+	a := s.tree.Assign(e.queue, s.specSets(s.tree, e.flavor, &e.w), s.assignOptions())
 	for _, c := range a.Charges {
 		req := quota.Request{MilliGPUs: c.Value}
 		if c.Resource != quota.GPU {

@@ -222,13 +222,13 @@ func (s *Scheduler) fitsModel(t *quota.Tree, e *entry, f quota.FlavorID, w *gang
 	if len(req.Resources) == 0 || !t.SplitsResources(e.queue) {
 		return t.FitsRequest(e.queue, f, req)
 	}
-	return s.assigned(t, e.queue, s.specSets(t, e, f, w))
+	return s.assigned(t, e.queue, s.specSets(t, f, w))
 }
 
 // specSets is what w's pod sets ask of quota before they are placed (as
 // specRequest counts it), for quota.Tree.Assign: pod sets asking GPUs
 // may use only model f.
-func (s *Scheduler) specSets(t *quota.Tree, e *entry, f quota.FlavorID, w *gang.Workload) []quota.PodSetRequest {
+func (s *Scheduler) specSets(t *quota.Tree, f quota.FlavorID, w *gang.Workload) []quota.PodSetRequest {
 	sets := make([]quota.PodSetRequest, len(w.PodSets))
 	for i := range w.PodSets {
 		ps := &w.PodSets[i]

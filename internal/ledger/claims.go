@@ -234,12 +234,7 @@ func (l *Ledger) requestOf(a placement.Assignment) quota.Request {
 			if !ok {
 				continue
 			}
-			j := slices.IndexFunc(req.Resources, func(x quota.Amount) bool { return x.Resource == id })
-			if j < 0 {
-				req.Resources = append(req.Resources, quota.Amount{Resource: id})
-				j = len(req.Resources) - 1
-			}
-			req.Resources[j].Value += res.Amount
+			req.Resources = addAmount(req.Resources, id, res.Amount)
 		}
 	}
 	slices.SortFunc(req.Resources, func(x, y quota.Amount) int { return int(x.Resource) - int(y.Resource) })

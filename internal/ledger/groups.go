@@ -35,12 +35,7 @@ func (l *Ledger) PodSetRequests(w *gang.Workload, f quota.FlavorID, pods []place
 			if !ok {
 				continue
 			}
-			j := slices.IndexFunc(ps.Resources, func(x quota.Amount) bool { return x.Resource == id })
-			if j < 0 {
-				ps.Resources = append(ps.Resources, quota.Amount{Resource: id})
-				j = len(ps.Resources) - 1
-			}
-			ps.Resources[j].Value += res.Amount
+			ps.Resources = addAmount(ps.Resources, id, res.Amount)
 		}
 	}
 	for i := range out {
@@ -49,6 +44,15 @@ func (l *Ledger) PodSetRequests(w *gang.Workload, f quota.FlavorID, pods []place
 		}
 	}
 	return out
+}
+
+// addAmount adds v of resource id to as, which lists each resource once.
+func addAmount(as []quota.Amount, id quota.ResourceID, v int64) []quota.Amount {
+	if j := slices.IndexFunc(as, func(x quota.Amount) bool { return x.Resource == id }); j >= 0 {
+		as[j].Value += v
+		return as
+	}
+	return append(as, quota.Amount{Resource: id, Value: v})
 }
 
 // splits reports whether r, charged req, is charged per pod set and
@@ -108,11 +112,9 @@ func (l *Ledger) chargesOf(r *Record, pods []placement.Pod) []quota.Charge {
 		}
 		out = append(out, quota.Charge{Flavor: f, Resource: res, Value: v})
 	}
-	for _, ps := range l.PodSetRequests(r.W, r.Flavor, pods) {
-		add(r.Flavor, quota.GPU, ps.MilliGPUs)
-	}
 	for i := range pods {
 		p := &pods[i]
+		add(r.Flavor, quota.GPU, podMilli(l.fleet, p))
 		for _, res := range p.Resources {
 			id, ok := l.tree.Resource(res.Name)
 			if !ok {
