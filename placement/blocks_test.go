@@ -215,11 +215,6 @@ func TestPropertyKeepsBlocksAtLeastAsLargeAsKueue(t *testing.T) {
 			pref = topology.Level(p + 1)
 			w.Topology.Preferred = lv[p]
 		}
-		if unconstrained(w) {
-			// Kueue's rule for a preferred host, which climbs the levels;
-			// unconstrained gangs are TestPropertyUnconstrainedKeepsKueuesBlocks'.
-			w.Topology.Preferred = lv[len(lv)-1]
-		}
 		a, err := placement.Place(f, w, placement.Options{})
 		for _, most := range []bool{false, true} {
 			ref := kueueTAS{f: f, g: 0, k: k, count: w.PodSets[0].Count, hostsMost: most}

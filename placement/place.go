@@ -151,15 +151,6 @@ type Placer struct {
 	bestLoss, loss []int
 	keep           []topology.DomainID
 	seen           []topology.NodeID
-
-	// placeLoose's scratch: a Placer (levelsOnly: it never takes the
-	// unconstrained path) and a whole-node gang for the fully free nodes
-	// it needs, and the node sets it compares.
-	sub                  *Placer
-	levelsOnly           bool
-	subW                 gang.Workload
-	ownNodes, floorNodes []topology.NodeID
-	touchedDoms          []topology.DomainID
 }
 
 type candidate struct {
@@ -407,16 +398,8 @@ func (p *Placer) Place(f *topology.Fleet, w *gang.Workload) (Assignment, error) 
 			if found && l < best.Level {
 				break // a lower span is already found in another group
 			}
-			var d topology.DomainID
-			ok := false
-			if l < p.deep && p.loose() {
-				// No node holds the unconstrained gang: it spreads over
-				// nodes, and no level above is tried.
-				if d, l, ok = p.placeLoose(); !ok {
-					break
-				}
-				p.fit, p.relax = d, 0
-			} else if d, ok = p.tryLevel(l); !ok {
+			d, ok := p.tryLevel(l)
+			if !ok {
 				continue
 			}
 			a := Assignment{Workload: w.ID, Group: g, Domain: d, Level: l, Pods: p.pods}

@@ -246,13 +246,9 @@ func TestPropertyFastAgreesWithNaive(t *testing.T) {
 			require.ErrorIs(t, err, placement.ErrNoFit)
 			return
 		}
-		// naive models the levels; an unconstrained gang no node holds
-		// fills holes instead (TestPropertyUnconstrainedKeepsKueuesBlocks).
-		if !unconstrained(w) || l == topology.Level(f.Depth()) {
-			require.Equal(t, l, a.Level, "level")
-			require.Equal(t, g, a.Group, "group")
-			requireKeepsBlocks(t, f, w, a, d)
-		}
+		require.Equal(t, l, a.Level, "level")
+		require.Equal(t, g, a.Group, "group")
+		requireKeepsBlocks(t, f, w, a, d)
 		checkValid(t, f, w, a)
 		require.NoError(t, placement.Apply(f, a))
 		require.NoError(t, placement.Unapply(f, a))

@@ -100,13 +100,11 @@ func TestWholeFreeClassWalkGivesUpAfterEightNodes(t *testing.T) {
 // per-domain) pod counts only for a workload with a spread limit, so a
 // fresh Placer placing one without allocates less than for the same
 // gang under a limit that does not bind; a reused Placer allocates
-// nothing for either. (Both prefer the node level: they take the
-// levels' path, not the unconstrained one.)
+// nothing for either.
 func TestPerNodeCountsOnlyUnderASpreadLimit(t *testing.T) {
 	f := mixedFleet(t, false, "H100", "H100", "H100", "H100")
 	allocs := func(sp gang.Spread) (fresh, reused float64) {
-		w := &gang.Workload{ID: "w", Queue: "q", Spread: sp, PodSets: []gang.PodSet{{Name: "p", Count: 3, GPUsPerPod: 2}},
-			Topology: gang.TopologyRequest{Preferred: "node"}}
+		w := &gang.Workload{ID: "w", Queue: "q", Spread: sp, PodSets: []gang.PodSet{{Name: "p", Count: 3, GPUsPerPod: 2}}}
 		fresh = testing.AllocsPerRun(20, func() { _, _ = placement.Place(f, w, placement.Options{}) })
 		p := placement.NewPlacer(placement.Options{})
 		reused = testing.AllocsPerRun(20, func() { _, _ = p.Place(f, w) })
