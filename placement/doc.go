@@ -31,13 +31,6 @@
 //	if errors.As(err, &nf) { ... }  // nf.Cause, nf.FreeGPUs, nf.Tried
 //	err = placement.Apply(fleet, a) // all or nothing
 //
-// An unconstrained gang (no required or preferred level) that no one node
-// holds fills the holes of partly used nodes, tightest first, as Kueue's
-// least-free-capacity rule does; for the pods the holes cannot hold it
-// takes the fully free nodes its own policy picks for a whole-node gang,
-// unless Kueue's choice (the first free nodes) would leave a larger free
-// block at some level.
-//
 // # Differences from Kueue
 //
 // testdata/kueue/tas.txt restates the cases of Kueue's topology-aware
@@ -48,8 +41,15 @@
 //     an equally tight one elsewhere (a single pod on a host of block b2
 //     rather than on block b1's first host, which Kueue's name order
 //     picks).
-//   - Unconstrained requests on nodes of different sizes: fleet fills
-//     holes only in groups whose nodes all have the same GPUs; otherwise
-//     it keeps the lowest span first and takes the fewest fully free
-//     nodes (3 hosts of one rack, where Kueue takes 5 across blocks).
+//   - Unconstrained requests (neither a required nor a preferred level):
+//     fleet keeps the lowest span first, one domain holding the gang at
+//     best fit (3 hosts of one rack), where Kueue's least-free-capacity
+//     rule fills the holes of partly used nodes tightest first (5 hosts
+//     across blocks). Filling holes keeps larger free blocks, but it
+//     spreads gangs over many partly used nodes: on the borrowing month
+//     of examples/fleet (seed 1) it cut batch jobs done from 15,600 to
+//     13,687 and raised batch's queue-wait p90 from 2.2 h to 4.0 h and
+//     the 65-512 GPU gangs' p99 from 10.6 h to 14.3 h, since a drain then
+//     frees fewer whole nodes. A request that wants holes filled says so
+//     with a preferred node level.
 package placement

@@ -294,10 +294,7 @@ func (p *Placer) avoided(n topology.NodeID) bool {
 //  2. Lowest span first: levels are tried from the preferred level (the
 //     node level when none is set) up to the required level (the whole
 //     fleet when none is set); the first level where one domain holds the
-//     whole gang wins. An unconstrained gang (neither level set) that
-//     no node holds instead fills the holes of partly used nodes,
-//     tightest first, then the fully free nodes it still needs (see
-//     loose.go): Kueue's least-free-capacity rule is the floor.
+//     whole gang wins.
 //  3. Best fit among the domains of that level: of those that hold the
 //     gang, the one with the fewest free whole nodes (whole-node gangs),
 //     or else the fewest pods of the gang's largest size that its free
