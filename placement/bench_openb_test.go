@@ -15,8 +15,9 @@ import (
 // ranker on the fleet of the openb node list (1,523 nodes, 6,212 GPUs of
 // seven models, 310 without GPUs, cpu and memory on each), after the
 // default synthetic mix has requested 100% of its GPUs (about 95% are
-// then allocated). The timed pods are the mix's next pods, GPU pods
-// (shares and whole GPUs) and CPU-only pods apart; each is observed by
+// then allocated). The timed pods are the mix's next pods: GPU pods
+// (shares and whole GPUs) and CPU-only pods that fit, and apart the pods
+// the fleet refuses (most GPU pods at that point); each is observed by
 // the ranker before it is placed, as a host does on submission, and
 // placed on the same fleet (nothing is applied while timing). Models as
 // flavors: every model is a group, as the study's protocol has them.
@@ -41,18 +42,26 @@ func BenchmarkPlaceOpenb(b *testing.B) {
 			}
 		}
 	}
-	var gpuPods, cpuPods []*gang.Workload
+	// The next pods, sorted by kind and by whether they fit now: a
+	// saturated fleet refuses most GPU pods, and a refusal costs another
+	// walk than a placement, so the two are timed apart.
+	var gpuPods, cpuPods, refused []*gang.Workload
 	for i := next; i < len(mix); i++ {
-		if mix[i].PodSets[0].NoGPU() {
-			cpuPods = append(cpuPods, &mix[i])
-		} else {
-			gpuPods = append(gpuPods, &mix[i])
+		w := &mix[i]
+		frag.Observe(w)
+		switch _, err := p.Place(f, w); {
+		case err != nil:
+			refused = append(refused, w)
+		case w.PodSets[0].NoGPU():
+			cpuPods = append(cpuPods, w)
+		default:
+			gpuPods = append(gpuPods, w)
 		}
 	}
 	for _, c := range []struct {
 		name string
 		pods []*gang.Workload
-	}{{"pod=gpu", gpuPods}, {"pod=cpu-only", cpuPods}} {
+	}{{"pod=gpu", gpuPods}, {"pod=cpu-only", cpuPods}, {"pod=refused", refused}} {
 		b.Run(c.name, func(b *testing.B) {
 			lat := make([]time.Duration, 0, min(b.N, 1<<20))
 			cpu := make([]time.Duration, 0, cap(lat))
