@@ -369,3 +369,35 @@ func TestAdoptedNominationKeepsItsReadyTime(t *testing.T) {
 		assert.True(t, at.After(later), id)
 	}
 }
+
+// A pod an elastic workload gives up, adopted with a drain that names a
+// beneficiary the host never adopts again, stops counting for it at the
+// next cycle, as a whole workload's adopted drain does: it drains as an
+// ordinary victim.
+func TestAdoptedShrinkingPodForgetsABeneficiaryNeverAdopted(t *testing.T) {
+	s, err := fleet.New(oneLeaf(2, 16, quota.LimitOf(16)))
+	require.NoError(t, err)
+	w := gang.Workload{ID: "elastic", Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch, Shape: gang.Batch,
+		PodSets: []gang.PodSet{{Name: "p", Count: 4, MinCount: 1, GPUsPerPod: 4}}, Drain: gang.DrainContract{Preemptible: true}}
+	var pods []fleet.PodAssignment
+	for i := range 3 {
+		pods = append(pods, fleet.PodAssignment{PodSet: "p", Index: i, Node: fmt.Sprintf("node-0-%d", i/2), GPUs: 4})
+	}
+	given := fleet.ShrinkingPod{Pod: fleet.PodAssignment{PodSet: "p", Index: 3, Node: "node-0-1", GPUs: 4},
+		Drain: fleet.AdoptedDrain{Since: t0, Deadline: t0.Add(time.Hour), Reason: gang.DrainReclaim,
+			Beneficiaries: []string{"gone"}, Live: []string{"gone"}}}
+	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: pods, Shrinking: []fleet.ShrinkingPod{given}}))
+	live := func() []string {
+		for _, v := range s.Snapshot().Running {
+			if v.SplitOf == "elastic" && v.Drain != nil {
+				return v.Drain.Live
+			}
+		}
+		t.Fatal("the pod given up is not draining")
+		return nil
+	}
+	assert.Equal(t, []string{"gone"}, live(), "as adopted")
+	s.Schedule(t0.Add(time.Minute))
+	assert.Empty(t, live(), "nobody adopted counts on it")
+	require.NoError(t, s.CheckInvariants())
+}

@@ -140,3 +140,42 @@ func restoreWithLostPods(t *testing.T, minCount int) {
 		}
 	}
 }
+
+// While a victim drains for a lost rank, no more are chosen for it: the
+// next cycle drains nobody, though the leaf holds more lower-priority
+// work, until the lost pods need more GPUs than the draining ones hold.
+func TestHotSwapChoosesNoMoreVictimsWhileItsVictimsDrain(t *testing.T) {
+	s, err := fleet.New(fleet.ReferenceConfig())
+	require.NoError(t, err)
+	g := training("gang", 6, fleet.ClassReservedResearch, "research")
+	g.Topology = gang.TopologyRequest{Required: "leaf"}
+	g.Drain.SurvivesNodeLoss = true
+	var pods []fleet.PodAssignment
+	for i := range 6 {
+		pods = append(pods, fleet.PodAssignment{PodSet: "workers", Index: i, Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8})
+	}
+	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: g, Started: t0, Pods: pods}))
+	for i := 6; i < 8; i++ {
+		w := gang.Workload{ID: fmt.Sprintf("filler-%d", i), Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch,
+			Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}},
+			Drain: gang.DrainContract{Preemptible: true, CheckpointInterval: 10 * time.Minute}}
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0,
+			Pods: []fleet.PodAssignment{{PodSet: "p", Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8}}}))
+	}
+	now := t0.Add(time.Hour)
+	_, err = s.SetNodeHealth(now, "node-0-0-3", topology.Down)
+	require.NoError(t, err)
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 1, "one 8-GPU victim for one lost 8-GPU rank")
+	for _, at := range []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute} {
+		d = s.Schedule(now.Add(at))
+		assert.Empty(t, d.Drain, "at %s: its victim still drains", at)
+	}
+	require.NoError(t, s.CheckInvariants())
+
+	_, err = s.SetNodeHealth(now.Add(3*time.Minute), "node-0-0-4", topology.Down)
+	require.NoError(t, err)
+	d = s.Schedule(now.Add(3 * time.Minute))
+	require.Len(t, d.Drain, 1, "a second lost rank needs more than the one draining")
+	assert.Equal(t, gang.DrainHotSwap, d.Drain[0].Reason)
+}

@@ -77,3 +77,36 @@ func TestJournalRefusesACallItCannotRecord(t *testing.T) {
 	assert.Empty(t, s.Snapshot().Pending)
 	assert.Zero(t, buf.Len())
 }
+
+// A call made through the journal is the call itself: a submission is
+// announced as one, and a refused one names the submit that was refused,
+// as on the scheduler without a journal.
+func TestJournalMakesEachCallAsTheSchedulerWould(t *testing.T) {
+	w := gang.Workload{ID: "a", Queue: "research", Shape: gang.Training,
+		PodSets: []gang.PodSet{{Name: "w", Count: 1, GPUsPerPod: 1}}}
+	bad := w
+	bad.ID, bad.Shape = "b", 0
+	run := func(submit func(time.Time, gang.Workload) error, schedule func(time.Time) fleet.Decisions) ([]string, string) {
+		err := submit(t0, bad)
+		require.Error(t, err)
+		require.NoError(t, submit(t0, w))
+		var events []string
+		for _, e := range schedule(t0).Events {
+			events = append(events, fmt.Sprintf("%s %s", e.Kind, e.Workload))
+		}
+		return events, err.Error()
+	}
+	s, err := fleet.New(fleet.ReferenceConfig())
+	require.NoError(t, err)
+	wantEvents, wantErr := run(s.Submit, s.Schedule)
+	assert.Contains(t, wantEvents, "submitted a")
+	assert.Contains(t, wantErr, `submit "b"`)
+
+	s, err = fleet.New(fleet.ReferenceConfig())
+	require.NoError(t, err)
+	var journal bytes.Buffer
+	j := fleet.NewJournal(s, &journal)
+	events, errText := run(j.Submit, j.Schedule)
+	assert.Equal(t, wantEvents, events)
+	assert.Equal(t, wantErr, errText)
+}
