@@ -3,52 +3,20 @@ package placement_test
 import (
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"pgregory.net/rapid"
 
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/draw"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/topology"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the recorded decisions in testdata")
-
-// drawer is what the random fleets and requests are drawn from: rapid
-// in the properties, a seeded generator for the recorded decisions.
-type drawer interface {
-	intRange(lo, hi int, label string) int
-}
-
-type rapidDraw struct{ t *rapid.T }
-
-func (d rapidDraw) intRange(lo, hi int, label string) int {
-	return rapid.IntRange(lo, hi).Draw(d.t, label)
-}
-
-// seeded draws from a PCG generator, whose sequence for a seed is
-// stable across Go releases.
-type seeded struct{ r *rand.Rand }
-
-func (d seeded) intRange(lo, hi int, _ string) int { return lo + d.r.IntN(hi-lo+1) }
-
-func pick[T any](d drawer, values []T, label string) T {
-	return values[d.intRange(0, len(values)-1, label)]
-}
-
-func permute[T any](d drawer, values []T, label string) []T {
-	out := append([]T(nil), values...)
-	for i := len(out) - 1; i > 0; i-- {
-		j := d.intRange(0, i, label)
-		out[i], out[j] = out[j], out[i]
-	}
-	return out
-}
 
 // oddScorer prefers nodes by a fixed scramble of their IDs, so that the
 // Scorer's choice among equal fits differs from the lowest ID.
@@ -99,56 +67,56 @@ func TestPlacementDecisionsStayAsRecorded(t *testing.T) {
 // recordDecisions writes case c: its options, then each request and
 // what Place answered.
 func recordDecisions(t *testing.T, b *strings.Builder, c int) {
-	d := seeded{rand.New(rand.NewPCG(uint64(c), 20261203))}
+	d := draw.Seeded(uint64(c), 20261203)
 	f := drawFleet(t, d, 1)
 	var opt placement.Options
 	var fr *placement.Fragmentation
 	var desc []string
-	if d.intRange(0, 2, "") == 0 {
+	if d.IntRange(0, 2, "") == 0 {
 		fr = placement.NewFragmentation()
-		for range d.intRange(0, 6, "") {
+		for range d.IntRange(0, 6, "") {
 			fr.Observe(&gang.Workload{ID: "m", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{drawPodSet(d, "m", 2)}})
 		}
 		opt.Ranker = fr
 		desc = append(desc, "ranked")
-		if d.intRange(0, 1, "") == 0 {
-			opt.MaxRanked = d.intRange(1, 3, "")
+		if d.IntRange(0, 1, "") == 0 {
+			opt.MaxRanked = d.IntRange(1, 3, "")
 			desc = append(desc, fmt.Sprintf("maxRanked=%d", opt.MaxRanked))
 		}
 	}
-	if d.intRange(0, 3, "") == 0 {
-		opt.Scorer, opt.MaxScored = oddScorer{}, d.intRange(0, 3, "")
+	if d.IntRange(0, 3, "") == 0 {
+		opt.Scorer, opt.MaxScored = oddScorer{}, d.IntRange(0, 3, "")
 		desc = append(desc, fmt.Sprintf("scorer maxScored=%d", opt.MaxScored))
 	}
-	if d.intRange(0, 3, "") == 0 {
+	if d.IntRange(0, 3, "") == 0 {
 		opt.Uplinks = leafLoad{}
 		desc = append(desc, "uplinks")
 	}
-	if d.intRange(0, 2, "") == 0 {
+	if d.IntRange(0, 2, "") == 0 {
 		var warm []topology.NodeID
 		for n := range topology.NodeID(f.NumNodes()) {
-			if d.intRange(0, 2, "") == 0 {
+			if d.IntRange(0, 2, "") == 0 {
 				warm = append(warm, n)
 			}
 		}
-		opt.Warm, opt.MaxWarm = warmList{"m": warm}, d.intRange(0, 4, "")
+		opt.Warm, opt.MaxWarm = warmList{"m": warm}, d.IntRange(0, 4, "")
 		desc = append(desc, fmt.Sprintf("warm=%v maxWarm=%d", warm, opt.MaxWarm))
 	}
-	opt.Explain = d.intRange(0, 1, "") == 0
+	opt.Explain = d.IntRange(0, 1, "") == 0
 	p := placement.NewPlacer(opt)
-	limit := d.intRange(0, 2, "")
+	limit := d.IntRange(0, 2, "")
 	placement.SetVisitLimit(p, limit)
 	fmt.Fprintf(b, "case %d: %d nodes, visit limit %d %s\n", c, f.NumNodes(), limit, strings.Join(desc, " "))
 	var placed []placement.Assignment
 	for step := range 8 {
 		podSets := 1
-		if d.intRange(0, 3, "") == 0 {
+		if d.IntRange(0, 3, "") == 0 {
 			podSets = 2
 		}
 		w, avoid, within := drawRequest(d, f, podSets)
 		w.ID = fmt.Sprintf("w%d", step)
 		for i := range w.PodSets {
-			w.PodSets[i].Count = min(w.PodSets[i].Count, d.intRange(1, 4, ""))
+			w.PodSets[i].Count = min(w.PodSets[i].Count, d.IntRange(1, 4, ""))
 		}
 		dressRequest(d, w, opt.Warm != nil)
 		if w.Validate() != nil {
@@ -171,12 +139,12 @@ func recordDecisions(t *testing.T, b *strings.Builder, c int) {
 			}
 			fmt.Fprintf(b, "    rank %.6g\n", fr.Rank(f, w, o))
 		}
-		if d.intRange(0, 3, "") > 0 {
+		if d.IntRange(0, 3, "") > 0 {
 			require.NoError(t, placement.Apply(f, a))
 			placed = append(placed, a.Clone())
 		}
-		if len(placed) > 0 && d.intRange(0, 3, "") == 0 {
-			k := d.intRange(0, len(placed)-1, "")
+		if len(placed) > 0 && d.IntRange(0, 3, "") == 0 {
+			k := d.IntRange(0, len(placed)-1, "")
 			require.NoError(t, placement.Unapply(f, placed[k]))
 			placed = append(placed[:k], placed[k+1:]...)
 		}
@@ -185,9 +153,9 @@ func recordDecisions(t *testing.T, b *strings.Builder, c int) {
 
 // dressRequest adds to w what drawRequest leaves out: a model with warm
 // nodes, rank groups, a segment.
-func dressRequest(d drawer, w *gang.Workload, warm bool) {
+func dressRequest(d draw.Drawer, w *gang.Workload, warm bool) {
 	ps := &w.PodSets[0]
-	switch d.intRange(0, 5, "") {
+	switch d.IntRange(0, 5, "") {
 	case 0:
 		if warm {
 			w.Model, w.Topology, w.Spread = "m", gang.TopologyRequest{}, gang.Spread{}
@@ -195,9 +163,9 @@ func dressRequest(d drawer, w *gang.Workload, warm bool) {
 		}
 	case 1:
 		if ps.Count > 1 {
-			size := pick(d, divisors(ps.Count), "")
-			ps.RankGroups = []gang.RankGroup{{Size: size, Level: pick(d, []string{"leaf", "spine", "node"}, ""),
-				Required: d.intRange(0, 1, "") == 0}}
+			size := draw.Pick(d, divisors(ps.Count), "")
+			ps.RankGroups = []gang.RankGroup{{Size: size, Level: draw.Pick(d, []string{"leaf", "spine", "node"}, ""),
+				Required: d.IntRange(0, 1, "") == 0}}
 		}
 	case 2:
 		if ps.Count > 1 {
@@ -205,7 +173,7 @@ func dressRequest(d drawer, w *gang.Workload, warm bool) {
 			if w.Topology.Required == "node" {
 				levels = levels[1:]
 			}
-			w.Topology.Segment = gang.Segment{Size: pick(d, divisors(ps.Count), ""), Level: pick(d, levels, ""), PodSet: ps.Name}
+			w.Topology.Segment = gang.Segment{Size: draw.Pick(d, divisors(ps.Count), ""), Level: draw.Pick(d, levels, ""), PodSet: ps.Name}
 		}
 	}
 }
