@@ -26,6 +26,14 @@ func (oddScorer) Score(_ *topology.Fleet, _ *gang.Workload, n topology.NodeID) i
 	return int(n) * 7 % 5
 }
 
+// oddRanker ranks options by a fixed scramble of their node and GPU, so
+// that which options the walks show decides the choice.
+type oddRanker struct{}
+
+func (oddRanker) Rank(_ *topology.Fleet, _ *gang.Workload, o placement.Option) float64 {
+	return float64((int(o.Node)*7 + o.GPU*3 + 11) % 5)
+}
+
 // leafLoad is an Uplinks where leaves are crossed by their ID modulo 3.
 type leafLoad struct{}
 
@@ -37,8 +45,8 @@ const decisionCases = 1000
 // Placement decides today as recorded in testdata/decisions.txt: a few
 // thousand requests on seeded random fleets (every GPU form, cpu and
 // memory, models, pools, levels, spread, rank groups, segments, avoided
-// and bounding domains, warm nodes, a Scorer, uplink loads, the
-// Fragmentation ranker with its scores), each fleet changed by the
+// and bounding domains, warm nodes, a Scorer, uplink loads, a Ranker
+// that scrambles options, the Fragmentation ranker with its scores), each fleet changed by the
 // placements applied and released between requests. It pins which
 // valid placement is chosen, which the properties leave free; a change
 // that means to choose otherwise rewrites the file with -rewrite and
@@ -72,17 +80,21 @@ func recordDecisions(t *testing.T, b *strings.Builder, c int) {
 	var opt placement.Options
 	var fr *placement.Fragmentation
 	var desc []string
-	if d.IntRange(0, 2, "") == 0 {
+	switch d.IntRange(0, 3, "") {
+	case 0:
+		opt.Ranker = oddRanker{}
+		desc = append(desc, "odd ranker")
+	case 1:
 		fr = placement.NewFragmentation()
 		for range d.IntRange(0, 6, "") {
 			fr.Observe(&gang.Workload{ID: "m", Queue: "q", Shape: gang.Batch, PodSets: []gang.PodSet{drawPodSet(d, "m", 2)}})
 		}
 		opt.Ranker = fr
 		desc = append(desc, "ranked")
-		if d.IntRange(0, 1, "") == 0 {
-			opt.MaxRanked = d.IntRange(1, 3, "")
-			desc = append(desc, fmt.Sprintf("maxRanked=%d", opt.MaxRanked))
-		}
+	}
+	if opt.Ranker != nil && d.IntRange(0, 1, "") == 0 {
+		opt.MaxRanked = d.IntRange(1, 3, "")
+		desc = append(desc, fmt.Sprintf("maxRanked=%d", opt.MaxRanked))
 	}
 	if d.IntRange(0, 3, "") == 0 {
 		opt.Scorer, opt.MaxScored = oddScorer{}, d.IntRange(0, 3, "")
