@@ -219,3 +219,17 @@ func TestMIGSlicePodGoesToTheGPUItsOptionNames(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolOrderComesBeforeModelOrder: the workload lists pool p0 first
+// and model A100 first; only p0 has an H100 and only p1 an A100. The
+// pool's order ranks above the model's: the pod goes to p0's H100.
+func TestPoolOrderComesBeforeModelOrder(t *testing.T) {
+	for _, ps := range []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 2}, {Name: "p", Count: 1, GPUShare: 500}} {
+		f := mixedFleet(t, true, "H100", "A100")
+		w := &gang.Workload{ID: "w", Queue: "q", Pools: []string{"p0", "p1"},
+			Flavors: []string{"A100", "H100"}, FlavorsInOrder: true, PodSets: []gang.PodSet{ps}}
+		a, err := placement.Place(f, w, placement.Options{})
+		require.NoError(t, err)
+		assert.Equal(t, topology.NodeID(0), a.Pods[0].Node, "%+v", ps)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/internal/draw"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/topology"
 )
@@ -258,34 +259,38 @@ func checkAnswer(t require.TestingT, f *topology.Fleet, w *gang.Workload, out []
 // GPU models, pools, cpu and memory, some nodes unhealthy, partly
 // allocated with whole GPUs, shares and MIG slices that also hold cpu
 // and memory.
-func randomFleet(t *rapid.T) *topology.Fleet {
+func randomFleet(t *rapid.T) *topology.Fleet { return drawFleet(t, draw.Rapid(t), 3) }
+
+// drawFleet is randomFleet drawn from d, with up to claims claims per
+// node.
+func drawFleet(t require.TestingT, d draw.Drawer, claims int) *topology.Fleet {
 	var spec topology.Spec
 	spec.Levels = []string{"spine", "leaf", "node"}
-	spines := rapid.IntRange(1, 2).Draw(t, "spines")
+	spines := d.IntRange(1, 2, "spines")
 	for s := range spines {
-		leaves := rapid.IntRange(1, 3).Draw(t, "leaves")
+		leaves := d.IntRange(1, 3, "leaves")
 		for l := range leaves {
-			for x := range rapid.IntRange(1, 3).Draw(t, "nodes") {
+			for x := range d.IntRange(1, 3, "nodes") {
 				ns := topology.NodeSpec{
 					Name: fmt.Sprintf("n%d-%d-%d", s, l, x),
 					Path: []string{fmt.Sprintf("s%d", s), fmt.Sprintf("l%d-%d", s, l)},
-					GPUs: rapid.SampledFrom([]int{0, 1, 2, 4, 8}).Draw(t, "gpus"),
+					GPUs: draw.Pick(d, []int{0, 1, 2, 4, 8}, "gpus"),
 				}
-				switch rapid.IntRange(0, 2).Draw(t, "model") {
+				switch d.IntRange(0, 2, "model") {
 				case 0:
 					ns.Flavor = "H100"
-					ns.MIG = ns.GPUs > 0 && rapid.IntRange(0, 2).Draw(t, "mig") == 0
+					ns.MIG = ns.GPUs > 0 && d.IntRange(0, 2, "mig") == 0
 				case 1:
 					ns.Flavor = "L4"
 				default:
 					ns.Flavor = "A10"
 				}
-				if rapid.IntRange(0, 3).Draw(t, "pooled") == 0 {
+				if d.IntRange(0, 3, "pooled") == 0 {
 					ns.Pool = "spot"
 				}
 				ns.Resources = map[string]int64{
-					"cpu":    int64(rapid.IntRange(0, 16).Draw(t, "cores")) * 1000,
-					"memory": int64(rapid.IntRange(0, 8).Draw(t, "gib")) << 30,
+					"cpu":    int64(d.IntRange(0, 16, "cores")) * 1000,
+					"memory": int64(d.IntRange(0, 8, "gib")) << 30,
 				}
 				if ns.GPUs == 0 && ns.Resources["cpu"] == 0 {
 					ns.Resources["cpu"] = 1000
@@ -298,29 +303,29 @@ func randomFleet(t *rapid.T) *topology.Fleet {
 	require.NoError(t, err)
 	cpu, _ := f.Resource("cpu")
 	mem, _ := f.Resource("memory")
-	for range rapid.IntRange(0, 3*f.NumNodes()).Draw(t, "claims") {
-		n := topology.NodeID(rapid.IntRange(0, f.NumNodes()-1).Draw(t, "n"))
+	for range d.IntRange(0, claims*f.NumNodes(), "claims") {
+		n := topology.NodeID(d.IntRange(0, f.NumNodes()-1, "n"))
 		c := topology.Claim{Node: n}
 		if gpus := f.Capacity(n); gpus > 0 {
-			c.GPU = rapid.IntRange(0, gpus-1).Draw(t, "g")
-			switch rapid.IntRange(0, 2).Draw(t, "kind") {
+			c.GPU = d.IntRange(0, gpus-1, "g")
+			switch d.IntRange(0, 2, "kind") {
 			case 0:
-				c.Share = rapid.SampledFrom([]int{100, 250, 500, 700}).Draw(t, "s")
+				c.Share = draw.Pick(d, []int{100, 250, 500, 700}, "s")
 			case 1:
-				c.MIG = rapid.SampledFrom([]string{"1g.10gb", "3g.40gb"}).Draw(t, "prof")
-				c.Slice = rapid.SampledFrom([]int{0, 1, 4}).Draw(t, "slice")
+				c.MIG = draw.Pick(d, []string{"1g.10gb", "3g.40gb"}, "prof")
+				c.Slice = draw.Pick(d, []int{0, 1, 4}, "slice")
 			default:
 				c.Whole, c.GPU = 1<<c.GPU, 0
 			}
 		}
 		c.Resources = []topology.ResourceAmount{
-			{Resource: cpu, Amount: int64(rapid.IntRange(0, 6).Draw(t, "ccpu")) * 1000},
-			{Resource: mem, Amount: int64(rapid.IntRange(0, 3).Draw(t, "cmem")) << 30},
+			{Resource: cpu, Amount: int64(d.IntRange(0, 6, "ccpu")) * 1000},
+			{Resource: mem, Amount: int64(d.IntRange(0, 3, "cmem")) << 30},
 		}
 		_ = f.AllocateClaim(c) // a refused claim changes nothing
 	}
 	for n := range topology.NodeID(f.NumNodes()) {
-		if rapid.IntRange(0, 9).Draw(t, "down") == 0 {
+		if d.IntRange(0, 9, "down") == 0 {
 			require.NoError(t, f.SetHealth(n, topology.Cordoned))
 		}
 	}
@@ -330,19 +335,24 @@ func randomFleet(t *rapid.T) *topology.Fleet {
 // randomPodSet draws a pod set of one GPU form (or none) with cpu and
 // memory.
 func randomPodSet(t *rapid.T, name string, maxCount int) gang.PodSet {
-	ps := gang.PodSet{Name: name, Count: rapid.IntRange(1, maxCount).Draw(t, name+"count")}
-	switch rapid.IntRange(0, 3).Draw(t, name+"form") {
+	return drawPodSet(draw.Rapid(t), name, maxCount)
+}
+
+// drawPodSet is randomPodSet drawn from d.
+func drawPodSet(d draw.Drawer, name string, maxCount int) gang.PodSet {
+	ps := gang.PodSet{Name: name, Count: d.IntRange(1, maxCount, name+"count")}
+	switch d.IntRange(0, 3, name+"form") {
 	case 0:
-		ps.GPUsPerPod = rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(t, name+"k")
+		ps.GPUsPerPod = draw.Pick(d, []int{1, 2, 4, 8}, name+"k")
 	case 1:
-		ps.GPUShare = rapid.SampledFrom([]int{100, 250, 300, 500, 800, 1000}).Draw(t, name+"share")
+		ps.GPUShare = draw.Pick(d, []int{100, 250, 300, 500, 800, 1000}, name+"share")
 	case 2:
-		ps.MIG = rapid.SampledFrom([]string{"1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"}).Draw(t, name+"prof")
+		ps.MIG = draw.Pick(d, []string{"1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"}, name+"prof")
 	}
-	if c := rapid.IntRange(0, 8).Draw(t, name+"cpu"); c > 0 || ps.NoGPU() {
+	if c := d.IntRange(0, 8, name+"cpu"); c > 0 || ps.NoGPU() {
 		ps.Resources = append(ps.Resources, gang.Resource{Name: "cpu", Amount: int64(max(c, 1)) * 1000})
 	}
-	if m := rapid.IntRange(0, 4).Draw(t, name+"mem"); m > 0 {
+	if m := d.IntRange(0, 4, name+"mem"); m > 0 {
 		ps.Resources = append(ps.Resources, gang.Resource{Name: "memory", Amount: int64(m) << 29})
 	}
 	return ps
@@ -351,39 +361,44 @@ func randomPodSet(t *rapid.T, name string, maxCount int) gang.PodSet {
 // randomRequest draws a workload for f: accepted models, pools, required
 // and preferred levels, spread; and the domains to avoid or stay within.
 func randomRequest(t *rapid.T, f *topology.Fleet, podSets int) (w *gang.Workload, avoid []topology.DomainID, within topology.DomainID) {
+	return drawRequest(draw.Rapid(t), f, podSets)
+}
+
+// drawRequest is randomRequest drawn from d.
+func drawRequest(d draw.Drawer, f *topology.Fleet, podSets int) (w *gang.Workload, avoid []topology.DomainID, within topology.DomainID) {
 	w = &gang.Workload{ID: "w", Queue: "q", Shape: gang.Batch}
 	for i := range podSets {
-		w.PodSets = append(w.PodSets, randomPodSet(t, fmt.Sprintf("p%d", i), 6))
+		w.PodSets = append(w.PodSets, drawPodSet(d, fmt.Sprintf("p%d", i), 6))
 	}
 	models := []string{"H100", "L4", "A10"}
-	if rapid.Bool().Draw(t, "someModels") {
-		n := rapid.IntRange(1, 3).Draw(t, "models")
-		w.Flavors = rapid.Permutation(models).Draw(t, "order")[:n]
-		w.FlavorsInOrder = rapid.Bool().Draw(t, "inOrder")
+	if draw.Bool(d, "someModels") {
+		n := d.IntRange(1, 3, "models")
+		w.Flavors = draw.Permute(d, models, "order")[:n]
+		w.FlavorsInOrder = draw.Bool(d, "inOrder")
 	}
-	switch rapid.IntRange(0, 3).Draw(t, "pools") {
+	switch d.IntRange(0, 3, "pools") {
 	case 0:
 		w.Pools = []string{"spot"}
 	case 1:
 		w.Pools = []string{"", "spot"}
 	}
 	levels := []string{"", "spine", "leaf", "node"}
-	req := rapid.IntRange(0, 3).Draw(t, "required")
-	pref := rapid.IntRange(req, 3).Draw(t, "preferred")
+	req := d.IntRange(0, 3, "required")
+	pref := d.IntRange(req, 3, "preferred")
 	w.Topology.Required, w.Topology.Preferred = levels[req], levels[pref]
-	if rapid.IntRange(0, 3).Draw(t, "spreadNode") == 0 {
-		w.Spread.MaxPerNode = rapid.IntRange(1, 3).Draw(t, "maxPerNode")
+	if d.IntRange(0, 3, "spreadNode") == 0 {
+		w.Spread.MaxPerNode = d.IntRange(1, 3, "maxPerNode")
 	}
-	if rapid.IntRange(0, 3).Draw(t, "spreadDomain") == 0 {
-		w.Spread.MaxPerDomain = rapid.IntRange(1, 4).Draw(t, "maxPerDomain")
-		w.Spread.Level = rapid.SampledFrom([]string{"spine", "leaf"}).Draw(t, "spreadLevel")
+	if d.IntRange(0, 3, "spreadDomain") == 0 {
+		w.Spread.MaxPerDomain = d.IntRange(1, 4, "maxPerDomain")
+		w.Spread.Level = draw.Pick(d, []string{"spine", "leaf"}, "spreadLevel")
 	}
 	within = -1
-	switch rapid.IntRange(0, 3).Draw(t, "bounds") {
+	switch d.IntRange(0, 3, "bounds") {
 	case 0:
-		avoid = append(avoid, topology.DomainID(rapid.IntRange(1, f.NumDomains()-1).Draw(t, "avoid")))
+		avoid = append(avoid, topology.DomainID(d.IntRange(1, f.NumDomains()-1, "avoid")))
 	case 1:
-		within = topology.DomainID(rapid.IntRange(0, f.NumDomains()-1).Draw(t, "within"))
+		within = topology.DomainID(d.IntRange(0, f.NumDomains()-1, "within"))
 	}
 	return w, avoid, within
 }

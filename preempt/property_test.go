@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/fleetsched/fleet/internal/draw"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/quota"
@@ -22,56 +23,63 @@ import (
 // queues a (the preemptor's), b and x under one cohort (or a alone with
 // single), running work and a request.
 func instance(t *rapid.T, single bool) (*env, preempt.Request, map[string]bool) {
+	return drawInstance(t, draw.Rapid(t), single, []int{1, 2, 2}, 4)
+}
+
+// drawInstance is instance drawn from d, on a fleet of fanout spines,
+// leaves per spine and nodes per leaf, of gpus GPUs each.
+func drawInstance(t require.TestingT, d draw.Drawer, single bool, fanout []int, gpus int) (*env, preempt.Request, map[string]bool) {
 	rules := quota.Rules{
-		WithinQueue:         quota.WithinQueue(rapid.IntRange(0, 2).Draw(t, "within")),
-		ReclaimWithinCohort: quota.ReclaimWithinCohort(rapid.IntRange(0, 2).Draw(t, "reclaim")),
+		WithinQueue:         quota.WithinQueue(d.IntRange(0, 2, "within")),
+		ReclaimWithinCohort: quota.ReclaimWithinCohort(d.IntRange(0, 2, "reclaim")),
 	}
 	// borrowWithinCohort needs reclaimWithinCohort, as in Kueue.
-	if rapid.Bool().Draw(t, "bwc") && rules.ReclaimWithinCohort != quota.ReclaimNever {
-		th := int32(rapid.IntRange(0, 5).Draw(t, "threshold"))
+	if draw.Bool(d, "bwc") && rules.ReclaimWithinCohort != quota.ReclaimNever {
+		th := int32(d.IntRange(0, 5, "threshold"))
 		rules.BorrowWithinCohort = quota.BorrowWithinCohort{Policy: quota.BorrowLowerPriority, MaxPriorityThreshold: &th}
 	}
 	var nodes []quota.NodeSpec
 	queues := []string{"a"}
 	if single {
 		rules = quota.Rules{WithinQueue: quota.WithinQueueLowerPriority}
-		nodes = append(nodes, queue("a", "", int64(rapid.IntRange(4, 16).Draw(t, "nomA")), rules))
+		nodes = append(nodes, queue("a", "", int64(d.IntRange(4, 16, "nomA")), rules))
 	} else {
-		nodes = append(nodes, cohort("c", "", int64(rapid.IntRange(0, 8).Draw(t, "nomC"))),
-			queue("a", "c", int64(rapid.IntRange(0, 8).Draw(t, "nomA")), rules),
-			queue("b", "c", int64(rapid.IntRange(0, 8).Draw(t, "nomB")), lower),
-			queue("x", "c", int64(rapid.IntRange(0, 8).Draw(t, "nomX")), lower))
+		nodes = append(nodes, cohort("c", "", int64(d.IntRange(0, 8, "nomC"))),
+			queue("a", "c", int64(d.IntRange(0, 8, "nomA")), rules),
+			queue("b", "c", int64(d.IntRange(0, 8, "nomB")), lower),
+			queue("x", "c", int64(d.IntRange(0, 8, "nomX")), lower))
 		queues = append(queues, "b", "x")
 	}
-	e := newEnv(t, 1, 2, 2, 4, nodes...)
-	n := rapid.IntRange(2, 12).Draw(t, "running")
+	e := newEnv(t, fanout[0], fanout[1], fanout[2], gpus, nodes...)
+	nodeCount := e.f.NumNodes()
+	n := d.IntRange(2, 12, "running")
 	for i := range n {
-		node := rapid.IntRange(0, 3).Draw(t, "node")
+		node := d.IntRange(0, nodeCount-1, "node")
 		free := e.f.Free(topology.NodeID(node))
 		if free == 0 {
 			continue
 		}
-		g := rapid.IntRange(1, free).Draw(t, "gpus")
+		g := d.IntRange(1, free, "gpus")
 		ns, gs := []int{node}, []int{g}
-		if node%2 == 0 && g == 4 && e.f.Free(topology.NodeID(node+1)) == 4 && rapid.Bool().Draw(t, "twoNodes") {
-			ns, gs = []int{node, node + 1}, []int{4, 4}
+		if node%2 == 0 && node+1 < nodeCount && g == gpus && e.f.Free(topology.NodeID(node+1)) == gpus && draw.Bool(d, "twoNodes") {
+			ns, gs = []int{node, node + 1}, []int{gpus, gpus}
 		}
-		q := queues[rapid.IntRange(0, len(queues)-1).Draw(t, "queue")]
-		age := time.Duration(rapid.IntRange(1, 60).Draw(t, "age")) * time.Minute
-		r := e.run(fmt.Sprintf("w%d", i), q, int32(rapid.IntRange(0, 4).Draw(t, "prio")), age, ns, gs)
-		r.Preemptible = rapid.IntRange(0, 4).Draw(t, "preemptible") > 0
-		r.MinRuntime = time.Duration(rapid.IntRange(0, 3).Draw(t, "minRuntime")) * 10 * time.Minute
-		r.Draining = rapid.IntRange(0, 9).Draw(t, "draining") == 0
+		q := queues[d.IntRange(0, len(queues)-1, "queue")]
+		age := time.Duration(d.IntRange(1, 60, "age")) * time.Minute
+		r := e.run(fmt.Sprintf("w%d", i), q, int32(d.IntRange(0, 4, "prio")), age, ns, gs)
+		r.Preemptible = d.IntRange(0, 4, "preemptible") > 0
+		r.MinRuntime = time.Duration(d.IntRange(0, 3, "minRuntime")) * 10 * time.Minute
+		r.Draining = d.IntRange(0, 9, "draining") == 0
 	}
-	req := e.req("new", "a", int32(rapid.IntRange(2, 6).Draw(t, "reqPrio")),
-		rapid.IntRange(1, 3).Draw(t, "pods"), rapid.SampledFrom([]int{1, 2, 4, 4}).Draw(t, "perPod"),
-		rapid.SampledFrom([]string{"", "leaf", "node"}).Draw(t, "required"))
+	req := e.req("new", "a", int32(d.IntRange(2, 6, "reqPrio")),
+		d.IntRange(1, 3, "pods"), draw.Pick(d, []int{1, 2, 4, 4}, "perPod"),
+		draw.Pick(d, []string{"", "leaf", "node"}, "required"))
 	if !single {
-		req.FairSharing = rapid.IntRange(0, 3).Draw(t, "fair") == 0
+		req.FairSharing = d.IntRange(0, 3, "fair") == 0
 	}
 	exclude := map[string]bool{}
 	for i := range e.running {
-		if !single && rapid.IntRange(0, 6).Draw(t, "exclude") == 0 {
+		if !single && d.IntRange(0, 6, "exclude") == 0 {
 			exclude[e.running[i].W.ID] = true
 		}
 	}
