@@ -3,7 +3,6 @@ package placement_test
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,20 +55,7 @@ func TestPlacementDecisionsStayAsRecorded(t *testing.T) {
 	for c := range decisionCases {
 		recordDecisions(t, &b, c)
 	}
-	path := filepath.Join("testdata", "decisions.txt")
-	if *rewrite {
-		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	got, wantLines := strings.Split(b.String(), "\n"), strings.Split(string(want), "\n")
-	for i := range min(len(got), len(wantLines)) {
-		if got[i] != wantLines[i] {
-			t.Fatalf("%s:%d differs (-rewrite records the new decisions)\nwant %s\n got %s", path, i+1, wantLines[i], got[i])
-		}
-	}
-	require.Equal(t, len(wantLines), len(got), "%s: as many lines", path)
+	draw.Recorded(t, filepath.Join("testdata", "decisions.txt"), b.String(), *rewrite)
 }
 
 // recordDecisions writes case c: its options, then each request and

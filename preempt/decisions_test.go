@@ -3,7 +3,6 @@ package preempt_test
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,20 +38,7 @@ func TestPreemptionPlansStayAsRecorded(t *testing.T) {
 	for c := range planCases {
 		recordPlans(t, &b, c)
 	}
-	path := filepath.Join("testdata", "plans.txt")
-	if *rewrite {
-		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	got, wantLines := strings.Split(b.String(), "\n"), strings.Split(string(want), "\n")
-	for i := range min(len(got), len(wantLines)) {
-		if got[i] != wantLines[i] {
-			t.Fatalf("%s:%d differs (-rewrite records the new plans)\nwant %s\n got %s", path, i+1, wantLines[i], got[i])
-		}
-	}
-	require.Equal(t, len(wantLines), len(got), "%s: as many lines", path)
+	draw.Recorded(t, filepath.Join("testdata", "plans.txt"), b.String(), *rewrite)
 }
 
 // recordPlans writes case c: the running work, then each search and its

@@ -1,11 +1,15 @@
 // Package draw gives tests one way to draw random inputs from either
 // rapid, for properties that shrink, or a seeded generator, for recorded
-// corpora that must draw the same inputs on every run and Go release.
+// corpora that must draw the same inputs on every run and Go release;
+// and the check of such a corpus against its recorded output.
 package draw
 
 import (
 	"math/rand/v2"
+	"os"
+	"strings"
 
+	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
 
@@ -47,4 +51,27 @@ func Permute[T any](d Drawer, values []T, label string) []T {
 		out[i], out[j] = out[j], out[i]
 	}
 	return out
+}
+
+// Recorded compares got, line by line, with the file at path, failing at
+// the first line that differs; with rewrite it writes got there instead,
+// so that the change shows as the file's diff.
+func Recorded(t require.TestingT, path, got string, rewrite bool) {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+	if rewrite {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	gotLines, wantLines := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+	for i := range min(len(gotLines), len(wantLines)) {
+		if gotLines[i] != wantLines[i] {
+			require.Failf(t, "a recorded line differs", "%s:%d (-rewrite records the new output)\nwant %s\n got %s",
+				path, i+1, wantLines[i], gotLines[i])
+		}
+	}
+	require.Equal(t, len(wantLines), len(gotLines), "%s: as many lines as recorded", path)
 }
