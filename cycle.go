@@ -77,6 +77,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	}
 	now = s.now
 	s.cycles++
+	emitted, before := s.emitted, s.stamp()
 	if s.adoptedDrains {
 		s.books.DropUnknownLive()
 		s.adoptedDrains = false
@@ -93,6 +94,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	pending := s.pending()
 	s.order(pending)
 	s.reserve = s.carryReservation(now)
+	carried := s.reserve
 	blocked := map[quota.NodeID]string{} // StrictFIFO queue -> its blocked head
 	taken := map[string]bool{}
 	failed := &s.failed
@@ -173,6 +175,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	}
 	s.overflow(now, &d)
 	d.Broken = s.cal.Offers(now)
+	s.noteQuiet(now, &d, int(s.emitted-emitted), before, carried)
 	s.lastEvents = len(s.events)
 	d.Events, s.events = s.events, nil
 	d.EventsDropped, s.dropped = s.dropped, 0
