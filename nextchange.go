@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"slices"
 	"time"
 
 	"github.com/fleetsched/fleet/calendar"
@@ -17,6 +18,13 @@ type quietCycle struct {
 	at    time.Time
 	calls uint64
 	stamp stamp
+	// next is NextChange's answer once found.
+	found bool
+	next  time.Time
+	// overflow and broken are its Overflow and Broken lists, kept under
+	// -tags fleetverify only (checkNextChange).
+	overflow []Overflow
+	broken   []calendar.Offer
 }
 
 // NextChange returns the earliest time at or after now at which a cycle
@@ -53,14 +61,29 @@ func (s *Scheduler) NextChange(now time.Time) time.Time {
 	if !q.ok || q.calls != s.calls || q.stamp != s.stamp() || s.adoptedDrains || !now.After(q.at) {
 		return now
 	}
+	if !q.found {
+		q.next, q.found = s.nextChange(q.at), true
+	}
+	if !q.next.IsZero() && !q.next.After(now) {
+		return now
+	}
+	return q.next
+}
+
+// nextChange is the first instant after t0, the time of the last cycle
+// (quiet), at which a comparison of the clock the cycle makes turns, or
+// zero when none lies ahead; t0 itself when one may turn at any instant. Nothing it reads moves without a change of
+// the stamp or a counted call, so it is found once per quiet cycle.
+func (s *Scheduler) nextChange(t0 time.Time) time.Time {
 	if s.cfg.Policy.DefragBudget > 0 {
+		// The price of a move grows with time: whether one fits the
+		// budget may turn at any instant.
 		for _, e := range s.queued {
 			if nf := e.wait.noFit; nf != nil && nf.Cause == placement.CauseFragmented {
-				return now
+				return t0
 			}
 		}
 	}
-	t0 := q.at
 	var next time.Time
 	consider := func(t time.Time) {
 		if t.After(t0) && (next.IsZero() || t.Before(next)) {
@@ -98,9 +121,6 @@ func (s *Scheduler) NextChange(now time.Time) time.Time {
 		}
 	}
 	s.pendingChanges(t0, consider)
-	if !next.After(now) {
-		return now
-	}
 	return next
 }
 
@@ -164,6 +184,9 @@ func (s *Scheduler) noteQuiet(now time.Time, d *Decisions, emitted int, before s
 		len(d.Kill) == 0 && len(d.Drain) == 0 && len(d.Failed) == 0 && len(d.Replace) == 0 &&
 		len(d.Grow) == 0 && len(d.Admit) == 0 && len(d.Nominate) == 0
 	s.quiet = quietCycle{ok: quiet, at: now, calls: s.calls, stamp: s.stamp()}
+	if verifyNextChange {
+		s.quiet.overflow, s.quiet.broken = slices.Clone(d.Overflow), slices.Clone(d.Broken)
+	}
 }
 
 // sameReservation reports whether a cycle that begins with a carried
