@@ -1057,9 +1057,10 @@ func (sm *sim) sample() {
 	switch {
 	case sm.lastSchedule != sm.now || sm.dirty:
 		sm.schedule(true)
-	case sm.unsent:
-		// The events of checkpoints since reach the observer first; when
-		// the cycle at this instant was skipped, this one stands for it.
+	case sm.unsent || sm.skipped == sm.now:
+		// The events of checkpoints since reach the observer first, and
+		// the figures and snapshot are those at now; when the cycle at
+		// this instant was skipped, this one stands for it.
 		sm.schedule(sm.skipped != sm.now)
 	}
 	if sm.err != nil {
