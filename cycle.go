@@ -72,11 +72,18 @@ type reservation struct {
 //     holds less work it cannot evict (a hold that moved with every
 //     change of expected ends would never empty).
 func (s *Scheduler) Schedule(now time.Time) Decisions {
+	// Under -tags fleetverify, a cycle NextChange vouches for is checked.
+	vouched, prior := false, s.quiet
+	if verifyNextChange && inRFC3339(now) {
+		next := s.NextChange(now)
+		vouched = next.IsZero() || next.After(now)
+	}
 	if inRFC3339(now) {
 		s.advance(now)
 	}
 	now = s.now
 	s.cycles++
+	emitted, before := s.emitted, s.stamp()
 	if s.adoptedDrains {
 		s.books.DropUnknownLive()
 		s.adoptedDrains = false
@@ -93,6 +100,7 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	pending := s.pending()
 	s.order(pending)
 	s.reserve = s.carryReservation(now)
+	carried := s.reserve
 	blocked := map[quota.NodeID]string{} // StrictFIFO queue -> its blocked head
 	taken := map[string]bool{}
 	failed := &s.failed
@@ -173,6 +181,10 @@ func (s *Scheduler) Schedule(now time.Time) Decisions {
 	}
 	s.overflow(now, &d)
 	d.Broken = s.cal.Offers(now)
+	s.noteQuiet(now, &d, int(s.emitted-emitted), before, carried)
+	if vouched {
+		checkNextChange(s, prior, &d)
+	}
 	s.lastEvents = len(s.events)
 	d.Events, s.events = s.events, nil
 	d.EventsDropped, s.dropped = s.dropped, 0

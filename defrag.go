@@ -103,6 +103,7 @@ func (s *Scheduler) PlanDefrag(now time.Time, level, flavor string, gpus int, pr
 // plan saw it, a new place is no longer free, or the plan is not one
 // PlanDefrag makes (a workload moved twice, pods that do not add up).
 func (s *Scheduler) Defragment(now time.Time, plan DefragPlan) ([]Drain, error) {
+	s.calls++
 	to, err := s.checkDefrag(now, plan)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@
 //	s, err := fleet.New(fleet.Config{Topology: topo, Quota: tree, Classes: classes})
 //	err = s.Submit(now, w)                   // a gang.Workload; refused whole on bad input
 //	d := s.Schedule(now)                     // one cycle: fleet.Decisions
+//	next := s.NextChange(now)                // no cycle before next decides anything, if no call comes
 //	//   d.Kill  []Kill                        // victims past their deadline (again each cycle): force-stop them
 //	//   d.Drain []Drain                       // victim, deadline, reason, beneficiaries: send SIGTERM
 //	//   d.Grow  []Growth                      // more pods of a running elastic workload: start them
@@ -66,7 +67,11 @@
 // victims on its own nodes have exited; past the deadline every cycle asks
 // the host to kill the victim, with how overdue it is, until the host
 // reports its exit. So after a kill (or any exit) the host calls Schedule
-// again to start what waited for it.
+// again to start what waited for it. A host that cycles on a period may
+// skip the cycles before NextChange: after a cycle that decided nothing,
+// it is the first instant at which a deadline, a protection's end, a wait
+// limit, a quota schedule or a booking's phase could make one decide,
+// unless a call (other than Checkpointed) comes first.
 //
 // Who holds which GPU and which quota, the nominations and the drains are
 // kept in one ledger with checked transitions (gang's lifecycle table);

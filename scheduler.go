@@ -55,6 +55,10 @@ type Scheduler struct {
 	seq     uint64
 	now     time.Time
 	cycles  uint64 // Schedule calls so far
+	// calls counts the host's calls that may change what a cycle decides
+	// (tick), and quiet what NextChange knows of the last cycle.
+	calls   uint64
+	quiet   quietCycle
 	events  []Event
 	reserve *reservation
 	// lastReserve is the reservation the last cycle ended with, carried
@@ -78,9 +82,10 @@ type Scheduler struct {
 	searcher  *preempt.Searcher
 	// exclude is preemptFor's set of victims a search must count as gone.
 	exclude    map[string]bool
-	lastEvents int  // events of the last cycle, to size the next
-	dropped    int  // events not kept since the last cycle (MaxEvents)
-	noEvents   bool // KeepEvents(false): no event is kept
+	lastEvents int    // events of the last cycle, to size the next
+	emitted    uint64 // events emitted so far, kept or not
+	dropped    int    // events not kept since the last cycle (MaxEvents)
+	noEvents   bool   // KeepEvents(false): no event is kept
 	// adoptedDrains: Adopt restored a drain since the last cycle, which
 	// may name beneficiaries the host never adopts (see Adoption).
 	adoptedDrains bool
@@ -232,9 +237,18 @@ func checkFlavors(f *topology.Fleet, t *quota.Tree) error {
 }
 
 // tick checks a call's now: an instant RFC 3339 holds, and time never
-// moves backwards. It changes nothing; a call that goes on to change
-// state commits now with advance.
+// moves backwards, and counts the call, which may change what the next
+// cycle decides (NextChange). It changes nothing else; a call that goes
+// on to change state commits now with advance.
 func (s *Scheduler) tick(op string, now time.Time) error {
+	s.calls++
+	return s.checkNow(op, now)
+}
+
+// checkNow refuses a now past RFC 3339 or before the scheduler's clock.
+// Unlike tick it does not count a call: Checkpointed uses it, since a
+// checkpoint moves only what a victim costs (see NextChange).
+func (s *Scheduler) checkNow(op string, now time.Time) error {
 	if !inRFC3339(now) {
 		return refuse(op, "", ErrInvalid, "now %v is past what RFC 3339 holds (years 0000-9999)", now)
 	}
@@ -274,6 +288,7 @@ const MaxEvents = 1 << 16
 func (s *Scheduler) KeepEvents(keep bool) { s.noEvents = !keep }
 
 func (s *Scheduler) emit(e Event) {
+	s.emitted++
 	if s.noEvents {
 		return
 	}
@@ -521,7 +536,7 @@ func (s *Scheduler) Exited(now time.Time, id string, how gang.ExitReason) error 
 // checkpoint late passes when it was taken. A checkpoint older than one
 // already recorded changes nothing.
 func (s *Scheduler) Checkpointed(now time.Time, id string, at time.Time) error {
-	if err := s.tick("checkpointed", now); err != nil {
+	if err := s.checkNow("checkpointed", now); err != nil {
 		return err
 	}
 	e, ok := s.work[id]

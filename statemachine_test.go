@@ -52,6 +52,9 @@ type machine struct {
 	// cycle, so the next cycle's events (the calls that rebuilt it, the
 	// events the twin had not delivered yet) differ from the twin's.
 	eventsDiffer bool
+	// last is the last cycle's Decisions, which a cycle before
+	// NextChange repeats (QuietSchedule).
+	last fleet.Decisions
 }
 
 func (m *machine) init(t *rapid.T) {
@@ -165,6 +168,7 @@ func (m *machine) Schedule(t *rapid.T) {
 		return d, nil
 	})
 	m.eventsDiffer = false
+	m.last = d
 	m.checkGuarantee(t, d)
 	m.checkExplain(t)
 	for _, a := range d.Admit {
@@ -212,6 +216,64 @@ func (m *machine) Schedule(t *rapid.T) {
 			m.exit(t, k.ID, gang.ExitKilled)
 		}
 	}
+}
+
+// QuietSchedule runs a cycle at a time before NextChange, with no call
+// since but checkpoints: it acts on nothing, repeats the last cycle's
+// Overflow and Broken lists, and emits no event but its overflow ones.
+func (m *machine) QuietSchedule(t *rapid.T) {
+	// Cycles run until one is quiet, a few at most.
+	var soon, next time.Time
+	for i := 0; ; i++ {
+		soon = m.now.Add(time.Nanosecond)
+		next = m.nextChange(soon)
+		if next.IsZero() || next.After(soon) {
+			break
+		}
+		if i == 3 {
+			t.Skip("no quiet cycle")
+		}
+		m.Schedule(t)
+	}
+	span := 24 * time.Hour
+	if !next.IsZero() {
+		span = next.Sub(soon)
+	}
+	at := soon.Add(time.Duration(rapid.Int64Range(0, int64(span)-1).Draw(t, "before next")))
+	d, _ := both(t, m, func(s *fleet.Scheduler) (fleet.Decisions, error) {
+		d := s.Schedule(at)
+		if m.eventsDiffer {
+			d.Events, d.EventsDropped = nil, 0
+		}
+		return d, nil
+	})
+	m.eventsDiffer = false
+	m.now = at
+	for _, n := range []int{len(d.Kill), len(d.Drain), len(d.Failed), len(d.Replace), len(d.Grow), len(d.Admit), len(d.Nominate)} {
+		require.Zero(t, n, "a cycle before NextChange %v decided: %+v", next, d)
+	}
+	require.Equal(t, m.last.Overflow, d.Overflow)
+	require.Equal(t, m.last.Broken, d.Broken)
+	for _, e := range d.Events {
+		if e.Time.Equal(at) && e.Kind != fleet.EventCheckpointed {
+			require.Equal(t, fleet.EventOverflow, e.Kind, "a cycle before NextChange emitted %+v", e)
+		}
+	}
+	m.last = d
+}
+
+// nextChange is the earlier of the scheduler's and the twin's NextChange:
+// a restarted scheduler knows nothing of the cycles before it, so its
+// answer may be earlier than the twin's.
+func (m *machine) nextChange(now time.Time) time.Time {
+	a, b := m.s.NextChange(now), m.twin.NextChange(now)
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
 }
 
 // split: the host stops one pod of an elastic workload, which runs on

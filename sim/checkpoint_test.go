@@ -30,7 +30,7 @@ func TestCheckpointsCountRunTimeOnce(t *testing.T) {
 	run := 3 * time.Hour
 	i := sm.newJob(trainingWorkload("t-1", 8, run, 20*time.Minute), int64(run), -1)
 	sm.submit(i)
-	sm.schedule()
+	sm.schedule(true)
 	j := sm.jobs[i]
 	require.Equal(t, jsRunning, j.state)
 	start := j.runStart

@@ -53,7 +53,13 @@
 // The same Config gives the same Result, byte for byte (WriteText).
 // Every Cycle (10 s) the host calls Schedule if anything changed, a drain
 // deadline passed or work has waited a minute, and carries out the
-// Decisions in the order the scheduler demands: Kill, Drain, Admit. Its
+// Decisions in the order the scheduler demands: Kill, Drain, Admit. A
+// cycle due only because work has waited, with nothing but checkpoints
+// reported since the last, is skipped while the scheduler's NextChange
+// lies ahead: it would decide nothing. It still counts in
+// Result.Cycles (and in Result.Skipped), and a sample at its instant
+// runs it, so every figure is that of a run that calls Schedule each
+// time. Its
 // own bookkeeping of GPUs per node catches a GPU booked twice, and with
 // Config.Check every cycle compares the scheduler's Snapshot with it (and
 // its Figures with the Snapshot's). An Observer receives a Snapshot every

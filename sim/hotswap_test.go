@@ -41,7 +41,7 @@ func TestHotSwapKeepsTheGangRunning(t *testing.T) {
 		assert.Equal(t, (40 * time.Minute).Nanoseconds(), sm.progress(j), "no progress while a rank is missing")
 
 		sm.now += int64(10 * time.Second)
-		sm.schedule()
+		sm.schedule(true)
 		require.NoError(t, sm.err)
 		require.Empty(t, r.Violations)
 		assert.Equal(t, 1, r.HotSwaps)

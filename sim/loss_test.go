@@ -15,7 +15,7 @@ func startJob(t *testing.T, sm *sim, w gang.Workload, work time.Duration) (int32
 	t.Helper()
 	i := sm.newJob(w, int64(work), -1)
 	sm.submit(i)
-	sm.schedule()
+	sm.schedule(true)
 	require.NoError(t, sm.err)
 	j := sm.jobs[i]
 	require.Equal(t, jsRunning, j.state, "%s did not start", w.ID)

@@ -23,8 +23,12 @@ type Result struct {
 
 	InferenceNominal, ResearchNominal int // the inference and research guarantees, in GPUs
 
-	// Simulation effort: agenda events, Schedule calls, scheduler events.
+	// Simulation effort: agenda events, cycles, scheduler events. Cycles
+	// counts the cycles the host was due to run; Skipped those of them it
+	// did not call Schedule for, since the scheduler's NextChange said
+	// they would decide nothing.
 	Events, Cycles, SchedulerEvents int
+	Skipped                         int
 
 	// GPU-hours by shape, of idle healthy GPUs, of down GPUs.
 	InferenceGPUh, TrainingGPUh, BatchGPUh, IdleGPUh, DownGPUh float64

@@ -136,6 +136,8 @@ type sim struct {
 	dirty        bool
 	unsent       bool // a call since the last cycle that did not make it dirty (a checkpoint)
 	lastSchedule int64
+	skipped      int64 // when the last cycle skipped (skip) was due
+	standing     bool  // the last cycle reported overflow in its events
 	draining     []int32
 	live         []int32 // jobs holding GPUs, in no particular order
 	usage        []Usage
@@ -192,6 +194,7 @@ func Run(cfg Config) (*Result, error) {
 
 func (sm *sim) init() {
 	c := sm.cfg
+	sm.skipped = -1
 	tops := map[string]int32{}
 	for i, n := range c.Fleet.Topology.Nodes {
 		top := ""
@@ -351,10 +354,35 @@ func (sm *sim) tick() {
 		}
 	}
 	idle := sm.now-sm.lastSchedule >= int64(time.Minute) && sm.pendingResearch+sm.pendingBatch > 0
-	if sm.dirty || idle || sm.deadlineDue() {
-		sm.schedule()
+	switch due := sm.deadlineDue(); {
+	case !sm.dirty && !due && idle && !sm.standing && sm.unchanged():
+		sm.skip()
+	case sm.dirty || idle || due:
+		sm.schedule(true)
 	}
 	sm.push(event{at: sm.now + int64(c.Cycle), kind: evTick})
+}
+
+// unchanged reports whether a cycle now would decide nothing: nothing but
+// checkpoints reached the scheduler since its last cycle, and no clock
+// input of the cycle has turned since (fleet.Scheduler.NextChange).
+func (sm *sim) unchanged() bool {
+	now := sm.at(sm.now)
+	next := sm.s.NextChange(now)
+	return next.IsZero() || next.After(now)
+}
+
+// skip counts a cycle that would decide nothing without running it: the
+// figures are those of a run that ran it. The events of the calls since
+// reach the observer with the next cycle that runs, in the same order.
+func (sm *sim) skip() {
+	sm.lastSchedule = sm.now
+	sm.skipped = sm.now
+	sm.res.Cycles++
+	sm.res.Skipped++
+	if sm.cfg.Check {
+		sm.check()
+	}
 }
 
 func (sm *sim) deadlineDue() bool {
@@ -377,14 +405,22 @@ func (sm *sim) deadlineDue() bool {
 // schedule runs cycles and carries out their decisions in the order the
 // scheduler demands: kills, drains, admissions. Kills free GPUs that
 // beneficiaries wait for, so a cycle with kills is followed by another.
-func (sm *sim) schedule() {
+// A first cycle that does not count stands for one skipped at this
+// instant, which counted already.
+func (sm *sim) schedule(count bool) {
 	now := sm.at(sm.now)
 	for range 3 {
 		d := sm.s.Schedule(now)
 		sm.dirty, sm.unsent = false, false
 		sm.lastSchedule = sm.now
-		sm.res.Cycles++
+		if count {
+			sm.res.Cycles++
+		}
+		count = true
 		sm.res.SchedulerEvents += len(d.Events)
+		// A cycle listing overflow reports it in events too, every cycle:
+		// while they are kept, the cycles that would repeat them run.
+		sm.standing = len(d.Overflow) > 0 && len(d.Events) > 0
 		sm.overflowGPUs = 0
 		for _, o := range d.Overflow {
 			sm.overflowGPUs += o.GPUs
@@ -1018,8 +1054,14 @@ func (sm *sim) sample() {
 	// observing a run does not change it. When a cycle already ran at
 	// this instant and nothing reached the scheduler since, that cycle
 	// serves.
-	if sm.dirty || sm.unsent || sm.lastSchedule != sm.now {
-		sm.schedule()
+	switch {
+	case sm.lastSchedule != sm.now || sm.dirty:
+		sm.schedule(true)
+	case sm.unsent || sm.skipped == sm.now:
+		// The events of checkpoints since reach the observer first, and
+		// the figures and snapshot are those at now; when the cycle at
+		// this instant was skipped, this one stands for it.
+		sm.schedule(sm.skipped != sm.now)
 	}
 	if sm.err != nil {
 		return

@@ -604,3 +604,15 @@ func (l *Ledger) charge(take bool, q quota.NodeID, fl quota.FlavorID, req quota.
 		panic(fmt.Sprintf("ledger: a promised victim's own charge refused: %v", err))
 	}
 }
+
+// NextDeadline is the earliest drain deadline after now, and false when
+// no victim's deadline lies ahead: the first instant Due lists one more.
+func (l *Ledger) NextDeadline(now time.Time) (time.Time, bool) {
+	var next time.Time
+	for _, r := range l.draining {
+		if t := r.Drain.Deadline; t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next, !next.IsZero()
+}
