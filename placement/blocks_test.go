@@ -2,6 +2,7 @@ package placement_test
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -333,6 +334,55 @@ func TestPlaceKeepsTheLargestBlockFree(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.domain, f.DomainName(a.Domain))
 			checkValid(t, f, tc.w, a)
+		})
+	}
+}
+
+// A domain whose floor on the free nodes it takes already loses more
+// than the best fit is passed over untried, so that the bounded trials
+// are left for domains that may do better. Four 4-GPU pods need a leaf;
+// leaf 0-0, the best fit, holds two of them on half-used nodes and takes
+// one free node of spine 0, the largest block. The next leaves of spine
+// 0 in best-fit order have two free nodes and one used node: they would
+// take two free nodes. Leaf 1-0 is as leaf 0-0 and leaves spine 0 whole;
+// with as many such leaves before it as the trial bound (8), it is
+// still found. Every other node is used.
+func TestBlockSearchSpendsNoTrialOnDomainsThatTakeMoreFreeNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		takeTwo int // leaves of spine 0 with two free nodes, after leaf 0-0
+		want    string
+	}{
+		{"one leaf that takes two free nodes", 1, "leaf-1-0"},
+		{"as many as the trial bound", 8, "leaf-1-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := topology.New(topology.Uniform(topology.UniformSpec{Levels: []string{"spine", "leaf", "node"},
+				Fanout: []int{2, 9, 3}, GPUsPerNode: 8, Flavor: "H100"}))
+			require.NoError(t, err)
+			used := map[string]int{}
+			for s := range 2 {
+				for l := range 9 {
+					switch {
+					case l == 0:
+						// Two half-used nodes and a free one.
+						used[fmt.Sprintf("node-%d-0-0", s)] = 4
+						used[fmt.Sprintf("node-%d-0-1", s)] = 4
+					case s == 0 && l <= tc.takeTwo:
+						used[fmt.Sprintf("node-0-%d-2", l)] = 8
+					default:
+						for n := range 3 {
+							used[fmt.Sprintf("node-%d-%d-%d", s, l, n)] = 8
+						}
+					}
+				}
+			}
+			alloc(t, f, used)
+			w := work("w", 4, 4, "leaf", "leaf")
+			a, err := placement.Place(f, w, placement.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, f.DomainName(a.Domain))
+			checkValid(t, f, w, a)
 		})
 	}
 }

@@ -233,3 +233,38 @@ func TestPoolOrderComesBeforeModelOrder(t *testing.T) {
 		assert.Equal(t, topology.NodeID(0), a.Pods[0].Node, "%+v", ps)
 	}
 }
+
+// highGPURanker prefers the highest GPU index.
+type highGPURanker struct{}
+
+func (highGPURanker) Rank(_ *topology.Fleet, _ *gang.Workload, o placement.Option) float64 {
+	return float64(o.GPU)
+}
+
+// TestRankerSeesAtMostMaxRankedMIGSlicesPerClass: GPUs 1 and 2 of an
+// H100 each hold a 3g slice, one class of four free slices for a 1g
+// slice. A Ranker that prefers the highest GPU is shown GPU 1 alone from
+// that class under a bound of 1, and takes it over the whole-free GPU 0;
+// under a bound of 2 it is shown GPU 2 as well and takes it.
+func TestRankerSeesAtMostMaxRankedMIGSlicesPerClass(t *testing.T) {
+	for _, tc := range []struct {
+		maxRanked int
+		gpu       int
+	}{
+		{1, 1},
+		{2, 2},
+	} {
+		t.Run(fmt.Sprintf("MaxRanked=%d", tc.maxRanked), func(t *testing.T) {
+			f, err := topology.New(topology.Spec{Levels: []string{"node"}, Nodes: []topology.NodeSpec{
+				{Name: "h", GPUs: 4, Flavor: "H100", MIG: true}}})
+			require.NoError(t, err)
+			for _, gpu := range []int{1, 2} {
+				require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: gpu, MIG: "3g.40gb"}))
+			}
+			opt := placement.Options{Ranker: highGPURanker{}, MaxRanked: tc.maxRanked}
+			a, err := placement.Place(f, onePod("w", gang.PodSet{MIG: "1g.10gb"}), opt)
+			require.NoError(t, err)
+			assert.Equal(t, tc.gpu, a.Pods[0].GPU)
+		})
+	}
+}

@@ -318,3 +318,40 @@ func TestBorrowingPreemptorFreesTheRoomOfLowestPriorityWhoeverHoldsIt(t *testing
 		})
 	}
 }
+
+// TestWholeEvictionOfOneElasticWorkloadCountsAgainstTheNextOnesBudget:
+// node 0 holds one pod each of ea and eb (elastic, in queue x, their
+// surplus pods on nodes 1 and 2), one of c (the preemptor's queue) and a
+// pinned one; a 2-GPU pod needs two of the four gone. Node 0's price
+// counts ea's whole eviction, its rest bringing its surplus along, and
+// the two GPUs ea gives back are what x borrows: eb is then no longer
+// reclaimable, node 0's room takes ea and c (4), and node 3's d (3.4) is
+// cheaper. While x still borrows a GPU after ea, eb may go too, and node
+// 0's room takes ea and eb (2), each giving up its pod there.
+func TestWholeEvictionOfOneElasticWorkloadCountsAgainstTheNextOnesBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		nomX int64 // x holds 11 GPUs
+		want []victimSummary
+		node topology.NodeID
+	}{
+		{"x back at its quota after ea: d's node", 9, []victimSummary{{ID: "d"}}, 3},
+		{"x still borrowing after ea: ea and eb shrink", 8, []victimSummary{{ID: "ea", Pods: []int{0}}, {ID: "eb", Pods: []int{0}}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 4, 4, cohort("co", "", 0), queue("a", "co", 10, reclaimAny), queue("x", "co", tc.nomX, lower))
+			elastic(e.run("ea", "x", 0, time.Hour, []int{0, 1}, []int{1, 1}), 1)
+			elastic(e.run("eb", "x", 0, time.Hour, []int{0, 2}, []int{1, 1}), 1)
+			e.run("c", "a", 0, time.Hour, []int{0}, []int{1})
+			e.run("d", "a", 0, time.Hour, []int{3}, []int{4})
+			for n, gpus := range []int{1, 3, 3} {
+				e.run(fmt.Sprintf("pinned%d", n), "x", 0, time.Hour, []int{n}, []int{gpus}).Preemptible = false
+			}
+			s := preempt.NewSearcher(preempt.Options{Cost: costTable{"ea": 0.5, "eb": 0.5, "c": 3, "d": 3.4}})
+			p, err := s.Victims(e.view(), e.req("new", "a", 5, 1, 2, ""), nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, summarize(p))
+			assert.Equal(t, tc.node, p.Target.Pods[0].Node)
+		})
+	}
+}
