@@ -155,7 +155,14 @@ func (s *Scheduler) Explain(id string) (Explanation, error) {
 	var msg []string
 	switch r.State {
 	case gang.Admitted:
-		msg = append(msg, fmt.Sprintf("running since %s on %s", r.Started.Format(time.TimeOnly), r.Assign.Format(s.fleet)))
+		// Named by the smallest domain holding its pods, which the pods
+		// alone tell: a scheduler restored or rebuilt by adoption, which
+		// never saw the level its placement searched, names the same.
+		a := r.Assign
+		if len(a.Pods) > 0 {
+			a.Domain = s.fleet.DomainOf(a.Pods[0].Node, a.Span)
+		}
+		msg = append(msg, fmt.Sprintf("running since %s on %s", r.Started.Format(time.TimeOnly), a.Format(s.fleet)))
 		if ledger.Elastic(&e.w) {
 			msg = append(msg, "elastic, running "+sizeOf(&e.w, r.Size()))
 		}

@@ -77,11 +77,17 @@ func (s *Scheduler) reclaimShared(now time.Time, e *entry, taken map[string]bool
 }
 
 // stillReclaiming reports whether victims drained for e without a
-// nomination still drain. The flag alone may be stale (they exited since
-// its last search): a stale one would choose another search than a
-// scheduler restored without it.
+// nomination still drain, as a scheduler restored from the books reads
+// it. The flag alone may be stale both ways: they exited since its last
+// search, or victims another nomination counted on stopped being
+// promised (it dissolved, its beneficiary started) and now drain for e
+// without one; either would choose another search than the restored
+// scheduler's.
 func (s *Scheduler) stillReclaiming(e *entry) bool {
-	if e.reclaiming && len(s.books.ReclaimingFor(e.w.ID)) == 0 {
+	if n := s.books.Unpromised(); e.reclaimAt != n {
+		e.reclaimAt = n
+		e.reclaiming = len(s.books.ReclaimingFor(e.w.ID)) > 0
+	} else if e.reclaiming && len(s.books.ReclaimingFor(e.w.ID)) == 0 {
 		e.reclaiming = false
 	}
 	return e.reclaiming

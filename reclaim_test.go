@@ -346,3 +346,58 @@ func TestDissolvedNominationWaitsForItsVictimsLikeARestoredOne(t *testing.T) {
 	assert.Equal(t, b, a, "a restored scheduler decides as the one that never stopped")
 	assert.Equal(t, r.Snapshot(), s.Snapshot(), "and keeps the same books")
 }
+
+// Two replicas nominated on one victim's node: when the node is cordoned
+// both nominations dissolve, one after the other, and the victim, which
+// neither counts on any more, drains on for both without a nomination.
+// The first one dissolved must wait for it as the second does, as a
+// scheduler restored from the books reads it (it found the victim still
+// promised to the second when its own nomination went).
+func TestVictimOfTwoDissolvedNominationsDrainsForBothLikeARestoredOne(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	for _, node := range []string{"node-0-0-0", "node-0-0-1", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
+		w := training("batch-"+node, 1, fleet.ClassPreemptibleBatch, "batch")
+		w.Topology = gang.TopologyRequest{}
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "workers", Node: node, GPUs: 8}}}))
+	}
+	now := t0.Add(time.Hour)
+	require.NoError(t, s.Submit(now, replica("a", 4)))
+	require.NoError(t, s.Submit(now, replica("b", 4)))
+	d := s.Schedule(now)
+	require.Len(t, d.Drain, 1, "one victim makes room for both: %s", d)
+	require.Len(t, d.Nominate, 2, "%s", d)
+	target := d.Nominate[0].Pods[0].Node
+	require.Equal(t, target, d.Nominate[1].Pods[0].Node, "both on the victim's node")
+	_, err = s.SetNodeHealth(now.Add(time.Second), target, topology.Cordoned)
+	require.NoError(t, err)
+
+	r, err := fleet.Restore(smallConfig(), s.Snapshot())
+	require.NoError(t, err)
+	later := now.Add(time.Minute)
+	a, b := s.Schedule(later), r.Schedule(later)
+	assert.Equal(t, b, a, "a restored scheduler decides as the one that never stopped")
+	assert.Equal(t, r.Snapshot(), s.Snapshot(), "and keeps the same books")
+	for _, id := range []string{"a", "b"} {
+		assert.Equal(t, explain(t, r, id), explain(t, s, id))
+	}
+}
+
+// A restored scheduler explains running work as the one that never
+// stopped: by the smallest domain holding its pods, which the pods alone
+// tell (the level its placement searched is not in the snapshot).
+func TestRestoredSchedulerExplainsRunningWorkAsTheOneThatNeverStopped(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	gangs := []gang.Workload{training("spine-gang", 2, fleet.ClassReservedResearch, "research"), replica("one", 4)}
+	for _, w := range gangs {
+		require.NoError(t, s.Submit(t0, w))
+	}
+	require.Len(t, s.Schedule(t0).Admit, len(gangs))
+	r, err := fleet.Restore(smallConfig(), s.Snapshot())
+	require.NoError(t, err)
+	for _, w := range gangs {
+		assert.Equal(t, explain(t, s, w.ID), explain(t, r, w.ID))
+	}
+	assert.Regexp(t, `on leaf-\d-\d \(span leaf\)`, explain(t, s, "spine-gang"))
+}

@@ -125,7 +125,9 @@ type entry struct {
 	split *splitPod
 	// reclaiming: victims drained for it without a nomination may still
 	// be draining (reclaim_shared.go); its next search counts them first.
+	// reclaimAt is the books' Unpromised count it was last read at.
 	reclaiming bool
+	reclaimAt  uint64
 	// failClass is its failKey class, as found by failureKey (0: not
 	// yet), before and once it is starved (Policy.WaitLimit).
 	failClass [2]int32

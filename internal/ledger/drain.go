@@ -389,6 +389,7 @@ func (l *Ledger) Dissolve(b string) int {
 		if len(d.Live) != before && !d.Promised() {
 			l.unlistPromised(v)
 			l.indexUpdate(v) // no longer hidden: the index learns it drains
+			l.unpromised++
 		}
 	}
 	return freed
@@ -406,6 +407,7 @@ func (l *Ledger) Unserve(b string) {
 			if !d.Promised() {
 				l.unlistPromised(v)
 				l.indexUpdate(v) // no longer hidden: the index learns it drains
+				l.unpromised++
 			}
 		}
 	}

@@ -70,6 +70,9 @@ type Ledger struct {
 	placed uint64
 	// version counts every change to the books but a checkpoint (Version).
 	version uint64
+	// unpromised counts the draining victims that stopped being promised
+	// to any nomination (Unpromised).
+	unpromised uint64
 	// protected holds, earliest first, when each holder started within
 	// its MinRuntime stops being protected (ProtectionEnds); entries of
 	// holders that left or started again are dropped when they surface.
@@ -370,6 +373,15 @@ func (l *Ledger) Placed() uint64 { return l.placed }
 // Version does, up to the first MinRuntime protection ending
 // (ProtectionEnds).
 func (l *Ledger) Version() uint64 { return l.version }
+
+// Unpromised counts the times a draining victim stopped being promised to
+// any nomination (a nomination dissolved, a beneficiary started): from
+// then on every beneficiary it still lists waits for it without one
+// (ReclaimingFor). Nothing else adds a victim to another workload's
+// ReclaimingFor list, so an answer of ReclaimingFor found while this count
+// stands may shrink (victims leave) but never grows, except for the
+// workload a reclaim drains for.
+func (l *Ledger) Unpromised() uint64 { return l.unpromised }
 
 // ProtectionEnds is the earliest time after now at which a holder's
 // MinRuntime protection ends (Started plus Policy.MinRuntime), and false
