@@ -357,7 +357,7 @@ func (s *Scheduler) tryAdmit(now time.Time, e *entry, d *Decisions) admitResult 
 	// An elastic workload that does not fit whole starts at the largest
 	// size that fits.
 	w := s.elasticSize(e)
-	v := s.fitsQuota(func() quota.Verdict { return s.tree.Fits(e.queue, e.flavor, int64(w.GPUs())) })
+	v := s.quotaFits(e.queue, e.flavor, int64(w.GPUs()))
 	e.wait.quota = v
 	if !v.Fits() {
 		e.wait.reason = WaitQuota

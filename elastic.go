@@ -9,7 +9,6 @@ import (
 	"github.com/fleetsched/fleet/internal/ledger"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
-	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -82,7 +81,7 @@ func (s *Scheduler) elasticSize(e *entry) *gang.Workload {
 }
 
 func (s *Scheduler) sizeFits(e *entry, w *gang.Workload) bool {
-	if !s.fitsQuota(func() quota.Verdict { return s.tree.Fits(e.queue, e.flavor, int64(w.GPUs())) }).Fits() {
+	if !s.quotaFits(e.queue, e.flavor, int64(w.GPUs())).Fits() {
 		return false
 	}
 	_, err := s.placer.Place(s.fleet, w)

@@ -90,6 +90,7 @@ type Scheduler struct {
 	// may name beneficiaries the host never adopts (see Adoption).
 	adoptedDrains bool
 	pendingBuf    []*entry         // scratch of Schedule
+	quotaRefusals quotaRefusals    // fitsQuota's refusals at the tree's and books' counts
 	specs         specBufs         // scratch specs of elasticSize and minimumSpec
 	outlooks      outlooks         // reserveFor's view of the held domains
 	shrunk        []*ledger.Record // grow's buffer

@@ -237,3 +237,11 @@ func IndexOnNode(x *Index, n int) []string {
 	}
 	return out
 }
+
+// SetNoQuotaAnswer makes s search even when the per-queue sums prove no
+// attempt can make quota fit: the reference that answer must agree with.
+func SetNoQuotaAnswer(s *Searcher, v bool) { s.noQuotaAnswer = v }
+
+// QuotaAnswers counts the requests s answered WhyQuota from the sums,
+// without a search.
+func QuotaAnswers(s *Searcher) int { return s.quotaAnswers }

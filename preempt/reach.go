@@ -71,7 +71,7 @@ func (s *Searcher) orderFree() bool {
 		}
 		t.Ascend(func(k orderKey) bool {
 			if int64(bandPrio(k.band)) > qr.maxPrio {
-				return k.band < 1<<32 // a draining band: the running ones may still hold one
+				return k.band < runningBand // a draining band: the running ones may still hold one
 			}
 			if s.ruleOut(k.pos) != 0 {
 				return true
@@ -166,4 +166,28 @@ func (s *Searcher) restoreSums() {
 		}
 	}
 	s.removals = s.removals[:0]
+}
+
+// quotaOutOfReach reports, once orderFree holds, whether the sums
+// prove that no attempt's victims can make quota fit: with orderFree an
+// attempt's picks fit quota exactly when quotaFitsAll does, so an
+// attempt quotaReachable skips is short of quota, and a search of any
+// other would run out of candidates before quota fit. Every attempt
+// short, the searches would answer WhyQuota. It leaves hopeless as
+// they would (false once one has run).
+func (s *Searcher) quotaOutOfReach() bool {
+	searched := false
+	for _, a := range s.attempts() {
+		if !s.quotaReachable(a) {
+			continue
+		}
+		if s.quotaFitsAll(a) {
+			return false
+		}
+		searched = true
+	}
+	if searched {
+		s.hopeless = false
+	}
+	return true
 }

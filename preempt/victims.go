@@ -28,6 +28,11 @@ type Searcher struct {
 	// roomAnswers counts the requests answered without a search because
 	// every cell was roomShort (roomOutOfReach), over its life (tests).
 	roomAnswers int
+	// noQuotaAnswer (tests) searches even when the per-queue sums say
+	// no attempt's victims can make quota fit (see quotaOutOfReach).
+	noQuotaAnswer bool
+	// quotaAnswers counts the requests answered so, over its life.
+	quotaAnswers int
 	// explainAs, when set (tests), counts a NoPlan's candidates instead
 	// of explain: the reference it must agree with.
 	explainAs func(*Searcher, *NoPlan)
@@ -197,52 +202,81 @@ func (s *Searcher) Victims(v View, req Request, exclude map[string]bool) (Plan, 
 	if np := s.borrowGate(); np != nil {
 		return Plan{}, np
 	}
-	why := WhyNoCandidates
-	if other, _ := s.hasOtherCandidates(); other || s.hasOwnCandidates() {
-		why = WhyQuota
-		if !s.req.FairSharing && s.shape.fast {
-			reach := s.outOfReach()
-			room, tried := false, false
-			if !reach {
-				room, tried = s.roomOutOfReach()
-			}
-			if (reach || room) && s.orderFree() {
-				// No attempt can find a plan: only why is left to learn
-				// (see reach.go and roomshort.go). The sums answer when
-				// some attempt's victims fit quota; otherwise the
-				// attempts below say why.
-				for _, a := range s.attempts() {
-					if s.quotaReachable(a) && s.quotaFitsAll(a) {
-						if room {
-							s.hopeless = !tried
-							s.roomAnswers++
-						}
-						return Plan{}, s.noPlan(WhyTopology)
-					}
-				}
-			}
+	if other, _ := s.hasOtherCandidates(); !other && !s.hasOwnCandidates() {
+		return Plan{}, s.noPlan(WhyNoCandidates)
+	}
+	plan, why, np := s.searchAttempts()
+	switch {
+	case np != nil:
+		return Plan{}, np
+	case why == 0:
+		return plan, nil
+	}
+	return Plan{}, s.noPlan(why)
+}
+
+// searchAttempts runs the attempts in turn and returns the first plan
+// found (why 0), or why none was: WhyQuota when every attempt ran out
+// of candidates before quota fit, WhyTopology otherwise; or a NoPlan of
+// a search's own.
+func (s *Searcher) searchAttempts() (Plan, Why, *NoPlan) {
+	why, answered := WhyQuota, false
+	if !s.req.FairSharing && s.shape.fast {
+		reach := s.outOfReach()
+		room, tried := false, false
+		if !reach {
+			room, tried = s.roomOutOfReach()
 		}
-		for _, a := range s.attempts() {
-			if !s.quotaReachable(a) {
-				continue
-			}
-			plan, found, quotaShort, np := s.search(a)
-			if np != nil {
-				return Plan{}, np
-			}
-			if found {
-				return plan, nil
-			}
-			if !quotaShort {
-				why = WhyTopology
-				if s.hopeless {
-					// No attempt can find a plan, and none can change why.
-					break
+		if (reach || room) && s.orderFree() {
+			// No attempt can find a plan: only why is left to learn
+			// (see reach.go and roomshort.go), and the sums say it.
+			if !s.quotaOutOfReach() {
+				if room {
+					s.hopeless = !tried
+					s.roomAnswers++
 				}
+				return Plan{}, WhyTopology, nil
+			}
+			if !s.noQuotaAnswer {
+				s.quotaAnswers++
+				if !verifyQuotaAnswers {
+					return Plan{}, WhyQuota, nil
+				}
+				answered = true // the searches below must agree
 			}
 		}
 	}
-	return Plan{}, s.noPlan(why)
+	plan, why, np := s.eachAttempt(why)
+	if answered {
+		checkQuotaAnswer(s.req.W.ID, why, np)
+	}
+	return plan, why, np
+}
+
+// eachAttempt searches each attempt whose quota is reachable, and
+// returns the first plan found, or why (WhyTopology once an attempt
+// fits quota but finds no room).
+func (s *Searcher) eachAttempt(why Why) (Plan, Why, *NoPlan) {
+	for _, a := range s.attempts() {
+		if !s.quotaReachable(a) {
+			continue
+		}
+		plan, found, quotaShort, np := s.search(a)
+		if np != nil {
+			return Plan{}, 0, np
+		}
+		if found {
+			return plan, 0, nil
+		}
+		if !quotaShort {
+			why = WhyTopology
+			if s.hopeless {
+				// No attempt can find a plan, and none can change why.
+				break
+			}
+		}
+	}
+	return Plan{}, why, nil
 }
 
 // ScratchDirty reports whether an interrupted search left View.Scratch

@@ -1,0 +1,69 @@
+package preempt_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/fleetsched/fleet/preempt"
+)
+
+// Answering WhyQuota from the per-queue sums, without a search, changes
+// no plan and no refusal: two Searchers, one that always searches,
+// answer the same requests alike, call after call (a Searcher keeps
+// state between calls), explanations and hopeless included. The answer
+// is exercised: some requests are refused from the sums.
+func TestQuotaOutOfReachIsAnsweredAsTheSearchesWould(t *testing.T) {
+	answered := 0
+	check := func(t *rapid.T, draw func(*rapid.T) (*env, preempt.Request, map[string]bool)) {
+		with, without := preempt.NewSearcher(preempt.Options{}), preempt.NewSearcher(preempt.Options{})
+		preempt.SetNoQuotaAnswer(without, true)
+		for range rapid.IntRange(1, 3).Draw(t, "calls") {
+			e, req, exclude := draw(t)
+			before := preempt.QuotaAnswers(with)
+			p, err := with.Victims(e.view(), req, exclude)
+			q, err2 := without.Victims(e.view(), req, exclude)
+			require.Equal(t, fmt.Sprint(err2), fmt.Sprint(err), "refusals")
+			require.Equal(t, err2, err)
+			require.Equal(t, q, p, "plans")
+			require.Equal(t, preempt.Hopeless(without), preempt.Hopeless(with), "hopeless")
+			if preempt.QuotaAnswers(with) > before {
+				answered++
+				require.ErrorIs(t, err, preempt.ErrNoPlan)
+			}
+			require.Zero(t, preempt.QuotaAnswers(without))
+		}
+	}
+	t.Run("wide", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) { check(t, wideInstance) })
+	})
+	t.Run("small", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			single := rapid.Bool().Draw(t, "single")
+			check(t, func(t *rapid.T) (*env, preempt.Request, map[string]bool) { return instance(t, single) })
+		})
+	})
+	require.Positive(t, answered, "no request was answered from the sums")
+	t.Logf("%d requests answered from the sums", answered)
+}
+
+// A draining workload above the preemptor's priority, first in its
+// queue's eviction order, hides none of the running work behind it from
+// the per-queue sums: quota fits once the running candidate goes, and
+// the request gets the plan a search finds.
+func TestQuotaSumsCountRunningWorkBehindADrainingBand(t *testing.T) {
+	e := newEnv(t, 1, 2, 2, 4, queue("a", "", 4, lower))
+	held := e.run("held", "a", 2, time.Minute, []int{0}, []int{1})
+	held.Preemptible, held.Draining = false, true
+	e.run("low", "a", 0, time.Minute, []int{0}, []int{2}).Preemptible = true
+	req := e.req("new", "a", 2, 1, 2, "")
+	s := preempt.NewSearcher(preempt.Options{})
+	p, err := s.Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	require.Len(t, p.Victims, 1)
+	require.Equal(t, "low", p.Victims[0].ID)
+	require.Zero(t, preempt.QuotaAnswers(s))
+}
