@@ -314,12 +314,7 @@ func explain(t *testing.T, s *fleet.Scheduler, id string) string {
 func TestDissolvedNominationWaitsForItsVictimsLikeARestoredOne(t *testing.T) {
 	s, err := fleet.New(smallConfig())
 	require.NoError(t, err)
-	nodes := []string{"node-0-0-1", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"}
-	for _, node := range nodes {
-		w := training("batch-"+node, 1, fleet.ClassPreemptibleBatch, "batch")
-		w.Topology = gang.TopologyRequest{}
-		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "workers", Node: node, GPUs: 8}}}))
-	}
+	adoptBatch(t, s, "node-0-0-1", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1")
 	now := t0.Add(time.Hour)
 	big := gang.Workload{ID: "big", Queue: "prod-inference", PriorityClass: fleet.ClassProdInference, Shape: gang.Inference,
 		PodSets: []gang.PodSet{{Name: "server", Count: 1, GPUsPerPod: 8}}}
@@ -336,15 +331,7 @@ func TestDissolvedNominationWaitsForItsVictimsLikeARestoredOne(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, target, "big is nominated: %+v", snap.Pending)
-	_, err = s.SetNodeHealth(now.Add(time.Second), target, topology.Cordoned)
-	require.NoError(t, err)
-
-	r, err := fleet.Restore(smallConfig(), s.Snapshot())
-	require.NoError(t, err)
-	later := now.Add(time.Minute)
-	a, b := s.Schedule(later), r.Schedule(later)
-	assert.Equal(t, b, a, "a restored scheduler decides as the one that never stopped")
-	assert.Equal(t, r.Snapshot(), s.Snapshot(), "and keeps the same books")
+	cordonAndRestore(t, s, now, target)
 }
 
 // Two replicas nominated on one victim's node: when the node is cordoned
@@ -356,11 +343,7 @@ func TestDissolvedNominationWaitsForItsVictimsLikeARestoredOne(t *testing.T) {
 func TestVictimOfTwoDissolvedNominationsDrainsForBothLikeARestoredOne(t *testing.T) {
 	s, err := fleet.New(smallConfig())
 	require.NoError(t, err)
-	for _, node := range []string{"node-0-0-0", "node-0-0-1", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1"} {
-		w := training("batch-"+node, 1, fleet.ClassPreemptibleBatch, "batch")
-		w.Topology = gang.TopologyRequest{}
-		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "workers", Node: node, GPUs: 8}}}))
-	}
+	adoptBatch(t, s, "node-0-0-0", "node-0-0-1", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1")
 	now := t0.Add(time.Hour)
 	require.NoError(t, s.Submit(now, replica("a", 4)))
 	require.NoError(t, s.Submit(now, replica("b", 4)))
@@ -369,15 +352,7 @@ func TestVictimOfTwoDissolvedNominationsDrainsForBothLikeARestoredOne(t *testing
 	require.Len(t, d.Nominate, 2, "%s", d)
 	target := d.Nominate[0].Pods[0].Node
 	require.Equal(t, target, d.Nominate[1].Pods[0].Node, "both on the victim's node")
-	_, err = s.SetNodeHealth(now.Add(time.Second), target, topology.Cordoned)
-	require.NoError(t, err)
-
-	r, err := fleet.Restore(smallConfig(), s.Snapshot())
-	require.NoError(t, err)
-	later := now.Add(time.Minute)
-	a, b := s.Schedule(later), r.Schedule(later)
-	assert.Equal(t, b, a, "a restored scheduler decides as the one that never stopped")
-	assert.Equal(t, r.Snapshot(), s.Snapshot(), "and keeps the same books")
+	r := cordonAndRestore(t, s, now, target)
 	for _, id := range []string{"a", "b"} {
 		assert.Equal(t, explain(t, r, id), explain(t, s, id))
 	}
@@ -400,4 +375,31 @@ func TestRestoredSchedulerExplainsRunningWorkAsTheOneThatNeverStopped(t *testing
 		assert.Equal(t, explain(t, s, w.ID), explain(t, r, w.ID))
 	}
 	assert.Regexp(t, `on leaf-\d-\d \(span leaf\)`, explain(t, s, "spine-gang"))
+}
+
+// adoptBatch adopts on each node a one-pod batch job holding its 8 GPUs,
+// started at t0, named after the node.
+func adoptBatch(t *testing.T, s *fleet.Scheduler, nodes ...string) {
+	t.Helper()
+	for _, node := range nodes {
+		w := training("batch-"+node, 1, fleet.ClassPreemptibleBatch, "batch")
+		w.Topology = gang.TopologyRequest{}
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "workers", Node: node, GPUs: 8}}}))
+	}
+}
+
+// cordonAndRestore cordons node a second after now, restores a scheduler
+// from s's snapshot, and requires both to decide alike a minute after now
+// and to keep the same books; it returns the restored one.
+func cordonAndRestore(t *testing.T, s *fleet.Scheduler, now time.Time, node string) *fleet.Scheduler {
+	t.Helper()
+	_, err := s.SetNodeHealth(now.Add(time.Second), node, topology.Cordoned)
+	require.NoError(t, err)
+	r, err := fleet.Restore(smallConfig(), s.Snapshot())
+	require.NoError(t, err)
+	later := now.Add(time.Minute)
+	a, b := s.Schedule(later), r.Schedule(later)
+	assert.Equal(t, b, a, "a restored scheduler decides as the one that never stopped")
+	assert.Equal(t, r.Snapshot(), s.Snapshot(), "and keeps the same books")
+	return r
 }

@@ -37,15 +37,7 @@ func TestQuotaOutOfReachIsAnsweredAsTheSearchesWould(t *testing.T) {
 			require.Zero(t, preempt.QuotaAnswers(without))
 		}
 	}
-	t.Run("wide", func(t *testing.T) {
-		rapid.Check(t, func(t *rapid.T) { check(t, wideInstance) })
-	})
-	t.Run("small", func(t *testing.T) {
-		rapid.Check(t, func(t *rapid.T) {
-			single := rapid.Bool().Draw(t, "single")
-			check(t, func(t *rapid.T) (*env, preempt.Request, map[string]bool) { return instance(t, single) })
-		})
-	})
+	onWideAndSmall(t, check)
 	require.Positive(t, answered, "no request was answered from the sums")
 	t.Logf("%d requests answered from the sums", answered)
 }

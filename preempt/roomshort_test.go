@@ -97,15 +97,7 @@ func TestRoomShortSkipKeepsPlans(t *testing.T) {
 			require.Zero(t, preempt.RoomAnswers(without))
 		}
 	}
-	t.Run("wide", func(t *testing.T) {
-		rapid.Check(t, func(t *rapid.T) { check(t, wideInstance) })
-	})
-	t.Run("small", func(t *testing.T) {
-		rapid.Check(t, func(t *rapid.T) {
-			single := rapid.Bool().Draw(t, "single")
-			check(t, func(t *rapid.T) (*env, preempt.Request, map[string]bool) { return instance(t, single) })
-		})
-	})
+	onWideAndSmall(t, check)
 	require.Positive(t, skipped, "no search left a cell out")
 	t.Logf("%d cells left out, %d requests answered without a search", skipped, answered)
 }
@@ -136,4 +128,19 @@ func TestEveryCellShortIsAnsweredWithoutSearch(t *testing.T) {
 	require.Equal(t, err2, err)
 	assert.Zero(t, preempt.RoomAnswers(ref))
 	assert.False(t, preempt.Hopeless(ref))
+}
+
+// onWideAndSmall runs check as a rapid property over the wide instances
+// and over the small ones, of one flavor or several.
+func onWideAndSmall(t *testing.T, check func(*rapid.T, func(*rapid.T) (*env, preempt.Request, map[string]bool))) {
+	t.Helper()
+	t.Run("wide", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) { check(t, wideInstance) })
+	})
+	t.Run("small", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			single := rapid.Bool().Draw(t, "single")
+			check(t, func(t *rapid.T) (*env, preempt.Request, map[string]bool) { return instance(t, single) })
+		})
+	})
 }
