@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -18,14 +19,15 @@ import (
 // (ledger.ProtectionEnds) or the workload reaches the limit. Prices move
 // with time too, but a price orders plans; it never decides whether one
 // exists. While all of that holds a search would answer the same: a
-// cycle in which nothing changed repeats the verdict without searching.
+// cycle in which nothing changed repeats the answer without searching,
+// beside what admission said in that cycle (replayNoPlan).
 type noPlanMemo struct {
 	valid   bool
 	at      stamp     // the state it was found on
 	expires bool      // false: nothing was protected, and no limit is near
 	until   time.Time // when the first protection ends, or the limit is reached
 	avoid   []topology.DomainID
-	wait    waitVerdict // the verdict the search left
+	noPlan  *preempt.NoPlan // the search's answer
 }
 
 // stamp is the count of changes of everything a victim search reads.
@@ -57,13 +59,21 @@ func (s *Scheduler) keepNoPlan(now time.Time, e *entry, avoid []topology.DomainI
 		}
 	}
 	e.noPlan = noPlanMemo{valid: true, at: at, expires: expires, until: until,
-		avoid: append(e.noPlan.avoid[:0], avoid...), wait: e.wait}
-	e.noPlan.wait.cycle, e.noPlan.wait.at = 0, time.Time{}
+		avoid: append(e.noPlan.avoid[:0], avoid...), noPlan: e.wait.noPlan}
 }
 
-// replayNoPlan gives e the verdict its kept answer left, for this cycle.
+// replayNoPlan gives e the verdict a search would leave this cycle: the
+// kept answer's NoPlan beside what admission said this cycle (the reason,
+// the booking or reservation it waits behind, the quota verdict), which
+// reads more than the search does (the calendar's holds move with time)
+// and which a failed search leaves as it is.
 func (s *Scheduler) replayNoPlan(e *entry) {
-	cycle, at := e.wait.cycle, e.wait.at
-	e.wait = e.noPlan.wait
-	e.wait.cycle, e.wait.at = cycle, at
+	e.wait = replayedWait(e)
+}
+
+// replayedWait is the verdict replayNoPlan gives e.
+func replayedWait(e *entry) waitVerdict {
+	w := e.wait
+	w.noPlan = e.noPlan.noPlan
+	return w
 }

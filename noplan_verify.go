@@ -14,6 +14,7 @@ import (
 const verifyNoPlans = true
 
 func checkNoPlan(id string, kept, got waitVerdict, found bool) {
+	kept.cycle, kept.at = 0, time.Time{}
 	got.cycle, got.at = 0, time.Time{}
 	if found {
 		panic(fmt.Sprintf("fleet: %s: a kept answer said no plan exists, and a search found one", id))

@@ -115,7 +115,7 @@ func (s *Scheduler) tryPreempt(now time.Time, run []*entry, taken map[string]boo
 			}
 			return false, false
 		}
-		w := run[0].noPlan.wait
+		w := replayedWait(run[0])
 		kept = &w
 	}
 	at := s.stamp()
