@@ -232,6 +232,7 @@ func (s *Scheduler) hotSwaps(now time.Time, d *Decisions) {
 			continue
 		}
 		e := s.work[r.W.ID]
+		replaced := len(d.Replace)
 		for _, lp := range slices.Clone(r.Lost) {
 			n, ok := s.replacementNode(now, e, lp.Pod)
 			if !ok {
@@ -241,9 +242,16 @@ func (s *Scheduler) hotSwaps(now time.Time, d *Decisions) {
 			if err != nil {
 				panic("fleet: a replacement checked free was refused: " + err.Error())
 			}
-			x := Replacement{ID: r.W.ID, PodSet: e.w.PodSets[p.PodSet].Name, Index: p.Index,
-				OldNode: s.fleet.NodeName(lp.Pod.Node), NewNode: s.fleet.NodeName(n), GPUs: p.GPUs, Wait: now.Sub(lp.Since)}
-			d.Replace = append(d.Replace, x)
+			d.Replace = append(d.Replace, Replacement{ID: r.W.ID, PodSet: e.w.PodSets[p.PodSet].Name, Index: p.Index,
+				OldNode: s.fleet.NodeName(lp.Pod.Node), NewNode: s.fleet.NodeName(n), GPUs: p.GPUs, Wait: now.Sub(lp.Since)})
+		}
+		if len(r.Lost) > 0 && !now.Before(r.Lost[0].Since.Add(wait)) {
+			// Pods still lost past the wait: the gang fails whole, and the
+			// pods replaced in this cycle are never started (finish gives
+			// their GPUs back with the rest).
+			d.Replace = d.Replace[:replaced]
+		}
+		for _, x := range d.Replace[replaced:] {
 			ev := s.event(EventReplaced, now, e)
 			ev.Node, ev.NewNode, ev.Wait, ev.GPUs = x.OldNode, x.NewNode, x.Wait, x.GPUs
 			s.emit(ev)

@@ -28,6 +28,7 @@ type Decisions struct {
 	Failed []string
 	// Replace lists lost pods of running gangs (hot-swap) with their new
 	// node: the host restarts each rank there from its last checkpoint.
+	// Never a gang Failed lists in the same Decisions.
 	Replace []Replacement
 	// Grow lists more pods of running elastic workloads to start now, on
 	// GPUs already accounted to them; never a workload Admit lists in the

@@ -179,3 +179,48 @@ func TestHotSwapChoosesNoMoreVictimsWhileItsVictimsDrain(t *testing.T) {
 	require.Len(t, d.Drain, 1, "a second lost rank needs more than the one draining")
 	assert.Equal(t, gang.DrainHotSwap, d.Drain[0].Reason)
 }
+
+// A gang with two pods lost past HotSwapWait, of which only one finds a
+// node in that cycle, fails whole: the cycle lists it in Failed and asks
+// for no replacement of it (a host would start a rank of a gang it must
+// stop), and no Replaced event is emitted.
+func TestGangFailingPastTheWaitGetsNoReplacementInThatCycle(t *testing.T) {
+	s, err := fleet.New(fleet.ReferenceConfig())
+	require.NoError(t, err)
+	g := training("gang", 6, fleet.ClassReservedResearch, "research")
+	g.Topology = gang.TopologyRequest{Required: "leaf"}
+	g.Drain.SurvivesNodeLoss = true
+	var pods []fleet.PodAssignment
+	for i := range 6 {
+		pods = append(pods, fleet.PodAssignment{PodSet: "workers", Index: i, Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8})
+	}
+	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: g, Started: t0, Pods: pods}))
+	for _, node := range []string{"node-0-0-6", "node-0-0-7"} {
+		w := training("block-"+node, 1, fleet.ClassReservedResearch, "research")
+		w.Topology, w.Drain.Preemptible = gang.TopologyRequest{}, false
+		require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: w, Started: t0, Pods: []fleet.PodAssignment{{PodSet: "workers", Node: node, GPUs: 8}}}))
+	}
+	now := t0.Add(time.Hour)
+	for _, node := range []string{"node-0-0-1", "node-0-0-2"} {
+		_, err := s.SetNodeHealth(now, node, topology.Down)
+		require.NoError(t, err)
+	}
+	d := s.Schedule(now)
+	require.Empty(t, d.Replace, "no free node in the leaf")
+	require.Empty(t, d.Failed)
+
+	late := now.Add(fleet.DefaultHotSwapWait)
+	require.NoError(t, s.Exited(late, "block-node-0-0-6", gang.ExitFinished))
+	d = s.Schedule(late)
+	assert.Equal(t, []string{"gang"}, d.Failed)
+	assert.Empty(t, d.Replace, "one node for two lost pods: the gang fails, nothing is replaced")
+	for _, e := range d.Events {
+		assert.NotEqual(t, fleet.EventReplaced, e.Kind, "%+v", e)
+	}
+	require.NoError(t, s.CheckInvariants())
+	snap := s.Snapshot()
+	for _, r := range snap.Running {
+		assert.NotEqual(t, "gang", r.ID, "the failed gang holds nothing, the node found for it included")
+	}
+	assert.Equal(t, 2048-16-8, snap.Fleet.FreeGPUs, "every healthy GPU free but the last blocker's")
+}
