@@ -165,7 +165,7 @@ func (s *Scheduler) holdersOf(n topology.NodeID) []string {
 			}
 		}
 	}
-	for _, nom := range s.books.Nominations() {
+	for _, nom := range s.nominationsInQueueOrder() {
 		if targetOnNode(nom.Target, n) {
 			out = append(out, nom.Beneficiary+" (nominated)")
 		}

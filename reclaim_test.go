@@ -403,3 +403,37 @@ func cordonAndRestore(t *testing.T, s *fleet.Scheduler, now time.Time, node stri
 	assert.Equal(t, r.Snapshot(), s.Snapshot(), "and keeps the same books")
 	return r
 }
+
+// Nominations a cordon dissolves are dissolved in their beneficiaries'
+// queue order, not in the order they were accepted, which a scheduler
+// rebuilt by adoption does not know: the events come out alike after a
+// restart. Here research is nominated first, then a prod-inference
+// replica on the same victim's node; the replica comes first in queue
+// order.
+func TestCordonDissolvesNominationsInQueueOrder(t *testing.T) {
+	s, err := fleet.New(smallConfig())
+	require.NoError(t, err)
+	adoptBatch(t, s, "node-0-0-0", "node-0-0-1", "node-0-1-0", "node-0-1-1", "node-1-0-0", "node-1-0-1", "node-1-1-0", "node-1-1-1")
+	now := t0.Add(time.Hour)
+	r := training("research", 1, fleet.ClassReservedResearch, "research")
+	r.Topology, r.PodSets[0].GPUsPerPod = gang.TopologyRequest{}, 4
+	require.NoError(t, s.Submit(now, r))
+	d := s.Schedule(now)
+	require.Len(t, d.Nominate, 1, "%s", d)
+	target := d.Nominate[0].Pods[0].Node
+	require.NoError(t, s.Submit(now.Add(time.Second), replica("inf", 4)))
+	d = s.Schedule(now.Add(time.Second))
+	require.Len(t, d.Nominate, 1, "%s", d)
+	require.Equal(t, target, d.Nominate[0].Pods[0].Node, "the replica takes the victim's other half")
+
+	_, err = s.SetNodeHealth(now.Add(2*time.Second), target, topology.Cordoned)
+	require.NoError(t, err)
+	d = s.Schedule(now.Add(2 * time.Second))
+	var dissolved []string
+	for _, e := range d.Events {
+		if e.Kind == fleet.EventNominationDissolved {
+			dissolved = append(dissolved, e.Workload)
+		}
+	}
+	assert.Equal(t, []string{"inf", "research"}, dissolved)
+}

@@ -661,7 +661,7 @@ func (s *Scheduler) SetNodeHealth(now time.Time, node string, h topology.Health)
 	if h != topology.Healthy {
 		// A beneficiary must not start on a node that takes no new work:
 		// its nomination dissolves and it queues again.
-		for _, nom := range s.books.Nominations() {
+		for _, nom := range s.nominationsInQueueOrder() {
 			if targetOnNode(nom.Target, n) {
 				s.dissolve(now, nom.Beneficiary, "nominated node "+node+" "+h.String())
 			}
@@ -783,6 +783,26 @@ func (s *Scheduler) order(pending []*entry) {
 // priority first, then earlier submission, then ID. Neither changes
 // while a workload is pending, so the pending work is kept so ordered
 // (Scheduler.ordered) rather than sorted every cycle.
+// nominationsInQueueOrder lists the open nominations in their
+// beneficiaries' queue order (queueLess), which a host that rebuilds the
+// scheduler by adoption restores, rather than in the order they were
+// accepted: what a cycle does to several of them comes out in the same
+// order after a restart.
+func (s *Scheduler) nominationsInQueueOrder() []*ledger.Nomination {
+	noms := s.books.Nominations()
+	slices.SortStableFunc(noms, func(a, b *ledger.Nomination) int {
+		x, y := s.work[a.Beneficiary], s.work[b.Beneficiary]
+		switch {
+		case queueLess(x, y):
+			return -1
+		case queueLess(y, x):
+			return 1
+		}
+		return 0
+	})
+	return noms
+}
+
 func queueLess(a, b *entry) bool {
 	if a.priority != b.priority {
 		return a.priority > b.priority
