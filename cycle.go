@@ -296,16 +296,7 @@ func (s *Scheduler) admitReady(now time.Time, d *Decisions) {
 		return
 	}
 	ready := s.books.Ready()
-	slices.SortFunc(ready, func(a, b string) int {
-		x, y := s.work[a], s.work[b]
-		switch {
-		case queueLess(x, y):
-			return -1
-		case queueLess(y, x):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ready, func(a, b string) int { return compareQueue(s.work[a], s.work[b]) })
 	for _, b := range ready {
 		// A target planned before a booked block began to close may lie
 		// in it now: starting there would break the booking's promise.

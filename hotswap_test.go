@@ -13,20 +13,29 @@ import (
 	"github.com/fleetsched/fleet/topology"
 )
 
+// survivingGang is the reference fleet running, on the first nodes of
+// leaf-0-0, "gang": a research gang of one 8-GPU pod a node that survives
+// the loss of a node (required leaf).
+func survivingGang(t *testing.T, nodes int) *fleet.Scheduler {
+	t.Helper()
+	s, err := fleet.New(fleet.ReferenceConfig())
+	require.NoError(t, err)
+	g := training("gang", nodes, fleet.ClassReservedResearch, "research")
+	g.Topology = gang.TopologyRequest{Required: "leaf"}
+	g.Drain.SurvivesNodeLoss = true
+	var pods []fleet.PodAssignment
+	for i := range nodes {
+		pods = append(pods, fleet.PodAssignment{PodSet: "workers", Index: i, Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8})
+	}
+	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: g, Started: t0, Pods: pods}))
+	return s
+}
+
 // swapLeaf runs, on leaf-0-0 of the reference fleet, a 7-node research
 // gang that survives the loss of a node (required leaf) and, on the
 // leaf's last node, the given workload: the leaf has no free node.
 func swapLeaf(t *testing.T, last gang.Workload) *fleet.Scheduler {
-	s, err := fleet.New(fleet.ReferenceConfig())
-	require.NoError(t, err)
-	g := training("gang", 7, fleet.ClassReservedResearch, "research")
-	g.Topology = gang.TopologyRequest{Required: "leaf"}
-	g.Drain.SurvivesNodeLoss = true
-	var pods []fleet.PodAssignment
-	for i := range 7 {
-		pods = append(pods, fleet.PodAssignment{PodSet: "workers", Index: i, Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8})
-	}
-	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: g, Started: t0, Pods: pods}))
+	s := survivingGang(t, 7)
 	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: last, Started: t0, Pods: []fleet.PodAssignment{{PodSet: last.PodSets[0].Name, Node: "node-0-0-7", GPUs: 8}}}))
 	return s
 }
@@ -145,16 +154,7 @@ func restoreWithLostPods(t *testing.T, minCount int) {
 // next cycle drains nobody, though the leaf holds more lower-priority
 // work, until the lost pods need more GPUs than the draining ones hold.
 func TestHotSwapChoosesNoMoreVictimsWhileItsVictimsDrain(t *testing.T) {
-	s, err := fleet.New(fleet.ReferenceConfig())
-	require.NoError(t, err)
-	g := training("gang", 6, fleet.ClassReservedResearch, "research")
-	g.Topology = gang.TopologyRequest{Required: "leaf"}
-	g.Drain.SurvivesNodeLoss = true
-	var pods []fleet.PodAssignment
-	for i := range 6 {
-		pods = append(pods, fleet.PodAssignment{PodSet: "workers", Index: i, Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8})
-	}
-	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: g, Started: t0, Pods: pods}))
+	s := survivingGang(t, 6)
 	for i := 6; i < 8; i++ {
 		w := gang.Workload{ID: fmt.Sprintf("filler-%d", i), Queue: "batch", PriorityClass: fleet.ClassPreemptibleBatch,
 			Shape: gang.Batch, PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 8}},
@@ -163,7 +163,7 @@ func TestHotSwapChoosesNoMoreVictimsWhileItsVictimsDrain(t *testing.T) {
 			Pods: []fleet.PodAssignment{{PodSet: "p", Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8}}}))
 	}
 	now := t0.Add(time.Hour)
-	_, err = s.SetNodeHealth(now, "node-0-0-3", topology.Down)
+	_, err := s.SetNodeHealth(now, "node-0-0-3", topology.Down)
 	require.NoError(t, err)
 	d := s.Schedule(now)
 	require.Len(t, d.Drain, 1, "one 8-GPU victim for one lost 8-GPU rank")
@@ -185,16 +185,7 @@ func TestHotSwapChoosesNoMoreVictimsWhileItsVictimsDrain(t *testing.T) {
 // for no replacement of it (a host would start a rank of a gang it must
 // stop), and no Replaced event is emitted.
 func TestGangFailingPastTheWaitGetsNoReplacementInThatCycle(t *testing.T) {
-	s, err := fleet.New(fleet.ReferenceConfig())
-	require.NoError(t, err)
-	g := training("gang", 6, fleet.ClassReservedResearch, "research")
-	g.Topology = gang.TopologyRequest{Required: "leaf"}
-	g.Drain.SurvivesNodeLoss = true
-	var pods []fleet.PodAssignment
-	for i := range 6 {
-		pods = append(pods, fleet.PodAssignment{PodSet: "workers", Index: i, Node: fmt.Sprintf("node-0-0-%d", i), GPUs: 8})
-	}
-	require.NoError(t, s.Adopt(t0, fleet.Adoption{Workload: g, Started: t0, Pods: pods}))
+	s := survivingGang(t, 6)
 	for _, node := range []string{"node-0-0-6", "node-0-0-7"} {
 		w := training("block-"+node, 1, fleet.ClassReservedResearch, "research")
 		w.Topology, w.Drain.Preemptible = gang.TopologyRequest{}, false

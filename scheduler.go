@@ -791,16 +791,20 @@ func (s *Scheduler) order(pending []*entry) {
 func (s *Scheduler) nominationsInQueueOrder() []*ledger.Nomination {
 	noms := s.books.Nominations()
 	slices.SortStableFunc(noms, func(a, b *ledger.Nomination) int {
-		x, y := s.work[a.Beneficiary], s.work[b.Beneficiary]
-		switch {
-		case queueLess(x, y):
-			return -1
-		case queueLess(y, x):
-			return 1
-		}
-		return 0
+		return compareQueue(s.work[a.Beneficiary], s.work[b.Beneficiary])
 	})
 	return noms
+}
+
+// compareQueue orders a and b as queueLess does, for slices.SortFunc.
+func compareQueue(a, b *entry) int {
+	switch {
+	case queueLess(a, b):
+		return -1
+	case queueLess(b, a):
+		return 1
+	}
+	return 0
 }
 
 func queueLess(a, b *entry) bool {
