@@ -49,7 +49,7 @@ func TestEightGPUPodFindsTheOnlyNodeWithItsCores(t *testing.T) {
 
 // TestSharePodFindsRoomPastTheSharedGPUBound: GPU 0 of nodes 0-199 has
 // 500 thousandths left but no core beside it; node 200 has as much and
-// a core. A 300 share with a core goes to node 200, past the 128 shared
+// a core. A 300 share with a core goes to node 200, past the 64 shared
 // GPUs the walk reads.
 func TestSharePodFindsRoomPastTheSharedGPUBound(t *testing.T) {
 	gpus, cs := make([]int, 201), make([]int64, 201)
