@@ -1324,6 +1324,11 @@ func (p *Placer) capBelow(d topology.DomainID) int {
 		}
 		return n
 	}
+	if p.k == 1 && (p.maxPerNode == 0 || p.maxPerNode >= p.f.MaxGPUsPerNode()) {
+		// One pod per free GPU: the histogram's sum is the domain's
+		// count of free GPUs on healthy nodes, kept as an aggregate.
+		return p.f.FreeGPUs(d, p.g)
+	}
 	n := 0
 	// Nodes with fewer than k free GPUs hold no pod: skip their buckets.
 	h := p.f.Histogram(d, p.g)
