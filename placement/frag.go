@@ -233,7 +233,8 @@ func (r *Fragmentation) addWeight(j int, count float64) {
 	r.weights++
 	r.wAll += d
 	if s.set >= 0 {
-		r.sets[s.set].weight += d
+		// As in derive: the reserve weighs the shape's share of demand.
+		r.sets[s.set].weight += count * float64(s.k*topology.MilliGPU+s.share) / topology.MilliGPU
 	}
 	for _, sl := range s.slots {
 		g := &r.groups[sl.g]

@@ -206,3 +206,48 @@ func TestFragmentationKeepsEveryShapeWhateverTheOrder(t *testing.T) {
 		}
 	}
 }
+
+// A shape the mix already holds, observed again once the ranker has
+// ranked (its weights derived for the fleet), counts as if it had come
+// before: every option ranks as with a ranker fed the whole mix first.
+// A shape bound to some models adds its share of the demand to their
+// reserve, as when the weights are derived; an unbound one adds to no
+// model set's reserve.
+func TestFragmentationCountsAShapeSeenAgainAfterRanking(t *testing.T) {
+	share := onePod("s", gang.PodSet{GPUShare: 500})
+	onA, onB := onePod("a", gang.PodSet{GPUsPerPod: 1}, "A"), onePod("b", gang.PodSet{GPUsPerPod: 1}, "B")
+	shareOnA := onePod("c", gang.PodSet{GPUShare: 300}, "A")
+	for _, tc := range []struct {
+		name  string
+		mix   []*gang.Workload
+		again *gang.Workload
+	}{
+		{"an unbound shape", []*gang.Workload{share}, share},
+		{"an unbound shape beside two bound model sets", []*gang.Workload{share, onA, onB}, share},
+		{"a whole-GPU shape bound to one model", []*gang.Workload{share, onA}, onA},
+		{"a share bound to one model", []*gang.Workload{share, shareOnA}, shareOnA},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := twoModels(t)
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: 0, Share: 300}))
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: 5, Whole: 1}))
+			live, fed := placement.NewFragmentation(), placement.NewFragmentation()
+			for _, w := range tc.mix {
+				live.Observe(w)
+				fed.Observe(w)
+			}
+			fed.Observe(tc.again)
+			pods := []*gang.Workload{onePod("w", gang.PodSet{GPUShare: 200}), onePod("k", gang.PodSet{GPUsPerPod: 1})}
+			live.Rank(f, pods[0], placement.Option{Node: 0, Group: f.NodeGroup(0), GPU: 0})
+			live.Observe(tc.again)
+			for _, pod := range pods {
+				for n := range topology.NodeID(f.NumNodes()) {
+					for gpu := range 2 {
+						o := placement.Option{Node: n, Group: f.NodeGroup(n), GPU: gpu}
+						require.InDelta(t, fed.Rank(f, pod, o), live.Rank(f, pod, o), 1e-9, "%s on node %d GPU %d", pod.ID, n, gpu)
+					}
+				}
+			}
+		})
+	}
+}
