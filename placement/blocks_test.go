@@ -386,3 +386,45 @@ func TestBlockSearchSpendsNoTrialOnDomainsThatTakeMoreFreeNodes(t *testing.T) {
 		})
 	}
 }
+
+// A move must keep the largest block of every level above the gang's,
+// not only of the levels where the best fit shrinks it. Two whole nodes
+// need a leaf of 2 zones x 2 spines x 2 leaves x 4 nodes; leaf 0-0-0,
+// the best fit (2 free nodes), lies in spine 0-0, the largest spine (6
+// free nodes against 4). Leaf 1-0-0 (2 free) leaves that spine whole,
+// but when zone 1 is the largest zone (7 free nodes against 6) it
+// shrinks zone 1 instead, and the best fit stands; when zone 1 is the
+// smaller (5), the gang moves there.
+func TestMoveKeepsTheLargestBlockOfEveryLevelAbove(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		last int // free nodes of leaf 1-1-1
+		want string
+	}{
+		{"zone 1 the largest: best fit stands", 2, "leaf-0-0-0"},
+		{"zone 0 the largest: moved to zone 1", 0, "leaf-1-0-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := topology.New(topology.Uniform(topology.UniformSpec{Levels: []string{"zone", "spine", "leaf", "node"},
+				Fanout: []int{2, 2, 2, 4}, GPUsPerNode: 8, Flavor: "H100"}))
+			require.NoError(t, err)
+			free := map[string]int{"leaf-0-0-0": 2, "leaf-0-0-1": 4, "leaf-1-0-0": 2, "leaf-1-0-1": 1, "leaf-1-1-0": 2, "leaf-1-1-1": tc.last}
+			used := map[string]int{}
+			for z := range 2 {
+				for s := range 2 {
+					for l := range 2 {
+						for n := free[fmt.Sprintf("leaf-%d-%d-%d", z, s, l)]; n < 4; n++ {
+							used[fmt.Sprintf("node-%d-%d-%d-%d", z, s, l, n)] = 8
+						}
+					}
+				}
+			}
+			alloc(t, f, used)
+			w := work("w", 2, 8, "leaf", "leaf")
+			a, err := placement.Place(f, w, placement.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, f.DomainName(a.Domain))
+			checkValid(t, f, w, a)
+		})
+	}
+}

@@ -20,7 +20,7 @@ import (
 // how often it comes. An option ranks by how little it raises the
 // expected fragmentation of its node.
 //
-// Options whose rises differ by less than a fiftieth of a GPU count as
+// Options whose rises differ by at most a fiftieth of a GPU count as
 // equal (the paper's scheduler has the same effect by scoring in whole
 // points of a sigmoid): among them the placer takes the preferred model,
 // then the lowest node ID, then the tighter fit, so that pods fill nodes
@@ -233,7 +233,8 @@ func (r *Fragmentation) addWeight(j int, count float64) {
 	r.weights++
 	r.wAll += d
 	if s.set >= 0 {
-		r.sets[s.set].weight += d
+		// As in derive: the reserve weighs the shape's share of demand.
+		r.sets[s.set].weight += count * float64(s.k*topology.MilliGPU+s.share) / topology.MilliGPU
 	}
 	for _, sl := range s.slots {
 		g := &r.groups[sl.g]
@@ -272,7 +273,7 @@ type fragNode struct {
 	res   [fragResources]int64
 }
 
-// fragBand is how much less than the best option's rise an option's may
+// fragBand is how much more than the best option's rise an option's may
 // be, in thousandths of GPU, and still count as equal (see band).
 const fragBand = 20
 

@@ -206,3 +206,141 @@ func TestFragmentationKeepsEveryShapeWhateverTheOrder(t *testing.T) {
 		}
 	}
 }
+
+// A shape the mix already holds, observed again once the ranker has
+// ranked (its weights derived for the fleet), counts as if it had come
+// before: every option ranks as with a ranker fed the whole mix first.
+// A shape bound to some models adds its share of the demand to their
+// reserve, as when the weights are derived; an unbound one adds to no
+// model set's reserve.
+func TestFragmentationCountsAShapeSeenAgainAfterRanking(t *testing.T) {
+	share := onePod("s", gang.PodSet{GPUShare: 500})
+	onA, onB := onePod("a", gang.PodSet{GPUsPerPod: 1}, "A"), onePod("b", gang.PodSet{GPUsPerPod: 1}, "B")
+	shareOnA := onePod("c", gang.PodSet{GPUShare: 300}, "A")
+	for _, tc := range []struct {
+		name  string
+		mix   []*gang.Workload
+		again *gang.Workload
+	}{
+		{"an unbound shape", []*gang.Workload{share}, share},
+		{"an unbound shape beside two bound model sets", []*gang.Workload{share, onA, onB}, share},
+		{"a whole-GPU shape bound to one model", []*gang.Workload{share, onA}, onA},
+		{"a share bound to one model", []*gang.Workload{share, shareOnA}, shareOnA},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := twoModels(t)
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: 0, Share: 300}))
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: 5, Whole: 1}))
+			live, fed := placement.NewFragmentation(), placement.NewFragmentation()
+			for _, w := range tc.mix {
+				live.Observe(w)
+				fed.Observe(w)
+			}
+			fed.Observe(tc.again)
+			pods := []*gang.Workload{onePod("w", gang.PodSet{GPUShare: 200}), onePod("k", gang.PodSet{GPUsPerPod: 1})}
+			live.Rank(f, pods[0], placement.Option{Node: 0, Group: f.NodeGroup(0), GPU: 0})
+			live.Observe(tc.again)
+			for _, pod := range pods {
+				for n := range topology.NodeID(f.NumNodes()) {
+					for gpu := range 2 {
+						o := placement.Option{Node: n, Group: f.NodeGroup(n), GPU: gpu}
+						require.InDelta(t, fed.Rank(f, pod, o), live.Rank(f, pod, o), 1e-9, "%s on node %d GPU %d", pod.ID, n, gpu)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The ranker measures at most eight resources per node, the first eight
+// of the fleet in name order: on a fleet of nine, a mix whose pods ask
+// for all nine still ranks, a node short of the first one is left to
+// the mix, and one short of the ninth is not (the shortage is not
+// seen: the first node takes the pod).
+func TestFragmentationMeasuresTheFirstEightResources(t *testing.T) {
+	var ask []gang.Resource
+	for i := range 9 {
+		ask = append(ask, gang.Resource{Name: fmt.Sprintf("r%d", i), Amount: 1000})
+	}
+	for _, tc := range []struct {
+		name  string
+		short string // the resource n0 has only one pod's worth of
+		want  string
+	}{
+		{"short of the first", "r0", "n1"},
+		{"short of the ninth", "r8", "n0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := topology.Spec{Levels: []string{"node"}}
+			for i := range 2 {
+				res := map[string]int64{}
+				for _, r := range ask {
+					res[r.Name] = 8000
+				}
+				if i == 0 {
+					res[tc.short] = 1000
+				}
+				spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: 2, Flavor: "A", Resources: res})
+			}
+			f, err := topology.New(spec)
+			require.NoError(t, err)
+			fr := placement.NewFragmentation()
+			fr.Observe(onePod("m", gang.PodSet{GPUsPerPod: 1, Resources: ask}))
+			a, err := placement.Place(f, onePod("w", gang.PodSet{GPUsPerPod: 1, Resources: ask}), placement.Options{Ranker: fr})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, f.NodeName(a.Pods[0].Node))
+		})
+	}
+}
+
+// Options whose rise is at most a fiftieth of a GPU (20 thousandths)
+// above the best's count as equal, and the first node takes the pod: a
+// 300-thousandth share on node A0's partly used GPU leaves 19, 20 or 21
+// thousandths there, too little for the mix's 100-thousandth shares,
+// while on A1's free GPU it leaves 700 usable.
+func TestFragmentationCountsOptionsAFiftiethOfAGPUBelowTheBestAsEqual(t *testing.T) {
+	for _, tc := range []struct {
+		left int // thousandths the pod leaves on A0's GPU 0
+		want string
+	}{{19, "A0"}, {20, "A0"}, {21, "A1"}} {
+		t.Run(fmt.Sprintf("%d left", tc.left), func(t *testing.T) {
+			f := twoModels(t)
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, GPU: 0, Share: topology.MilliGPU - 300 - tc.left}))
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: 0, Whole: 0b10}))
+			fr := placement.NewFragmentation()
+			fr.Observe(onePod("m", gang.PodSet{GPUShare: 100}))
+			pod := onePod("w", gang.PodSet{GPUShare: 300})
+			best := fr.Rank(f, pod, placement.Option{Node: 1, Group: f.NodeGroup(1), GPU: 0})
+			require.InDelta(t, best-float64(tc.left), fr.Rank(f, pod, placement.Option{Node: 0, Group: f.NodeGroup(0), GPU: 0}), 1e-9)
+			a, err := placement.Place(f, pod, placement.Options{Ranker: fr})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, f.NodeName(a.Pods[0].Node))
+		})
+	}
+}
+
+// Observe leaves out a pod set that Place refuses, as a resource amount
+// that is not positive: the ranker still ranks as before any mix, the
+// tightest fit (A1, with one GPU left) winning; a valid shape seen makes
+// the options rank equal, and the first node (A0) takes the pod.
+func TestFragmentationLeavesOutPodSetsPlaceRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cores int64 // thousandths of a core the observed pod asks for
+		want  string
+	}{
+		{"a zero amount", 0, "A1"},
+		{"a negative amount", -1000, "A1"},
+		{"a valid amount", 1000, "A0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := twoModels(t)
+			require.NoError(t, f.AllocateClaim(topology.Claim{Node: 1, Whole: 1}))
+			fr := placement.NewFragmentation()
+			fr.Observe(onePod("m", gang.PodSet{GPUsPerPod: 1, Resources: []gang.Resource{{Name: "cpu", Amount: tc.cores}}}))
+			a, err := placement.Place(f, onePod("w", gang.PodSet{GPUsPerPod: 1}), placement.Options{Ranker: fr})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, f.NodeName(a.Pods[0].Node))
+		})
+	}
+}

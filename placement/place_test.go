@@ -289,3 +289,25 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 	assert.True(t, errors.Is(placement.Apply(f, placement.Assignment{Pods: []placement.Pod{{Node: 0, GPUs: 0}}}), topology.ErrBadAmount))
 	assert.Equal(t, before, f.String())
 }
+
+// Inside a domain, a gang's pods take the nodes with the fewest free
+// GPUs first and, among nodes as free, the lowest IDs, however many
+// nodes the domain has: three 4-GPU pods in a leaf whose even nodes are
+// half used take the first three of them.
+func TestPodsTakeTheLowestOfEquallyFreeNodes(t *testing.T) {
+	for _, nodes := range []int{8, 16, 40} {
+		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
+			f := fleet(t, 1, 1, nodes)
+			used := map[string]int{}
+			for n := 0; n < nodes; n += 2 {
+				used[fmt.Sprintf("node-0-0-%d", n)] = 4
+			}
+			alloc(t, f, used)
+			w := work("w", 3, 4, "leaf", "")
+			a, err := placement.Place(f, w, placement.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, []string{"node-0-0-0=4", "node-0-0-2=4", "node-0-0-4=4"}, nodesOf(f, a))
+			checkValid(t, f, w, a)
+		})
+	}
+}
