@@ -102,20 +102,17 @@ func (p *Placer) shrinksBlock(l topology.Level, d topology.DomainID, mark int) (
 // the largest block of each level loses when the gang takes c free nodes
 // under d: none where d is not under the level's sole largest block, else
 // c, or the block's lead when that is less (the next block is then the
-// largest). It reports whether any level loses.
-func (p *Placer) lossOf(d topology.DomainID, c int, loss []int) bool {
+// largest).
+func (p *Placer) lossOf(d topology.DomainID, c int, loss []int) {
 	f := p.f
 	first, _ := f.Nodes(d)
-	any := false
 	for j := range p.blocks {
 		b := p.blocks[j]
 		loss[j] = 0
 		if b.lead > 0 && f.DomainOf(first, topology.Level(j)) == b.top {
 			loss[j] = min(c, b.lead)
 		}
-		any = any || loss[j] > 0
 	}
-	return any
 }
 
 // dominates reports whether the losses a are no larger than b at every

@@ -123,14 +123,6 @@ type fragSet struct {
 	groups []topology.GroupID
 }
 
-// resNeed is one resource of a shape on the ranked fleet; id -1 when the
-// fleet lacks it (the shape never fits), ids past fragResources are not
-// measured.
-type resNeed struct {
-	id     int
-	amount int64
-}
-
 // fragResources bounds the resources the measure reads per node.
 const fragResources = 8
 
