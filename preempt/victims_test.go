@@ -3,6 +3,7 @@ package preempt_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -368,4 +369,32 @@ func TestTwoPoolsEachNodeFreedInItsOwnPool(t *testing.T) {
 			assert.Equal(t, []placement.NodeGPUs{{Node: 2, GPUs: 4}}, p.Target.NodeGPUs())
 		})
 	}
+}
+
+// TestSearcherAnswersAlikeAcrossItsEpochWrap: a Searcher marks what a call
+// found with the call's epoch, a counter that wraps after 2^32 calls. The
+// first call finds b's work a candidate; the call at the wrap, to which
+// the epoch brings the same value again, is asked about work that may not
+// be preempted, and answers as a fresh Searcher does: no candidates.
+func TestSearcherAnswersAlikeAcrossItsEpochWrap(t *testing.T) {
+	envWith := func(preemptible bool) *env {
+		e := newEnv(t, 1, 1, 1, 8, cohort("c", "", 0), queue("a", "c", 8, reclaimAny), queue("b", "c", 0, lower))
+		e.run("b-1", "b", 1, time.Hour, []int{0}, []int{8}).Preemptible = preemptible
+		return e
+	}
+	s := preempt.NewSearcher(preempt.Options{})
+	first := envWith(true)
+	p, err := s.Victims(first.view(), first.req("new", "a", 5, 1, 8, ""), nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"b-1"}, ids(p))
+
+	preempt.SetEpoch(s, math.MaxUint32)
+	e := envWith(false)
+	req := e.req("new", "a", 5, 1, 8, "")
+	_, err = s.Victims(e.view(), req, nil)
+	_, want := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+	var np *preempt.NoPlan
+	require.ErrorAs(t, want, &np)
+	require.Equal(t, preempt.WhyNoCandidates, np.Why)
+	require.Equal(t, want, err)
 }
