@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetsched/fleet/internal/draw"
 	"github.com/fleetsched/fleet/internal/shapes"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
@@ -397,4 +398,26 @@ func TestSearcherAnswersAlikeAcrossItsEpochWrap(t *testing.T) {
 	require.ErrorAs(t, want, &np)
 	require.Equal(t, preempt.WhyNoCandidates, np.Why)
 	require.Equal(t, want, err)
+}
+
+// TestSearcherPlansAlikeAcrossItsCellWalkWrap: the cell and node walks
+// mark what they counted with a counter of their own, which wraps after
+// 2^32 walks. Instance 17705 as the recorded corpus draws it is searched
+// once, then again with the next walk at the wrap: the walk counts every
+// candidate of its cell, not those the first search marked with the same
+// value, and the plan is the same.
+func TestSearcherPlansAlikeAcrossItsCellWalkWrap(t *testing.T) {
+	d := draw.Seeded(17705, 20261203)
+	single := d.IntRange(0, 3, "") == 0
+	fanout := []int{d.IntRange(1, 2, ""), d.IntRange(1, 3, ""), d.IntRange(1, 3, "")}
+	gpus := draw.Pick(d, []int{4, 8}, "")
+	e, req, exclude := drawInstance(t, d, single, fanout, gpus)
+	s := preempt.NewSearcher(preempt.Options{})
+	p, err := s.Victims(e.view(), req, exclude)
+	require.NoError(t, err)
+	require.Equal(t, []string{"w4", "w7", "w2"}, ids(p), "the instance drawn")
+	preempt.SetCellEpoch(s, math.MaxUint32)
+	again, err := s.Victims(e.view(), req, exclude)
+	require.NoError(t, err)
+	require.Equal(t, p, again)
 }
