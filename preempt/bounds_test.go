@@ -295,3 +295,31 @@ func unbounded(opt preempt.Options, view preempt.View, req preempt.Request) (pre
 	preempt.SetNoBounds(ref, true)
 	return ref.Victims(view, req, nil)
 }
+
+// TestNegativeCostMetMidWalkStillTriesEveryCell: three nodes, each a cell
+// for a 2-GPU pod with 2 GPUs held by work that may not be preempted;
+// node 0 also holds L (priority 0) and A, node 1 N and node 2 B (priority
+// 1). The first band of the eviction order (L) prices nothing below 0,
+// so the walk starts bounded; N's price, -5, is met only when node 1 is
+// filled, and B's, -10, the cheapest, is on the last node. A search that
+// meets a negative cost holds no bound: it tries node 2 still, and plans
+// as the search that prunes nothing.
+func TestNegativeCostMetMidWalkStillTriesEveryCell(t *testing.T) {
+	e := newEnv(t, 1, 1, 3, 8, queue("a", "", 64, lower))
+	for n := range 3 {
+		e.run(fmt.Sprintf("fixed-%d", n), "a", 9, time.Hour, []int{n}, []int{2}).Preemptible = false
+	}
+	e.run("L", "a", 0, time.Minute, []int{0}, []int{1})
+	e.run("A", "a", 1, time.Minute, []int{0}, []int{5})
+	e.run("N", "a", 1, 3*time.Hour, []int{1}, []int{6})
+	e.run("B", "a", 1, 2*time.Minute, []int{2}, []int{6})
+	cost := costTable{"L": 1, "A": 3, "N": -5, "B": -10}
+	req := e.req("new", "a", 5, 1, 2, "node")
+	p, err := preempt.NewSearcher(preempt.Options{Cost: cost}).Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"B"}, ids(p))
+	require.InDelta(t, -10, p.LostGPUSeconds, 1e-9)
+	ref, err := unbounded(preempt.Options{Cost: cost}, e.view(), req)
+	require.NoError(t, err)
+	require.Equal(t, ref, p)
+}

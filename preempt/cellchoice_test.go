@@ -343,3 +343,31 @@ func TestQuotaTakesTheShortestPrefixOfDrainingWork(t *testing.T) {
 	assert.Equal(t, []string{"drain-c"}, ids(p))
 	assert.Equal(t, []placement.NodeGPUs{{Node: 0, GPUs: 2}}, p.Target.NodeGPUs())
 }
+
+// TestWholeCellsOfOneBoundAreFilledCheapestCostBoundFirst: six leaves of
+// one node of 4 GPUs, the gang one whole node of leaf level; node 3 is
+// free, so the victims are those quota needs (3 GPUs back from b, which
+// borrows). Eviction order picks w5 for it (b, priority 3, 3 GPUs, 4
+// minutes old), and leaf 2 (bound 2) ends on w5 too. Leaves 0, 1, 4 and
+// 5 share the bound 3 (priority of their dearest node), and come in one
+// front ordered by cost bound: leaf 4
+// (w5's) first, whose set is w5 alone; the others' cost bounds are above
+// it and they are not filled. Leaf 1 filled would end, after fill-back, on
+// a's own w3 (priority 2, 5 GPUs, nearly two hours old) with the gang on
+// node 3 still: ranked below w5 by priority, at 23 times its cost.
+func TestWholeCellsOfOneBoundAreFilledCheapestCostBoundFirst(t *testing.T) {
+	e := newEnv(t, 2, 3, 1, 4, cohort("c", "", 0), queue("a", "c", 15, reclaimAny), queue("b", "c", 5, lower))
+	e.run("w0", "b", 3, 114*time.Minute, []int{0}, []int{4})
+	e.run("w1", "b", 0, 24*time.Minute, []int{1}, []int{1})
+	e.run("w2", "b", 3, 104*time.Minute, []int{1}, []int{1})
+	e.run("w3", "a", 2, 107*time.Minute, []int{1, 2}, []int{2, 3})
+	e.run("w4", "a", 1, 99*time.Minute, []int{2}, []int{1})
+	e.run("w5", "b", 3, 4*time.Minute, []int{4}, []int{3})
+	e.run("w6", "a", 3, 19*time.Minute, []int{5}, []int{4})
+	req := e.req("new", "a", 4, 1, 4, "leaf")
+	p, err := preempt.NewSearcher(preempt.Options{RestartOverhead: 4 * time.Minute}).Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"w5"}, ids(p))
+	assert.InDelta(t, 1440, p.LostGPUSeconds, 1e-6)
+	assert.Equal(t, []placement.NodeGPUs{{Node: 3, GPUs: 4}}, p.Target.NodeGPUs())
+}

@@ -382,6 +382,7 @@ func (s *Searcher) eachCandidateIn(dom topology.DomainID, fn func(ci int32) bool
 	s.cellEpoch++
 	if s.cellEpoch == 0 {
 		clear(s.nodeSeen)
+		clear(s.coveredAt)
 		s.cellEpoch = 1
 	}
 	lo, hi := s.fleet.Nodes(dom)

@@ -245,3 +245,10 @@ func SetNoQuotaAnswer(s *Searcher, v bool) { s.noQuotaAnswer = v }
 // QuotaAnswers counts the requests s answered WhyQuota from the sums,
 // without a search.
 func QuotaAnswers(s *Searcher) int { return s.quotaAnswers }
+
+// SetEpoch sets the epoch s marks its per-call records with, so that a
+// test can bring its wrap (after 2^32 calls) to the next call.
+func SetEpoch(s *Searcher, e uint32) { s.epoch = e }
+
+// SetCellEpoch sets the counter s marks its cell and node walks with.
+func SetCellEpoch(s *Searcher, e uint32) { s.cellEpoch = e }

@@ -147,3 +147,40 @@ func gpusIn(nodes []placement.NodeGPUs) int {
 	}
 	return n
 }
+
+// TestUpdateOfPreemptibleMovesTheWorkloadInOrOutOfTheCandidates: an
+// Update that changes only Running.Preemptible changes whether the
+// workload may be a victim, so the Index files it again rather than
+// keeping its old class: the request plans as on an Index built afresh.
+func TestUpdateOfPreemptibleMovesTheWorkloadInOrOutOfTheCandidates(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after bool
+		victims       []string // nil: no plan, the workload not preemptible
+	}{
+		{"becomes preemptible", false, true, []string{"w"}},
+		{"stops being preemptible", true, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 1, 8, queue("a", "", 16, lower))
+			w := e.run("w", "a", 1, time.Hour, []int{0}, []int{8})
+			w.Preemptible = tc.before
+			view := e.view()
+			w.Preemptible = tc.after
+			require.NoError(t, view.Index.Update(*w))
+			req := e.req("new", "a", 5, 1, 8, "")
+			p, err := preempt.NewSearcher(preempt.Options{}).Victims(view, req, nil)
+			fresh, freshErr := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+			require.Equal(t, freshErr, err)
+			require.Equal(t, fresh, p)
+			if tc.victims == nil {
+				var np *preempt.NoPlan
+				require.ErrorAs(t, err, &np)
+				require.Equal(t, preempt.Exclusions{NotPreemptible: 1}, np.Excluded)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.victims, ids(p))
+		})
+	}
+}

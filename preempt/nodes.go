@@ -113,6 +113,7 @@ func (s *Searcher) fillCell(d int, gi int32, a attempt) bool {
 	s.cellEpoch++
 	if s.cellEpoch == 0 {
 		clear(s.nodeSeen)
+		clear(s.coveredAt)
 		s.cellEpoch = 1
 	}
 	s.frontier = s.frontier[:0]

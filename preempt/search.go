@@ -52,9 +52,13 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 	// evaluated: some cell was tried (filled, or left out as roomShort);
 	// filled: the simulation may hold the last cell's set, not the quota
 	// victims alone; current: that set is the best one.
-	evaluated, filled, current := false, false, false
+	evaluated, filled, current, restart := false, false, false, false
 	for j := 0; ; j++ {
 		b, more := s.nextCell()
+		if bounded && s.unbounded {
+			restart = true
+			break
+		}
 		if !more {
 			break
 		}
@@ -155,6 +159,17 @@ func (s *Searcher) search(a attempt) (plan Plan, found, quotaShort bool, np *NoP
 				consider()
 			}
 		}
+	}
+	if restart {
+		// A cost met since the walk began is negative or NaN (see
+		// unbounded): the order the cells came in and the bounds they
+		// were pruned by hold only for costs of 0 or more. Search
+		// again, unbounded from the start.
+		s.untakeAll()
+		for _, ci := range s.quotaPicks {
+			s.cands[ci].forQuota = false
+		}
+		return s.search(a)
 	}
 	if best.at < 0 {
 		// A cell is left out only when its bound, which holds whatever

@@ -305,9 +305,12 @@ func (s *Searcher) begin(v View, req Request, exclude map[string]bool) {
 	}
 	s.epoch++
 	if s.epoch == 0 {
+		// Marks of 2^32 calls ago would read as this call's again: the
+		// per-entry ones and the two once-per-call sums.
 		clear(s.seenAt)
 		clear(s.goneAt)
 		clear(s.cellAt)
+		s.othersAt, s.goneCellsAt = 0, 0
 		s.epoch = 1
 	}
 	if n := len(v.Index.entries); len(s.seenAt) < n {

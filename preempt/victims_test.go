@@ -3,6 +3,7 @@ package preempt_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetsched/fleet/internal/draw"
 	"github.com/fleetsched/fleet/internal/shapes"
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
@@ -368,4 +370,54 @@ func TestTwoPoolsEachNodeFreedInItsOwnPool(t *testing.T) {
 			assert.Equal(t, []placement.NodeGPUs{{Node: 2, GPUs: 4}}, p.Target.NodeGPUs())
 		})
 	}
+}
+
+// TestSearcherAnswersAlikeAcrossItsEpochWrap: a Searcher marks what a call
+// found with the call's epoch, a counter that wraps after 2^32 calls. The
+// first call finds b's work a candidate; the call at the wrap, to which
+// the epoch brings the same value again, is asked about work that may not
+// be preempted, and answers as a fresh Searcher does: no candidates.
+func TestSearcherAnswersAlikeAcrossItsEpochWrap(t *testing.T) {
+	envWith := func(preemptible bool) *env {
+		e := newEnv(t, 1, 1, 1, 8, cohort("c", "", 0), queue("a", "c", 8, reclaimAny), queue("b", "c", 0, lower))
+		e.run("b-1", "b", 1, time.Hour, []int{0}, []int{8}).Preemptible = preemptible
+		return e
+	}
+	s := preempt.NewSearcher(preempt.Options{})
+	first := envWith(true)
+	p, err := s.Victims(first.view(), first.req("new", "a", 5, 1, 8, ""), nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"b-1"}, ids(p))
+
+	preempt.SetEpoch(s, math.MaxUint32)
+	e := envWith(false)
+	req := e.req("new", "a", 5, 1, 8, "")
+	_, err = s.Victims(e.view(), req, nil)
+	_, want := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), req, nil)
+	var np *preempt.NoPlan
+	require.ErrorAs(t, want, &np)
+	require.Equal(t, preempt.WhyNoCandidates, np.Why)
+	require.Equal(t, want, err)
+}
+
+// TestSearcherPlansAlikeAcrossItsCellWalkWrap: the cell and node walks
+// mark what they counted with a counter of their own, which wraps after
+// 2^32 walks. Instance 17705 as the recorded corpus draws it is searched
+// once, then again with the next walk at the wrap: the walk counts every
+// candidate of its cell, not those the first search marked with the same
+// value, and the plan is the same.
+func TestSearcherPlansAlikeAcrossItsCellWalkWrap(t *testing.T) {
+	d := draw.Seeded(17705, 20261203)
+	single := d.IntRange(0, 3, "") == 0
+	fanout := []int{d.IntRange(1, 2, ""), d.IntRange(1, 3, ""), d.IntRange(1, 3, "")}
+	gpus := draw.Pick(d, []int{4, 8}, "")
+	e, req, exclude := drawInstance(t, d, single, fanout, gpus)
+	s := preempt.NewSearcher(preempt.Options{})
+	p, err := s.Victims(e.view(), req, exclude)
+	require.NoError(t, err)
+	require.Equal(t, []string{"w4", "w7", "w2"}, ids(p), "the instance drawn")
+	preempt.SetCellEpoch(s, math.MaxUint32)
+	again, err := s.Victims(e.view(), req, exclude)
+	require.NoError(t, err)
+	require.Equal(t, p, again)
 }
