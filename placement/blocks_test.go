@@ -428,3 +428,43 @@ func TestMoveKeepsTheLargestBlockOfEveryLevelAbove(t *testing.T) {
 		})
 	}
 }
+
+// A one-node gang reads at most maxBlockVisits (64) nodes in best-fit
+// order, but skips runs of fully free nodes under the block no better
+// than the one it read last: past spine 0's 70 free nodes, the largest
+// block, it still finds spine 1's and leaves spine 0 whole.
+func TestOneNodeGangSkipsARunOfFreeNodesLongerThanTheVisitBound(t *testing.T) {
+	f, err := topology.New(topology.Uniform(topology.UniformSpec{Levels: []string{"spine", "leaf", "node"},
+		Fanout: []int{2, 1, 70}, GPUsPerNode: 8, Flavor: "H100"}))
+	require.NoError(t, err)
+	used := map[string]int{}
+	for n := 4; n < 70; n++ {
+		used[fmt.Sprintf("node-1-0-%d", n)] = 8
+	}
+	alloc(t, f, used)
+	w := work("w", 1, 8, "", "")
+	a, err := placement.Place(f, w, placement.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "node-1-0-0", f.DomainName(a.Domain))
+	checkValid(t, f, w, a)
+}
+
+// Only runs of fully free nodes of the largest size are skipped: among
+// nodes as free, a smaller fully free node under the block does not hide
+// a partly used one after it. Spine 0 is the largest block (3 free nodes
+// against 1); a 4-GPU pod's best fit is node-0-0-0, a free 4-GPU node,
+// then node-0-0-1, another, then node-0-0-2, an 8-GPU node with 4 used,
+// which takes no free node: the pod goes there.
+func TestOneNodeGangFindsAPartlyUsedNodeAfterSmallFreeOnes(t *testing.T) {
+	spec := topology.Uniform(topology.UniformSpec{Levels: []string{"spine", "leaf", "node"},
+		Fanout: []int{2, 1, 4}, GPUsPerNode: 8, Flavor: "H100"})
+	spec.Nodes[0].GPUs, spec.Nodes[1].GPUs = 4, 4
+	f, err := topology.New(spec)
+	require.NoError(t, err)
+	alloc(t, f, map[string]int{"node-0-0-2": 4, "node-1-0-1": 8, "node-1-0-2": 8, "node-1-0-3": 8})
+	w := work("w", 1, 4, "", "")
+	a, err := placement.Place(f, w, placement.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "node-0-0-2", f.DomainName(a.Domain))
+	checkValid(t, f, w, a)
+}

@@ -311,3 +311,31 @@ func TestPodsTakeTheLowestOfEquallyFreeNodes(t *testing.T) {
 		})
 	}
 }
+
+// Inside a domain, the Scorer sees for each pod of a gang the first
+// MaxScored of the equally free nodes left, no more. Two whole-node pods
+// in a leaf of ten free nodes: the first pod's scorer sees nodes 0 to
+// MaxScored-1 and, none preferred, takes node 0; the second's sees nodes
+// 1 to MaxScored, and takes the preferred node only if it is among them.
+func TestGangScorerSeesMaxScoredEquallyFreeNodesPerPod(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		maxScored int
+		prefer    string
+		want      []string
+	}{
+		{"default bound: the ninth node is seen by the second pod", 0, "node-0-0-8", []string{"node-0-0-0=8", "node-0-0-8=8"}},
+		{"default bound: the tenth node is not seen", 0, "node-0-0-9", []string{"node-0-0-0=8", "node-0-0-1=8"}},
+		{"a bound of 3: the fourth node is seen by the second pod", 3, "node-0-0-3", []string{"node-0-0-0=8", "node-0-0-3=8"}},
+		{"a bound of 3: the fifth node is not seen", 3, "node-0-0-4", []string{"node-0-0-0=8", "node-0-0-1=8"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fleet(t, 1, 1, 10)
+			w := work("w", 2, 8, "leaf", "")
+			a, err := placement.Place(f, w, placement.Options{Scorer: preferNode(tc.prefer), MaxScored: tc.maxScored})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, nodesOf(f, a))
+			checkValid(t, f, w, a)
+		})
+	}
+}

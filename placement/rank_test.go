@@ -277,6 +277,20 @@ func TestUplinksAvoidCrossedLeaves(t *testing.T) {
 	assert.Equal(t, 0, c.Crossing(topology.Root))
 }
 
+// Leaves crossed by as many gangs tie as they do without Uplinks: the
+// lowest first. A 5-node gang over four free leaves, each crossed twice,
+// takes leaf 0 whole and one node of leaf 1.
+func TestUplinksTieBetweenEquallyCrossedLeavesGoesToTheLowest(t *testing.T) {
+	f := fleet(t, 1, 4, 4)
+	lo, _ := f.DomainsAt(2)
+	u := sliceUplinks{lo: lo, n: []int{2, 2, 2, 2}}
+	w := work("g", 5, 8, "spine", "")
+	a, err := placement.Place(f, w, placement.Options{Uplinks: u})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"node-0-0-0=8", "node-0-0-1=8", "node-0-0-2=8", "node-0-0-3=8", "node-0-1-0=8"}, nodesOf(f, a))
+	checkValid(t, f, w, a)
+}
+
 func TestRankGroupsPlacementRefusesMalformed(t *testing.T) {
 	f := fleet(t, 1, 2, 2)
 	for name, gs := range map[string][]gang.RankGroup{
