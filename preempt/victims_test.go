@@ -456,3 +456,22 @@ func TestPodSetsOfNoOrTooManyGPUsAreRefusedWhereverListed(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkStartedAtTheZeroTimeIsTheCostliestVictim: a workload whose
+// Started was left zero has lost all the work DefaultCost can count (its
+// unsaved time saturates), so it is the costliest victim, not one priced
+// below 0 by a restart overhead added past the saturation. Of three
+// 1-GPU workloads, the one started an hour ago goes.
+func TestWorkStartedAtTheZeroTimeIsTheCostliestVictim(t *testing.T) {
+	e := newEnv(t, 1, 1, 1, 8, queue("a", "", 3, lower))
+	e.run("hour", "a", 0, time.Hour, []int{0}, []int{1})
+	e.run("two-hours", "a", 0, 2*time.Hour, []int{0}, []int{1})
+	e.run("zero", "a", 0, 0, []int{0}, []int{1}).Started = time.Time{}
+	cost := preempt.DefaultCost{RestartOverhead: time.Minute}
+	for _, r := range e.running {
+		assert.Positive(t, cost.Cost(&r, t0), r.W.ID)
+	}
+	p, err := preempt.NewSearcher(preempt.Options{RestartOverhead: time.Minute}).Victims(e.view(), e.req("new", "a", 10, 1, 1, ""), nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"hour"}, ids(p))
+}
