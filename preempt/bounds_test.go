@@ -323,3 +323,38 @@ func TestNegativeCostMetMidWalkStillTriesEveryCell(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ref, p)
 }
+
+// TestCellWhoseBoundRoundsAboveAnEqualCostIsStillTried: two leaves of one
+// 8-GPU node, each held by three workloads of 3, 3 and 2 GPUs priced
+// 10000.3, 10000.4 and 10000.5, and a gang that needs a whole leaf. Both
+// sets cost the same, summed as taken (cheapest first):
+// 30001.199999999997. Leaf 0's
+// cost bound sums its workloads as indexed (10000.4, 10000.5, 10000.3) to
+// 30001.2, leaf 1's (10000.3, 10000.4, 10000.5) to the set's cost, so
+// leaf 1 is tried first; leaf 0, whose bound is above that cost by float
+// rounding only, is tried too, and wins the tie as the lower domain, as
+// in the search that prunes nothing.
+func TestCellWhoseBoundRoundsAboveAnEqualCostIsStillTried(t *testing.T) {
+	e := newEnv(t, 1, 2, 1, 8, queue("a", "", 64, lower))
+	cost := costTable{}
+	for _, w := range []struct {
+		id   string
+		node int
+		gpus int
+		cost float64
+	}{
+		{"l0-x", 0, 3, 10000.4}, {"l0-y", 0, 3, 10000.5}, {"l0-z", 0, 2, 10000.3},
+		{"l1-x", 1, 3, 10000.3}, {"l1-y", 1, 3, 10000.4}, {"l1-z", 1, 2, 10000.5},
+	} {
+		e.run(w.id, "a", 0, time.Hour, []int{w.node}, []int{w.gpus})
+		cost[w.id] = w.cost
+	}
+	opt := preempt.Options{Cost: cost}
+	req := e.req("new", "a", 10, 2, 4, "leaf")
+	p, err := preempt.NewSearcher(opt).Victims(e.view(), req, nil)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"l0-x", "l0-y", "l0-z"}, ids(p))
+	ref, err := unbounded(opt, e.view(), req)
+	require.NoError(t, err)
+	require.Equal(t, ids(ref), ids(p))
+}

@@ -1,6 +1,7 @@
 package preempt
 
 import (
+	"math"
 	"time"
 
 	"github.com/fleetsched/fleet/placement"
@@ -29,7 +30,13 @@ func (c DefaultCost) Cost(r *Running, now time.Time) float64 {
 		return 0
 	}
 	g := float64(gpusOf(r.Nodes))
-	return g * (r.W.Drain.Unsaved(now, r.Started) + c.RestartOverhead).Seconds()
+	lost := r.W.Drain.Unsaved(now, r.Started)
+	// Unsaved saturates (work started some 292 years before now, a zero
+	// Started among it); adding the overhead then must not wrap below 0.
+	if c.RestartOverhead > 0 && lost > math.MaxInt64-c.RestartOverhead {
+		return g * time.Duration(math.MaxInt64).Seconds()
+	}
+	return g * (lost + c.RestartOverhead).Seconds()
 }
 
 func gpusOf(nodes []placement.NodeGPUs) int {

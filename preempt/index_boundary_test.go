@@ -52,3 +52,20 @@ func TestIndexChecksNodeEntriesAtTheirBounds(t *testing.T) {
 	require.NoError(t, x.Update(run("five", placement.NodeGPUs{Node: 0, GPUs: 8})))
 	require.ErrorIs(t, x.Update(run("five", placement.NodeGPUs{Node: 0, GPUs: 9})), preempt.ErrInvalid)
 }
+
+// TestIndexRefusesTheFlavorPastTheLast: a tree of one flavor has flavor
+// ID 0 only; a workload said to run on flavor 1 is refused, not filed
+// under the slot of the next queue's first flavor.
+func TestIndexRefusesTheFlavorPastTheLast(t *testing.T) {
+	e := newEnv(t, 1, 1, 2, 8, cohort("c", "", 16), queue("a", "c", 8, lower), queue("b", "c", 8, lower))
+	x := preempt.NewIndex(e.f, e.tree)
+	w := &gang.Workload{ID: "w", Queue: "a", PodSets: []gang.PodSet{{Name: "p", Count: 1, GPUsPerPod: 1}}}
+	r := preempt.Running{W: w, Queue: e.q("a"), Flavor: 1, Nodes: []placement.NodeGPUs{{Node: 0, GPUs: 1}},
+		Started: t0.Add(-time.Hour), Preemptible: true}
+	var ie *preempt.IndexError
+	require.ErrorAs(t, x.Add(r), &ie)
+	assert.ErrorIs(t, ie, preempt.ErrInvalid)
+	assert.Equal(t, 0, x.Len())
+	r.Flavor = 0
+	require.NoError(t, x.Add(r))
+}

@@ -43,10 +43,15 @@ func (s *Searcher) setupShape() *NoPlan {
 		if ps.GPUsPerPod != sh.podGPUs {
 			sh.fast = false
 		}
+		// Every pod set, not only the first: the answer must not depend
+		// on the order they are listed in.
+		switch {
+		case ps.GPUsPerPod <= 0:
+			return s.invalid("pod set " + ps.Name + " asks for no whole GPU")
+		case ps.GPUsPerPod > f.MaxGPUsPerNode():
+			return s.invalid("a pod needs more GPUs than any node has")
+		}
 		sh.pods += ps.Count
-	}
-	if sh.podGPUs <= 0 || sh.podGPUs > f.MaxGPUsPerNode() {
-		return s.invalid("a pod needs more GPUs than any node has")
 	}
 	sh.groupSlot = slices.Grow(sh.groupSlot[:0], f.NumGroups())[:f.NumGroups()]
 	sh.numGroupSlots = 0

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetsched/fleet/gang"
 	"github.com/fleetsched/fleet/internal/draw"
 	"github.com/fleetsched/fleet/internal/shapes"
 	"github.com/fleetsched/fleet/placement"
@@ -420,4 +421,57 @@ func TestSearcherPlansAlikeAcrossItsCellWalkWrap(t *testing.T) {
 	again, err := s.Victims(e.view(), req, exclude)
 	require.NoError(t, err)
 	require.Equal(t, p, again)
+}
+
+// TestPodSetsOfNoOrTooManyGPUsAreRefusedWhereverListed: a pod set of no
+// whole GPU, or of more GPUs than any node has, makes the request
+// invalid whichever pod set it is, so one workload gets one answer in
+// whatever order its pod sets are listed. Without the check, the later
+// pod sets would be searched for, to a refusal for topology or quota.
+func TestPodSetsOfNoOrTooManyGPUsAreRefusedWhereverListed(t *testing.T) {
+	worker := gang.PodSet{Name: "worker", Count: 1, GPUsPerPod: 8}
+	launcher := gang.PodSet{Name: "launcher", Count: 1, GPUsPerPod: 0}
+	big := gang.PodSet{Name: "big", Count: 1, GPUsPerPod: 9}
+	for _, tc := range []struct {
+		name   string
+		sets   []gang.PodSet
+		detail string
+	}{
+		{"no GPU first", []gang.PodSet{launcher, worker}, "pod set launcher asks for no whole GPU"},
+		{"no GPU last", []gang.PodSet{worker, launcher}, "pod set launcher asks for no whole GPU"},
+		{"too many first", []gang.PodSet{big, worker}, "a pod needs more GPUs than any node has"},
+		{"too many last", []gang.PodSet{worker, big}, "a pod needs more GPUs than any node has"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 1, 2, 8, queue("a", "", 32, lower))
+			e.run("lo", "a", 0, time.Hour, []int{0}, []int{8})
+			e.run("lo2", "a", 0, time.Hour, []int{1}, []int{8})
+			r := e.req("new", "a", 10, 1, 8, "")
+			r.W.PodSets = tc.sets
+			_, err := preempt.NewSearcher(preempt.Options{}).Victims(e.view(), r, nil)
+			var np *preempt.NoPlan
+			require.ErrorAs(t, err, &np)
+			assert.Equal(t, preempt.WhyInvalid, np.Why)
+			assert.Equal(t, tc.detail, np.Detail)
+		})
+	}
+}
+
+// TestWorkStartedAtTheZeroTimeIsTheCostliestVictim: a workload whose
+// Started was left zero has lost all the work DefaultCost can count (its
+// unsaved time saturates), so it is the costliest victim, not one priced
+// below 0 by a restart overhead added past the saturation. Of three
+// 1-GPU workloads, the one started an hour ago goes.
+func TestWorkStartedAtTheZeroTimeIsTheCostliestVictim(t *testing.T) {
+	e := newEnv(t, 1, 1, 1, 8, queue("a", "", 3, lower))
+	e.run("hour", "a", 0, time.Hour, []int{0}, []int{1})
+	e.run("two-hours", "a", 0, 2*time.Hour, []int{0}, []int{1})
+	e.run("zero", "a", 0, 0, []int{0}, []int{1}).Started = time.Time{}
+	cost := preempt.DefaultCost{RestartOverhead: time.Minute}
+	for _, r := range e.running {
+		assert.Positive(t, cost.Cost(&r, t0), r.W.ID)
+	}
+	p, err := preempt.NewSearcher(preempt.Options{RestartOverhead: time.Minute}).Victims(e.view(), e.req("new", "a", 10, 1, 1, ""), nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"hour"}, ids(p))
 }
