@@ -72,17 +72,10 @@ func TestQuotaOutOfReachIsAnsweredFromTheSums(t *testing.T) {
 	for n := 1; n < 4; n++ {
 		e.run(fmt.Sprintf("b%d", n), "b", 5, time.Minute, []int{n}, []int{3})
 	}
-	req := e.req("new", "a", 2, 1, 2, "")
-	s := preempt.NewSearcher(preempt.Options{})
-	_, err := s.Victims(e.view(), req, nil)
+	s, ref, _, err := searchWithAndWithout(t, e, e.req("new", "a", 2, 1, 2, ""), preempt.SetNoQuotaAnswer)
 	var np *preempt.NoPlan
 	require.ErrorAs(t, err, &np)
 	require.Equal(t, preempt.WhyQuota, np.Why)
 	require.Equal(t, 1, preempt.QuotaAnswers(s), "answered from the sums")
-
-	ref := preempt.NewSearcher(preempt.Options{})
-	preempt.SetNoQuotaAnswer(ref, true)
-	_, err2 := ref.Victims(e.view(), req, nil)
-	require.Equal(t, err2, err)
 	require.Zero(t, preempt.QuotaAnswers(ref))
 }

@@ -117,20 +117,27 @@ func TestShortLeafIsLeftOut(t *testing.T) {
 	for n := 2; n < 4; n++ {
 		e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{8})
 	}
-	r := e.req("new", "a", 10, 1, 4, "leaf")
-	s := preempt.NewSearcher(preempt.Options{})
-	p, err := s.Victims(e.view(), r, nil)
+	s, ref, p, err := searchWithAndWithout(t, e, e.req("new", "a", 10, 1, 4, "leaf"), preempt.SetNoRoomSkip)
 	require.NoError(t, err)
 	require.Len(t, p.Victims, 1)
 	assert.Equal(t, "low2", p.Victims[0].ID)
 	assert.Equal(t, 1, preempt.RoomSkips(s), "the first leaf left out")
-
-	ref := preempt.NewSearcher(preempt.Options{})
-	preempt.SetNoRoomSkip(ref, true)
-	q, err := ref.Victims(e.view(), r, nil)
-	require.NoError(t, err)
-	assert.Equal(t, q, p)
 	assert.Zero(t, preempt.RoomSkips(ref))
+}
+
+// searchWithAndWithout searches r with a Searcher and with one that has
+// a shortcut turned off (off(ref, true)), requires the two to answer
+// alike, and returns both Searchers and the answer.
+func searchWithAndWithout(t *testing.T, e *env, r preempt.Request,
+	off func(*preempt.Searcher, bool)) (s, ref *preempt.Searcher, p preempt.Plan, err error) {
+	t.Helper()
+	s, ref = preempt.NewSearcher(preempt.Options{}), preempt.NewSearcher(preempt.Options{})
+	off(ref, true)
+	p, err = s.Victims(e.view(), r, nil)
+	q, err2 := ref.Victims(e.view(), r, nil)
+	require.Equal(t, err2, err)
+	require.Equal(t, q, p)
+	return s, ref, p, err
 }
 
 // TestEveryCellShortIsAnsweredWithoutSearch: each 8-GPU node of both
@@ -144,19 +151,12 @@ func TestEveryCellShortIsAnsweredWithoutSearch(t *testing.T) {
 		e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{3})
 		e.run(fmt.Sprintf("high%d", n), "a", 50, time.Hour, []int{n}, []int{5})
 	}
-	r := e.req("new", "a", 10, 1, 4, "leaf")
-	s := preempt.NewSearcher(preempt.Options{})
-	_, err := s.Victims(e.view(), r, nil)
+	s, ref, _, err := searchWithAndWithout(t, e, e.req("new", "a", 10, 1, 4, "leaf"), preempt.SetNoRoomSkip)
 	var np *preempt.NoPlan
 	require.ErrorAs(t, err, &np)
 	assert.Equal(t, preempt.WhyTopology, np.Why)
 	assert.Equal(t, 1, preempt.RoomAnswers(s), "answered without a search")
 	assert.False(t, preempt.Hopeless(s), "the leaves were tried")
-
-	ref := preempt.NewSearcher(preempt.Options{})
-	preempt.SetNoRoomSkip(ref, true)
-	_, err2 := ref.Victims(e.view(), r, nil)
-	require.Equal(t, err2, err)
 	assert.Zero(t, preempt.RoomAnswers(ref))
 	assert.False(t, preempt.Hopeless(ref))
 }
