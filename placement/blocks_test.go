@@ -468,3 +468,27 @@ func TestOneNodeGangFindsAPartlyUsedNodeAfterSmallFreeOnes(t *testing.T) {
 	assert.Equal(t, "node-0-0-2", f.DomainName(a.Domain))
 	checkValid(t, f, w, a)
 }
+
+// The block search goes on past a move that still shrinks a block above
+// the fleet: 16-GPU gangs of 4-GPU pods on leaves of three 8-GPU nodes,
+// spine 0 holding the largest free block (three free nodes, two more than
+// spine 1). The best fit, leaf 0-0 (two free nodes), takes two of its
+// nodes; leaf 0-1 (6, 6 and 8 free) only one; leaf 1-0 (7, 7 and 8 free)
+// one of spine 1's, leaving spine 0's block whole. The gang goes to leaf
+// 1-0, not to the first move that does better than the best fit.
+func TestBlockSearchGoesOnPastAMoveThatStillShrinksABlock(t *testing.T) {
+	f := fleet(t, 2, 3, 3)
+	alloc(t, f, map[string]int{
+		"node-0-0-0": 8,
+		"node-0-1-0": 2, "node-0-1-1": 2,
+		"node-0-2-0": 8, "node-0-2-1": 8, "node-0-2-2": 8,
+		"node-1-0-0": 1, "node-1-0-1": 1,
+		"node-1-1-0": 8, "node-1-1-1": 8, "node-1-1-2": 8,
+		"node-1-2-0": 8, "node-1-2-1": 8, "node-1-2-2": 8,
+	})
+	w := work("w", 4, 4, "leaf", "")
+	a, err := placement.Place(f, w, placement.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"node-1-0-0=4", "node-1-0-1=4", "node-1-0-2=8"}, nodesOf(f, a))
+	checkValid(t, f, w, a)
+}

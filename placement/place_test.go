@@ -339,3 +339,21 @@ func TestGangScorerSeesMaxScoredEquallyFreeNodesPerPod(t *testing.T) {
 		})
 	}
 }
+
+// A NoFit lists every level tried, however many lie between the required
+// and the preferred level: seven on a fleet of eight levels above its
+// nodes (one NoFit holds six without allocating, and more grow it).
+func TestNoFitListsMoreThanSixLevelsTried(t *testing.T) {
+	levels := []string{"l1", "l2", "l3", "l4", "l5", "l6", "l7", "node"}
+	f, err := topology.New(topology.Uniform(topology.UniformSpec{
+		Levels: levels, Fanout: []int{2, 1, 1, 1, 1, 1, 1, 1}, GPUsPerNode: 8, Flavor: "H100"}))
+	require.NoError(t, err)
+	_, err = placement.Place(f, work("g", 2, 8, "l1", "l7"), placement.Options{})
+	var nf *placement.NoFit
+	require.ErrorAs(t, err, &nf)
+	var tried []string
+	for _, lt := range nf.Tried {
+		tried = append(tried, lt.Level)
+	}
+	assert.Equal(t, []string{"l7", "l6", "l5", "l4", "l3", "l2", "l1"}, tried)
+}
