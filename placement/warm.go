@@ -13,7 +13,8 @@ import (
 // pre-pulled"). The scheduler keeps one from what the host reports.
 type Warm interface {
 	// WarmNodes returns the nodes holding model's weights, in ascending
-	// ID order. The caller does not modify the slice. It must be
+	// ID order (an entry not above the one before it, a repeat among
+	// them, is skipped). The caller does not modify the slice. It must be
 	// deterministic and must not change during a Place call.
 	WarmNodes(model string) []topology.NodeID
 }
@@ -44,10 +45,12 @@ func (p *Placer) placeWarm() (Assignment, bool) {
 	p.setPodSet(p.order[0])
 	count := w.PodSets[0].Count
 	p.nodes = p.nodes[:0]
+	last := topology.NodeID(-1)
 	for _, n := range nodes {
-		if n < 0 || int(n) >= f.NumNodes() {
-			continue
+		if n <= last || int(n) >= f.NumNodes() {
+			continue // out of the fleet, or out of ascending order (a repeat)
 		}
+		last = n
 		g := f.NodeGroup(n)
 		if _, ok := w.Accepts(f.GroupFlavor(g)); !ok || !p.inGroups(g) {
 			continue

@@ -72,6 +72,11 @@ func TestWarmNodesForSeveralPods(t *testing.T) {
 			want: []topology.NodeID{6, 2, 2}},
 		{name: "too little warm room", pods: 3, gpus: 8, warm: []topology.NodeID{5, 7}},
 		{name: "a topology request", pods: 2, gpus: 8, topo: gang.TopologyRequest{Preferred: "leaf"}, warm: []topology.NodeID{1, 5}},
+		// Out of the contract's ascending order, a node listed again is
+		// read once: its room is not counted twice.
+		{name: "a warm node listed twice counts once", pods: 2, gpus: 8, warm: []topology.NodeID{5, 5}},
+		{name: "a repeat among others", pods: 3, gpus: 4, warm: []topology.NodeID{2, 2, 6}, busy: map[topology.NodeID]int{6: 4},
+			want: []topology.NodeID{6, 2, 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

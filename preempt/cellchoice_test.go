@@ -307,6 +307,7 @@ func TestWarmNodesOutsideTheFleetWarmNothing(t *testing.T) {
 		{"the node past the last", warmAt{2}, "on-cold"},
 		{"a negative node", warmAt{-1}, "on-cold"},
 		{"outside nodes beside a warm one", warmAt{2, -1, 1}, "on-warm"},
+		{"a warm node listed twice", warmAt{1, 1}, "on-warm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 1, 1, 2, 4, queue("a", "", 8, lower))

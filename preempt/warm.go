@@ -53,10 +53,12 @@ func (s *Searcher) markWarm() {
 		m.epoch = 1
 	}
 	depth := topology.Level(f.Depth())
+	last := topology.NodeID(-1)
 	for _, n := range nodes {
-		if n < 0 || int(n) >= f.NumNodes() {
-			continue
+		if n <= last || int(n) >= f.NumNodes() {
+			continue // as placement reads the list (see placement.Warm)
 		}
+		last = n
 		for l := depth; l >= 0; l-- {
 			d := f.DomainOf(n, l)
 			if m.dom[d] == m.epoch {
@@ -89,11 +91,16 @@ func (s *Searcher) coldSet() int {
 		return 0
 	}
 	cold := w.PodSets[0].Count
+	last := topology.NodeID(-1)
 	for _, n := range s.warm.nodes {
 		if cold <= 0 {
 			break
 		}
-		if n < 0 || int(n) >= f.NumNodes() || f.Health(n) != topology.Healthy {
+		if n <= last || int(n) >= f.NumNodes() {
+			continue
+		}
+		last = n
+		if f.Health(n) != topology.Healthy {
 			continue
 		}
 		if _, ok := w.Accepts(f.GroupFlavor(f.NodeGroup(n))); ok {
