@@ -125,6 +125,27 @@ func TestShortLeafIsLeftOut(t *testing.T) {
 	assert.Zero(t, preempt.RoomSkips(ref))
 }
 
+// TestShortLeafIsLeftOutWithItsQuotaVictimsTaken: as in
+// TestShortLeafIsLeftOut, but the queue is at its quota, so the first
+// leaf's low work is taken for quota before any cell is tried. Its GPUs
+// are freed already: counted again as room, each node would seem to hold
+// a pod of 4, and the leaf would be filled only to fail.
+func TestShortLeafIsLeftOutWithItsQuotaVictimsTaken(t *testing.T) {
+	e := newEnv(t, 1, 2, 2, 8, queue("a", "", 32, lower))
+	for n := range 2 {
+		e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{3})
+		e.run(fmt.Sprintf("high%d", n), "a", 50, time.Hour, []int{n}, []int{5})
+	}
+	for n := 2; n < 4; n++ {
+		e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{8})
+	}
+	s, ref, p, err := searchWithAndWithout(t, e, e.req("new", "a", 10, 1, 4, "leaf"), preempt.SetNoRoomSkip)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"low2"}, ids(p))
+	assert.Equal(t, 1, preempt.RoomSkips(s), "the first leaf left out")
+	assert.Zero(t, preempt.RoomSkips(ref))
+}
+
 // searchWithAndWithout searches r with a Searcher and with one that has
 // a shortcut turned off (off(ref, true)), requires the two to answer
 // alike, and returns both Searchers and the answer.
