@@ -125,6 +125,47 @@ func TestShortLeafIsLeftOut(t *testing.T) {
 	assert.Zero(t, preempt.RoomSkips(ref))
 }
 
+// TestShortLeafIsLeftOutWithItsQuotaVictimsTaken: as in
+// TestShortLeafIsLeftOut, but the queue is at its quota, so the first
+// leaf's low work is taken for quota before any cell is tried. Its GPUs
+// are freed already: counted again as room, each node would seem to hold
+// a pod of 4, and the leaf would be filled only to fail.
+func TestShortLeafIsLeftOutWithItsQuotaVictimsTaken(t *testing.T) {
+	e := newEnv(t, 1, 2, 2, 8, queue("a", "", 32, lower))
+	for n := range 2 {
+		e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{3})
+		e.run(fmt.Sprintf("high%d", n), "a", 50, time.Hour, []int{n}, []int{5})
+	}
+	for n := 2; n < 4; n++ {
+		e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{8})
+	}
+	s, ref, p, err := searchWithAndWithout(t, e, e.req("new", "a", 10, 1, 4, "leaf"), preempt.SetNoRoomSkip)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"low2"}, ids(p))
+	assert.Equal(t, 1, preempt.RoomSkips(s), "the first leaf left out")
+	assert.Zero(t, preempt.RoomSkips(ref))
+}
+
+// TestCellShortOutsideItsAvoidedLeafIsLeftOut: spine 0's first leaf is
+// avoided and free; its other node holds 3 GPUs the preemptor may evict
+// and 5 above its priority. Outside the avoided leaf no pod of 4 fits
+// there, so the spine is left out, not filled on the strength of the
+// avoided node's free GPUs.
+func TestCellShortOutsideItsAvoidedLeafIsLeftOut(t *testing.T) {
+	e := newEnv(t, 2, 2, 1, 8, queue("a", "", 64, lower))
+	e.run("low1", "a", 1, time.Minute, []int{1}, []int{3})
+	e.run("high1", "a", 50, time.Hour, []int{1}, []int{5})
+	e.run("low2", "a", 1, time.Hour, []int{2}, []int{8})
+	e.run("low3", "a", 1, time.Hour, []int{3}, []int{8})
+	r := e.req("new", "a", 10, 2, 4, "spine")
+	r.Avoid = []topology.DomainID{domainAt(t, e.f, "leaf", 0)}
+	s, ref, p, err := searchWithAndWithout(t, e, r, preempt.SetNoRoomSkip)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"low2"}, ids(p))
+	assert.Equal(t, 1, preempt.RoomSkips(s), "spine 0 left out")
+	assert.Zero(t, preempt.RoomSkips(ref))
+}
+
 // searchWithAndWithout searches r with a Searcher and with one that has
 // a shortcut turned off (off(ref, true)), requires the two to answer
 // alike, and returns both Searchers and the answer.
