@@ -107,43 +107,34 @@ func TestRoomShortSkipKeepsPlans(t *testing.T) {
 // preemptor may evict and 5 above its priority, so no node there can be
 // freed for a pod of 4; the second leaf's nodes hold low work only. The
 // first leaf is left out before it is filled, and the plan is the one a
-// Searcher filling every cell finds.
+// Searcher filling every cell finds. With the queue at its quota, the
+// first leaf's low work is taken for quota before any cell is tried: its
+// GPUs are freed already, and counted again as room each node would seem
+// to hold a pod of 4, so the leaf would be filled only to fail.
 func TestShortLeafIsLeftOut(t *testing.T) {
-	e := newEnv(t, 1, 2, 2, 8, queue("a", "", 64, lower))
-	for n := range 2 {
-		e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{3})
-		e.run(fmt.Sprintf("high%d", n), "a", 50, time.Hour, []int{n}, []int{5})
+	for _, tc := range []struct {
+		name    string
+		nominal int64
+	}{
+		{"below quota", 64},
+		{"its quota victims taken", 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, 2, 2, 8, queue("a", "", tc.nominal, lower))
+			for n := range 2 {
+				e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{3})
+				e.run(fmt.Sprintf("high%d", n), "a", 50, time.Hour, []int{n}, []int{5})
+			}
+			for n := 2; n < 4; n++ {
+				e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{8})
+			}
+			s, ref, p, err := searchWithAndWithout(t, e, e.req("new", "a", 10, 1, 4, "leaf"), preempt.SetNoRoomSkip)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"low2"}, ids(p))
+			assert.Equal(t, 1, preempt.RoomSkips(s), "the first leaf left out")
+			assert.Zero(t, preempt.RoomSkips(ref))
+		})
 	}
-	for n := 2; n < 4; n++ {
-		e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{8})
-	}
-	s, ref, p, err := searchWithAndWithout(t, e, e.req("new", "a", 10, 1, 4, "leaf"), preempt.SetNoRoomSkip)
-	require.NoError(t, err)
-	require.Len(t, p.Victims, 1)
-	assert.Equal(t, "low2", p.Victims[0].ID)
-	assert.Equal(t, 1, preempt.RoomSkips(s), "the first leaf left out")
-	assert.Zero(t, preempt.RoomSkips(ref))
-}
-
-// TestShortLeafIsLeftOutWithItsQuotaVictimsTaken: as in
-// TestShortLeafIsLeftOut, but the queue is at its quota, so the first
-// leaf's low work is taken for quota before any cell is tried. Its GPUs
-// are freed already: counted again as room, each node would seem to hold
-// a pod of 4, and the leaf would be filled only to fail.
-func TestShortLeafIsLeftOutWithItsQuotaVictimsTaken(t *testing.T) {
-	e := newEnv(t, 1, 2, 2, 8, queue("a", "", 32, lower))
-	for n := range 2 {
-		e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{3})
-		e.run(fmt.Sprintf("high%d", n), "a", 50, time.Hour, []int{n}, []int{5})
-	}
-	for n := 2; n < 4; n++ {
-		e.run(fmt.Sprintf("low%d", n), "a", 1, time.Hour, []int{n}, []int{8})
-	}
-	s, ref, p, err := searchWithAndWithout(t, e, e.req("new", "a", 10, 1, 4, "leaf"), preempt.SetNoRoomSkip)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"low2"}, ids(p))
-	assert.Equal(t, 1, preempt.RoomSkips(s), "the first leaf left out")
-	assert.Zero(t, preempt.RoomSkips(ref))
 }
 
 // TestCellShortOutsideItsAvoidedLeafIsLeftOut: spine 0's first leaf is
