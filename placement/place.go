@@ -538,7 +538,8 @@ func (p *Placer) resolve() (req, pref topology.Level, nf *NoFit) {
 			return 0, 0, p.invalidAs("empty pod set "+ps.Name, ErrBadRequest)
 		}
 		if ps.GPUsPerPod > f.MaxGPUsPerNode() {
-			return 0, 0, invalid("a pod needs more GPUs than any node has")
+			return 0, 0, invalid(fmt.Sprintf("pod set %s: %d GPUs a pod, more than any node has (%d)",
+				ps.Name, ps.GPUsPerPod, f.MaxGPUsPerNode()))
 		}
 		if nf := p.resolveSharing(ps); nf != nil {
 			return 0, 0, nf

@@ -437,10 +437,10 @@ func TestPodSetsOfNoOrTooManyGPUsAreRefusedWhereverListed(t *testing.T) {
 		sets   []gang.PodSet
 		detail string
 	}{
-		{"no GPU first", []gang.PodSet{launcher, worker}, "pod set launcher asks for no whole GPU"},
-		{"no GPU last", []gang.PodSet{worker, launcher}, "pod set launcher asks for no whole GPU"},
-		{"too many first", []gang.PodSet{big, worker}, "a pod needs more GPUs than any node has"},
-		{"too many last", []gang.PodSet{worker, big}, "a pod needs more GPUs than any node has"},
+		{"no GPU first", []gang.PodSet{launcher, worker}, "pod set launcher asks for no whole GPU; the victim search frees whole GPUs only"},
+		{"no GPU last", []gang.PodSet{worker, launcher}, "pod set launcher asks for no whole GPU; the victim search frees whole GPUs only"},
+		{"too many first", []gang.PodSet{big, worker}, "pod set big: 9 GPUs a pod, more than any node has (8)"},
+		{"too many last", []gang.PodSet{worker, big}, "pod set big: 9 GPUs a pod, more than any node has (8)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 1, 1, 2, 8, queue("a", "", 32, lower))
