@@ -175,8 +175,9 @@ func searchWithAndWithout(t *testing.T, e *env, r preempt.Request,
 // TestEveryCellShortIsAnsweredWithoutSearch: each 8-GPU node of both
 // leaves holds 3 GPUs of work the preemptor may evict and 5 above its
 // priority, so every leaf's priority bound lets a search in (6 GPUs it
-// may free, for a pod of 4), yet no node can be freed for the pod. The request is refused for topology before
-// any victim is picked, as a Searcher that fills every cell refuses it.
+// may free, for a pod of 4), yet no node can be freed for the pod. The
+// request is refused for topology before any victim is picked, as a
+// Searcher that fills every cell refuses it.
 func TestEveryCellShortIsAnsweredWithoutSearch(t *testing.T) {
 	e := newEnv(t, 1, 2, 2, 8, queue("a", "", 64, lower))
 	for n := range 4 {

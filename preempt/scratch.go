@@ -48,7 +48,8 @@ func (s *Searcher) setupShape() *NoPlan {
 		// on the order they are listed in.
 		switch {
 		case ps.GPUsPerPod <= 0:
-			return s.invalid("pod set " + ps.Name + " asks for no whole GPU; the victim search frees whole GPUs only")
+			return s.invalid("pod set " + ps.Name +
+				" asks for no whole GPU; the victim search frees whole GPUs only")
 		case ps.GPUsPerPod > f.MaxGPUsPerNode():
 			return s.invalid(fmt.Sprintf("pod set %s: %d GPUs a pod, more than any node has (%d)",
 				ps.Name, ps.GPUsPerPod, f.MaxGPUsPerNode()))
