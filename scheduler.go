@@ -783,6 +783,16 @@ func (s *Scheduler) order(pending []*entry) {
 // priority first, then earlier submission, then ID. Neither changes
 // while a workload is pending, so the pending work is kept so ordered
 // (Scheduler.ordered) rather than sorted every cycle.
+func queueLess(a, b *entry) bool {
+	if a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	return a.w.ID < b.w.ID
+}
+
 // nominationsInQueueOrder lists the open nominations in their
 // beneficiaries' queue order (queueLess), which a host that rebuilds the
 // scheduler by adoption restores, rather than in the order they were
@@ -805,16 +815,6 @@ func compareQueue(a, b *entry) int {
 		return 1
 	}
 	return 0
-}
-
-func queueLess(a, b *entry) bool {
-	if a.priority != b.priority {
-		return a.priority > b.priority
-	}
-	if a.seq != b.seq {
-		return a.seq < b.seq
-	}
-	return a.w.ID < b.w.ID
 }
 
 // enqueue files e with the pending workloads.
