@@ -137,6 +137,13 @@ func acceptedModels(w *gang.Workload) []string {
 	return nil
 }
 
+// reserveWeight is what count pods of shape s add to the reserve of the
+// models it is bound to: their demand in GPUs, not their weight over the
+// supply of those models (see reserveOf).
+func (s *fragShape) reserveWeight(count float64) float64 {
+	return count * float64(s.k*topology.MilliGPU+s.share) / topology.MilliGPU
+}
+
 // NewFragmentation returns a Fragmentation ranker with an empty mix.
 func NewFragmentation() *Fragmentation { return &Fragmentation{} }
 
@@ -225,8 +232,7 @@ func (r *Fragmentation) addWeight(j int, count float64) {
 	r.weights++
 	r.wAll += d
 	if s.set >= 0 {
-		// As in derive: the reserve weighs the shape's share of demand.
-		r.sets[s.set].weight += count * float64(s.k*topology.MilliGPU+s.share) / topology.MilliGPU
+		r.sets[s.set].weight += s.reserveWeight(count)
 	}
 	for _, sl := range s.slots {
 		g := &r.groups[sl.g]
@@ -452,9 +458,7 @@ func (r *Fragmentation) derive(f *topology.Fleet) {
 		r.wAll += weight
 		if s.models != nil && supply < fleetGPUs {
 			s.set = r.setOf(f, s.models)
-			// The reserve weighs the shape's share of demand, not its
-			// weight over its supply.
-			r.sets[s.set].weight += s.count * float64(demand) / topology.MilliGPU
+			r.sets[s.set].weight += s.reserveWeight(s.count)
 		}
 		if s.never {
 			continue
