@@ -2,6 +2,7 @@ package placement
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 
 	"github.com/fleetsched/fleet/gang"
@@ -17,6 +18,25 @@ type Warm interface {
 	// them, is skipped). The caller does not modify the slice. It must be
 	// deterministic and must not change during a Place call.
 	WarmNodes(model string) []topology.NodeID
+}
+
+// WarmIn yields the nodes of f a Warm list names, in its order, past
+// any entry not above the one before it (a repeat among them, out of the
+// ascending order WarmNodes promises): how placement and the victim
+// search read a list, so that no node's room counts twice.
+func WarmIn(f *topology.Fleet, nodes []topology.NodeID) iter.Seq[topology.NodeID] {
+	return func(yield func(topology.NodeID) bool) {
+		last := topology.NodeID(-1)
+		for _, n := range nodes {
+			if n <= last || int(n) >= f.NumNodes() {
+				continue
+			}
+			last = n
+			if !yield(n) {
+				return
+			}
+		}
+	}
 }
 
 // WarmEligible reports whether placement (and the victim search) may
@@ -45,12 +65,7 @@ func (p *Placer) placeWarm() (Assignment, bool) {
 	p.setPodSet(p.order[0])
 	count := w.PodSets[0].Count
 	p.nodes = p.nodes[:0]
-	last := topology.NodeID(-1)
-	for _, n := range nodes {
-		if n <= last || int(n) >= f.NumNodes() {
-			continue // out of the fleet, or out of ascending order (a repeat)
-		}
-		last = n
+	for n := range WarmIn(f, nodes) {
 		g := f.NodeGroup(n)
 		if _, ok := w.Accepts(f.GroupFlavor(g)); !ok || !p.inGroups(g) {
 			continue

@@ -53,12 +53,7 @@ func (s *Searcher) markWarm() {
 		m.epoch = 1
 	}
 	depth := topology.Level(f.Depth())
-	last := topology.NodeID(-1)
-	for _, n := range nodes {
-		if n <= last || int(n) >= f.NumNodes() {
-			continue // as placement reads the list (see placement.Warm)
-		}
-		last = n
+	for n := range placement.WarmIn(f, nodes) {
 		for l := depth; l >= 0; l-- {
 			d := f.DomainOf(n, l)
 			if m.dom[d] == m.epoch {
@@ -91,15 +86,10 @@ func (s *Searcher) coldSet() int {
 		return 0
 	}
 	cold := w.PodSets[0].Count
-	last := topology.NodeID(-1)
-	for _, n := range s.warm.nodes {
+	for n := range placement.WarmIn(f, s.warm.nodes) {
 		if cold <= 0 {
 			break
 		}
-		if n <= last || int(n) >= f.NumNodes() {
-			continue
-		}
-		last = n
 		if f.Health(n) != topology.Healthy {
 			continue
 		}
