@@ -12,6 +12,7 @@ import (
 	"github.com/fleetsched/fleet/placement"
 	"github.com/fleetsched/fleet/preempt"
 	"github.com/fleetsched/fleet/quota"
+	"github.com/fleetsched/fleet/topology"
 )
 
 // TestBoundsKeepThePlan checks that pruning domains by lower bounds never
@@ -357,4 +358,28 @@ func TestCellWhoseBoundRoundsAboveAnEqualCostIsStillTried(t *testing.T) {
 	ref, err := unbounded(opt, e.view(), req)
 	require.NoError(t, err)
 	require.Equal(t, ids(ref), ids(p))
+}
+
+// TestIndexBoundsOfWorkStartedAtTheZeroTimeAreLowerBounds: ClearBound
+// and CheapestNodesBound of a node holding work started at the zero time
+// are at most what DefaultCost charges for it, at times from 1970 to 2200.
+func TestIndexBoundsOfWorkStartedAtTheZeroTimeAreLowerBounds(t *testing.T) {
+	for _, over := range []time.Duration{0, time.Minute} {
+		for _, now := range []time.Time{time.Unix(0, 0), t0, time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)} {
+			e := newEnv(t, 1, 1, 1, 8, queue("a", "", 8, quota.Rules{}))
+			r := e.run("zero", "a", 0, 0, []int{0}, []int{3})
+			r.Started = time.Time{}
+			x := e.view().Index
+			cost := preempt.DefaultCost{RestartOverhead: over}.Cost(r, now)
+			_, clear, ok := x.ClearBound(topology.Root, now, over)
+			require.True(t, ok)
+			require.LessOrEqual(t, clear, cost, "ClearBound at %v, overhead %v", now, over)
+			cheapest, ok := x.CheapestNodesBound(topology.Root, 1, now, over)
+			require.True(t, ok)
+			require.LessOrEqual(t, cheapest, cost, "CheapestNodesBound at %v, overhead %v", now, over)
+			if now.After(time.Unix(0, 0)) {
+				require.Positive(t, cheapest, "work started at the zero time is no free room")
+			}
+		}
+	}
 }

@@ -630,6 +630,13 @@ func (x *Index) addDomainGPUs(n topology.NodeID, qs int, e *indexEntry, gpus int
 // checkpoint, as gang.DrainContract.Unsaved counts it), in Unix seconds
 // rounded up: DefaultCost's price of work since then is at least its GPUs
 // x (now, rounded down, - this + overhead).
+//
+// A start before 1970 counts from 1970: Unsaved saturates some 292 years
+// after the start, and work started at the zero time (a Started left
+// unset) would otherwise be counted two thousand years, above what
+// DefaultCost charges, and the bounds built from this would be no lower
+// bounds. From 1970 they are, for every now up to 2262 (Unsaved's
+// saturation after 1970).
 func (e *indexEntry) unsavedFrom() int64 {
 	from := e.run.Started
 	if lc := e.run.W.Drain.LastCheckpoint; lc.After(from) {
@@ -639,7 +646,7 @@ func (e *indexEntry) unsavedFrom() int64 {
 	if from.Nanosecond() > 0 {
 		sec++
 	}
-	return sec
+	return max(sec, 0)
 }
 
 // holds reports whether domain d has candidates of a queue keep accepts.
