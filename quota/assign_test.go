@@ -208,6 +208,49 @@ func TestAssignWhenCanPreemptDecidesBetweenPreemptingAndTheNextFlavor(t *testing
 	}
 }
 
+// A flavor whose room the queue can reclaim within its own nominal quota
+// (no borrowing) stops the search under WhenCanPreempt Preempt, even when
+// WhenCanBorrow is TryNextFlavor: only borrowing sends it on.
+func TestAssignPreemptWithinNominalStopsEvenWhenBorrowingTriesTheNext(t *testing.T) {
+	tr := mustTree(t, groupSpec(quota.Fungibility{WhenCanPreempt: quota.Preempt, WhenCanBorrow: quota.TryNextFlavor}))
+	q, _ := tr.Node("q")
+	lender, _ := tr.Node("lender")
+	h100, _ := tr.Flavor("H100")
+	require.NoError(t, tr.AddUsage(lender, h100, 16), "the lender borrows all of q's H100")
+	a := tr.Assign(q, []quota.PodSetRequest{{MilliGPUs: 8000}}, quota.AssignOptions{})
+	assert.Equal(t, h100, a.PodSets[0][0].Flavor)
+	assert.Equal(t, quota.AssignPreempt, a.Mode)
+	assert.Equal(t, 0, a.Height, "within q's own nominal quota")
+}
+
+// Between two flavors that both need preemption and equal borrowing, one
+// counts as reclaiming only when the queue's usage with the request stays
+// within its nominal quota: a queue using 4 of its 8 A100 asking 8 more
+// does not reclaim, so the first flavor in order is kept.
+func TestAssignPreemptionPastNominalIsNoReclaim(t *testing.T) {
+	tr := mustTree(t, quota.Spec{
+		Flavors: []string{"H100", "A100"},
+		Nodes: []quota.NodeSpec{
+			{Name: "all", Kind: quota.Cohort},
+			{Name: "q", Parent: "all", Kind: quota.Queue, Preemption: quota.Rules{ReclaimWithinCohort: quota.ReclaimAny},
+				Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 8}, {Flavor: "A100", Nominal: 8}}},
+			{Name: "r", Parent: "all", Kind: quota.Queue,
+				Quotas: []quota.FlavorQuota{{Flavor: "H100", Nominal: 16}, {Flavor: "A100", Nominal: 16}}},
+		},
+	})
+	q, _ := tr.Node("q")
+	r, _ := tr.Node("r")
+	h100, _ := tr.Flavor("H100")
+	a100, _ := tr.Flavor("A100")
+	require.NoError(t, tr.AddUsage(q, h100, 20))
+	require.NoError(t, tr.AddUsage(r, h100, 4))
+	require.NoError(t, tr.AddUsage(q, a100, 4))
+	require.NoError(t, tr.AddUsage(r, a100, 20))
+	a := tr.Assign(q, []quota.PodSetRequest{{MilliGPUs: 8000}}, quota.AssignOptions{})
+	assert.Equal(t, quota.AssignPreempt, a.Mode)
+	assert.Equal(t, h100, a.PodSets[0][0].Flavor)
+}
+
 func TestAssignAcceptsOnlyTheGPUModelsAPodSetRunsOn(t *testing.T) {
 	tr := mustTree(t, groupSpec(quota.Fungibility{}))
 	q, _ := tr.Node("q")

@@ -42,6 +42,22 @@ func TestMaxAmountIsTheLastAcceptedAmount(t *testing.T) {
 		}
 	}
 
+	// A named resource's quota has the same bound, and its error names
+	// the resource's field.
+	cpu := func(nominal int64) error {
+		_, err := quota.New(quota.Spec{Flavors: []string{"H100"}, Resources: []string{"cpu"}, Nodes: []quota.NodeSpec{
+			cohort("root", ""), {Name: "a", Parent: "root", Kind: quota.Queue, Quotas: []quota.FlavorQuota{{Flavor: "H100",
+				Resources: []quota.ResourceQuota{{Name: "cpu", Nominal: nominal}}}}}}})
+		return err
+	}
+	assert.NoError(t, cpu(maxQ), "a resource's nominal at the bound")
+	err := cpu(maxQ + 1)
+	assert.ErrorIs(t, err, quota.ErrAmountTooLarge)
+	var se *quota.SpecError
+	if assert.ErrorAs(t, err, &se) {
+		assert.Equal(t, "resources[cpu].nominal", se.Field)
+	}
+
 	f := build(t, []string{"H100"}, cohort("root", ""), queue("a", "root", q("H100", maxQ-1)), queue("b", "root", q("H100", 0)))
 	a, b, h := f.n("a"), f.n("b"), f.fl("H100")
 	assert.Equal(t, quota.ReasonBadRequest, f.tree.Fits(a, h, maxQ+1).Reason.Kind, "a request above MaxAmount")

@@ -102,15 +102,10 @@ func checkResourceQuotas(node string, q FlavorQuota, s *shape) error {
 		}
 		fq := FlavorQuota{Flavor: q.Flavor, Nominal: rq.Nominal, BorrowingLimit: rq.BorrowingLimit, LendingLimit: rq.LendingLimit}
 		if err := checkQuota(node, fq, s.flavorID); err != nil {
-			var se *SpecError
 			if e, ok := err.(*SpecError); ok {
-				se = e
-				se.Field = "resources[" + rq.Name + "]." + se.Field
+				e.Field = "resources[" + rq.Name + "]." + e.Field
 			}
 			return err
-		}
-		if fq.Nominal > maxBase {
-			return &SpecError{Node: node, Flavor: q.Flavor, Field: "resources", Err: ErrAmountTooLarge}
 		}
 	}
 	return nil

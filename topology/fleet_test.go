@@ -319,6 +319,8 @@ func TestSpecErrorsNameANodeOnlyForANode(t *testing.T) {
 			`topology: invalid spec: level "leaf": level names must be unique and non-empty`},
 		{"unknown nvlink level", Spec{Levels: levels, NVLink: "rack", Nodes: []NodeSpec{{Name: "a", GPUs: 8, Path: []string{"l"}}, {Name: "b", GPUs: 8, Path: []string{"l"}}}}, -1,
 			`topology: unknown level: level "rack": nvlink level is not one of the levels`},
+		{"the first node unnamed", Spec{Levels: levels, Nodes: []NodeSpec{{GPUs: 8, Path: []string{"l"}}}}, 0,
+			`topology: invalid spec: node "" (nodes[0]): empty name`},
 		{"bad node", Spec{Levels: levels, Nodes: []NodeSpec{{Name: "a", GPUs: 8, Path: []string{"l"}}, {Name: "b", Path: []string{"l"}}}}, 1,
 			`topology: GPU count must be positive: node "b" (nodes[1]): gpus=0`},
 	} {
