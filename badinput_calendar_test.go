@@ -37,6 +37,10 @@ func TestABookingEndingInYear10000IsRefused(t *testing.T) {
 	assert.ErrorIs(t, err, fleet.ErrInvalid)
 	s.Schedule(late)
 	assert.Equal(t, t0, s.Snapshot().Time, "Schedule treats it as the scheduler's now")
+	last := time.Date(9999, 12, 31, 23, 0, 0, 0, time.UTC)
+	require.NoError(t, s.Submit(last, training("last", 1, fleet.ClassReservedResearch, "research")),
+		"a now in year 9999 is within RFC 3339")
+	assert.Equal(t, last, s.Snapshot().Time)
 	_, err = json.Marshal(s.Snapshot())
 	assert.NoError(t, err)
 }

@@ -162,4 +162,13 @@ func TestAdmitLineNamesNodesInOrder(t *testing.T) {
 	}
 	d := fleet.Decisions{Admit: []fleet.Admission{{ID: "big", Queue: "research", Span: "spine", Pods: pods}}}
 	assert.Contains(t, d.String(), fmt.Sprintf("%d GPUs on 9 nodes node-0-0-2..node-1-0-0", 8*9))
+
+	// Where one name has a digit and the other a letter, they compare as
+	// characters: digits before letters.
+	pods = pods[:0]
+	for _, n := range []string{"rack-10", "rack-a", "rack-b", "rack-c", "rack-d", "rack-e", "rack-f", "rack-g", "rack-h"} {
+		pods = append(pods, fleet.PodAssignment{PodSet: "w", Index: len(pods), Node: n, GPUs: 8})
+	}
+	d = fleet.Decisions{Admit: []fleet.Admission{{ID: "big", Queue: "research", Span: "spine", Pods: pods}}}
+	assert.Contains(t, d.String(), fmt.Sprintf("%d GPUs on 9 nodes rack-10..rack-h", 8*9))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetsched/fleet"
 	"github.com/fleetsched/fleet/gang"
+	"github.com/fleetsched/fleet/quota"
 	"github.com/fleetsched/fleet/topology"
 )
 
@@ -312,4 +313,28 @@ func TestAWorkloadRefusedForTopologyStartsWhenANodeComesBack(t *testing.T) {
 	d := s.Schedule(t0.Add(time.Minute))
 	require.Len(t, d.Admit, 1)
 	assert.Equal(t, "node-0-0-0", d.Admit[0].Pods[0].Node)
+}
+
+// A workload the last cycle refused for quota is admitted as soon as its
+// queue's quota is raised, though the fleet has not changed: the kept
+// verdict stands only while neither changes.
+func TestAWorkloadRefusedForQuotaStartsWhenItsQuotaIsRaised(t *testing.T) {
+	cfg := leafConfig()
+	cfg.Quota.Nodes[0].Quotas[0].Nominal = 16
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Submit(t0, nodeJob("first", 2)))
+	require.Len(t, s.Schedule(t0).Admit, 1)
+	require.NoError(t, s.Submit(t0, nodeJob("second", 2)))
+	require.Empty(t, s.Schedule(t0).Admit, "team's 16 GPUs are in use")
+	x, err := s.Explain("second")
+	require.NoError(t, err)
+	require.Equal(t, fleet.WaitQuota, x.Waiting)
+
+	n := cfg.Quota.Nodes[0]
+	n.Quotas = []quota.FlavorQuota{{Flavor: "H100", Nominal: 32}}
+	require.NoError(t, s.SetQueue(t0.Add(time.Minute), n))
+	d := s.Schedule(t0.Add(time.Minute))
+	require.Len(t, d.Admit, 1)
+	assert.Equal(t, "second", d.Admit[0].ID)
 }

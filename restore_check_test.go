@@ -116,6 +116,26 @@ func TestRestoreRefusesABookingEndingBeforeItStarts(t *testing.T) {
 	}
 }
 
+// RFC 3339 holds years 0000 to 9999, both included: an empty scheduler's
+// snapshot taken at either end restores, and one a nanosecond past 9999
+// is refused.
+func TestRestoreTakesSnapshotsFromYearZeroToYear9999(t *testing.T) {
+	cfg := leafConfig()
+	s, err := fleet.New(cfg)
+	require.NoError(t, err)
+	for _, at := range []time.Time{time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)} {
+		snap := s.Snapshot()
+		snap.Time = at
+		r, err := fleet.Restore(cfg, snap)
+		require.NoError(t, err, "%v", at)
+		assert.Equal(t, at, r.Snapshot().Time)
+	}
+	snap := s.Snapshot()
+	snap.Time = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, err = fleet.Restore(cfg, snap)
+	assert.ErrorIs(t, err, fleet.ErrInvalid)
+}
+
 // A borrowing flag on work of a queue in no cohort cannot be true.
 func TestRestoreRefusesBorrowingWithoutACohort(t *testing.T) {
 	cfg := leafConfig()
